@@ -1,0 +1,127 @@
+"""The `loadtest` command.
+
+`loadtest FILE` is `loadtest run FILE`. Exit codes: 0 every SLO held, 1 an SLO failed, 2 the run
+itself failed (bad scenario, server did not start, client saturated, interrupted), each with a
+one-line reason on stderr. Gevent's monkey-patching happens here, in `run` only, never on import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from loadgen.scenario_loader import ScenarioError, load_scenario
+
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+SUBCOMMANDS = ("run", "validate", "report")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] not in SUBCOMMANDS and not args[0].startswith("-"):
+        args.insert(0, "run")  # `loadtest scenario.yaml`
+    parser = _parser()
+    options = parser.parse_args(args)
+    if options.command is None:
+        parser.print_help()
+        return EXIT_ERROR
+    handler = {"run": _run, "validate": _validate, "report": _report}[options.command]
+    return handler(options)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loadtest",
+        description="Load-test an OpenAI-compatible inference server and check its SLOs.",
+        epilog="`loadtest FILE` is short for `loadtest run FILE`. Exit: 0 pass, 1 SLO failed, 2 run failed.",
+    )
+    commands = parser.add_subparsers(dest="command")
+    run = commands.add_parser("run", help="run a scenario: start the server, send the load, judge the SLOs")
+    run.add_argument("file", type=Path, help="scenario YAML")
+    run.add_argument(
+        "--out", type=Path, help="directory for run folders (default: the scenario's report.dir)"
+    )
+    run.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="live progress display (auto: only when stdout is a terminal)",
+    )
+    validate = commands.add_parser("validate", help="check a scenario file; print OK or located errors")
+    validate.add_argument("file", type=Path)
+    report = commands.add_parser("report", help="re-render the reports of a run from its requests.jsonl")
+    report.add_argument("run_dir", type=Path)
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"loadtest: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _validate(options: argparse.Namespace) -> int:
+    try:
+        load_scenario(options.file)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_ERROR
+    print("OK")
+    return EXIT_PASS
+
+
+def _run(options: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(options.file)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_ERROR
+    # The gevent world starts here and only here (Locust needs a patched stdlib).
+    from gevent import monkey
+
+    monkey.patch_all()
+    import signal
+
+    import gevent
+    import gevent.event
+
+    from loadgen.run import run_scenario
+
+    stop = gevent.event.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        gevent.signal_handler(signum, stop.set)
+    show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
+    result = run_scenario(scenario, out_dir=options.out, stop=stop, show_progress=show)
+    _print_verdict(result.report, result.run_dir)
+    return result.exit_code
+
+
+def _report(options: argparse.Namespace) -> int:
+    from loadgen.report.build import exit_code
+    from loadgen.report.render import render_reports
+    from loadgen.rundir import RunMeta
+    from loadgen.traffic.schedule import build_schedule
+
+    run_dir: Path = options.run_dir
+    if not (run_dir / "requests.jsonl").exists() or not (run_dir / "scenario.yaml").exists():
+        return _fail(f"{run_dir} is not a run directory (needs scenario.yaml and requests.jsonl)")
+    try:
+        scenario = load_scenario(run_dir / "scenario.yaml")
+        meta = RunMeta.load(run_dir)
+    except ScenarioError as exc:
+        return _fail(f"the run's scenario.yaml is not valid: {exc}")
+    except (OSError, ValueError) as exc:
+        return _fail(f"cannot read {run_dir / 'run.json'}: {exc}")
+    report = render_reports(run_dir, scenario, build_schedule(scenario), meta)
+    _print_verdict(report, run_dir)
+    return exit_code(report)
+
+
+def _print_verdict(report: dict[str, object], run_dir: Path) -> None:
+    verdict = str(report.get("verdict", "error"))
+    print(f"loadtest: {verdict}: {report.get('reason', '')} (run: {run_dir})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

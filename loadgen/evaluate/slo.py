@@ -1,0 +1,193 @@
+"""The `slo:` section of a scenario and the checks that turn measurements into pass/fail.
+
+Every entry in the section becomes exactly one check. A check whose metric was not measured
+fails with the note "not measured": a gate must never pass on missing data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from loadgen.fmt import format_number
+from servers.config import StrictModel
+from servers.units import Duration, Fraction, GrowthRate
+
+Comparison = Literal["<=", ">="]
+
+# Percentile keys as users write them, with the model field names they map to.
+_LATENCY_KEYS: dict[str, str] = {
+    "p50": "p50",
+    "p90": "p90",
+    "p95": "p95",
+    "p99": "p99",
+    "p99.9": "p99_9",
+    "mean": "mean",
+    "max": "max",
+}
+# SLO section name → metrics key (latencies count from the scheduled send time).
+_LATENCY_METRICS: dict[str, str] = {"ttft": "ttft_ms", "itl": "itl_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
+
+
+class LatencySLO(StrictModel):
+    """Upper bounds on latency percentiles, in seconds (written with units: `200ms`, `5s`)."""
+
+    p50: Duration | None = None
+    p90: Duration | None = None
+    p95: Duration | None = None
+    p99: Duration | None = None
+    p99_9: Duration | None = Field(default=None, alias="p99.9")
+    mean: Duration | None = None
+    max: Duration | None = None
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> LatencySLO:
+        if not self.limits():
+            raise ValueError(f"give at least one of {', '.join(_LATENCY_KEYS)}, e.g. {{p95: 200ms}}")
+        return self
+
+    def limits(self) -> list[tuple[str, float]]:
+        """(percentile key, threshold in seconds) for every bound that was given."""
+        limits = [(key, getattr(self, field)) for key, field in _LATENCY_KEYS.items()]
+        return [(key, value) for key, value in limits if value is not None]
+
+
+class MaxFraction(StrictModel):
+    max: Fraction
+
+
+class MinRate(StrictModel):
+    min: float = Field(ge=0)
+
+
+class MaxGrowth(StrictModel):
+    max: GrowthRate
+
+
+class MaxDuration(StrictModel):
+    max: Duration
+
+
+class SLOSpec(StrictModel):
+    """The scenario's `slo:` section. Entries are checked in this field order."""
+
+    ttft: LatencySLO | None = None
+    itl: LatencySLO | None = None
+    tpot: LatencySLO | None = None
+    e2e: LatencySLO | None = None
+    error_rate: MaxFraction | None = None
+    output_tokens_per_s: MinRate | None = None
+    request_rate: MinRate | None = None
+    memory_growth: MaxGrowth | None = None
+    cold_start: MaxDuration | None = None
+
+
+@dataclass(frozen=True)
+class SLOResult:
+    """One check. `threshold` and `observed` are in `unit`; `op` is how observed must compare."""
+
+    name: str
+    threshold: float
+    observed: float | None
+    unit: str
+    passed: bool
+    op: Comparison = "<="
+    note: str | None = None
+
+    def _with_unit(self, value: float) -> str:
+        return f"{format_number(value)}{'' if self.unit == '%' else ' '}{self.unit}"
+
+    def describe(self) -> str:
+        """One line for reasons and reports: 'ttft p95 = 812 ms > 200 ms'."""
+        bound = f"{self.op} {self._with_unit(self.threshold)}"
+        if self.observed is None:
+            return f"{self.name} not measured (bound {bound})"
+        shown = self.op if self.passed else {"<=": ">", ">=": "<"}[self.op]
+        return f"{self.name} = {self._with_unit(self.observed)} {shown} {self._with_unit(self.threshold)}"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SLOResult:
+        """Back from a report.json `slo` entry (writers re-render from the report alone)."""
+        return cls(
+            name=data["name"],
+            threshold=data["threshold"],
+            observed=data["observed"],
+            unit=data["unit"],
+            passed=data["passed"],
+            op=data.get("op", "<="),
+            note=data.get("note"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "threshold": self.threshold,
+            "observed": self.observed,
+            "unit": self.unit,
+            "passed": self.passed,
+            "op": self.op,
+            "note": self.note,
+        }
+
+
+def _check(
+    name: str, threshold: float, observed: float | None, unit: str, op: Comparison = "<="
+) -> SLOResult:
+    if observed is None:
+        return SLOResult(name, threshold, None, unit, passed=False, op=op, note="not measured")
+    passed = observed <= threshold if op == "<=" else observed >= threshold
+    return SLOResult(name, threshold, observed, unit, passed=passed, op=op)
+
+
+def _get(data: Mapping[str, Any] | None, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _latency_checks(spec: SLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
+    results = []
+    for section, metric in _LATENCY_METRICS.items():
+        slo: LatencySLO | None = getattr(spec, section)
+        if slo is None:
+            continue
+        for key, seconds in slo.limits():
+            # Thresholds are seconds; metrics are ms. Rounding hides float noise (0.05 * 1000).
+            threshold_ms = round(seconds * 1000.0, 6)
+            results.append(_check(f"{section} {key}", threshold_ms, _get(metrics, metric, key), "ms"))
+    return results
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else value * 100.0
+
+
+def check_slos(spec: SLOSpec, metrics: Mapping[str, Any], server: Mapping[str, Any]) -> list[SLOResult]:
+    """One result per SLO entry. `metrics` is report.json's `metrics`; `server` its `server`."""
+    results = _latency_checks(spec, metrics)
+    if spec.error_rate is not None:
+        observed = _percent(_get(metrics, "error_rate"))
+        results.append(_check("error_rate", round(spec.error_rate.max * 100.0, 6), observed, "%"))
+    if spec.output_tokens_per_s is not None:
+        observed = _get(metrics, "output_tokens_per_s")
+        results.append(_check("output_tokens_per_s", spec.output_tokens_per_s.min, observed, "tok/s", ">="))
+    if spec.request_rate is not None:
+        observed = _get(metrics, "achieved_rate")
+        results.append(_check("request_rate", spec.request_rate.min, observed, "req/s", ">="))
+    if spec.memory_growth is not None:
+        observed = _get(server, "memory", "growth_mb_per_min")
+        results.append(_check("memory_growth", spec.memory_growth.max, observed, "MB/min"))
+    if spec.cold_start is not None:
+        # Cold start ends at the first token when measured, else at readiness.
+        first_token = _get(server, "cold_start_s", "first_token")
+        observed = first_token if first_token is not None else _get(server, "cold_start_s", "ready")
+        result = _check("cold_start", spec.cold_start.max, observed, "s")
+        if first_token is None and observed is not None:
+            result = replace(result, note="spawn → ready (no first-token time)")
+        results.append(result)
+    return results

@@ -1,0 +1,133 @@
+"""Assemble report.json (SCENARIO.md's contract) from records, windows, SLOs and server facts.
+
+The verdict has a fixed precedence: `error` (the run failed or the client could not keep up, so
+no number can be trusted) beats `fail` (an SLO broke) beats `pass`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from loadgen.collect.records import RequestRecord
+from loadgen.collect.stats import PhaseWindow, client_trust, compute_metrics, phase_metrics
+from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
+
+SCHEMA_VERSION = 1
+EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
+
+# Fractions keep more digits than ms values: 3 decimals would hide a 0.04% error rate.
+_DIGITS = {"error_rate": 6}
+_DEFAULT_DIGITS = 3
+
+
+def round_floats(value: Any, digits: int = _DEFAULT_DIGITS) -> Any:
+    """Round every float in nested dicts/lists (3 decimals; more for fractions)."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, Mapping):
+        return {key: round_floats(item, _DIGITS.get(key, _DEFAULT_DIGITS)) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [round_floats(item, digits) for item in value]
+    return value
+
+
+def format_started_at(started_at: datetime) -> str:
+    """ISO 8601 in UTC with a Z; a naive datetime is taken to be UTC already."""
+    if started_at.tzinfo is None:
+        started_at = started_at.replace(tzinfo=UTC)
+    return started_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalize_server(server: Mapping[str, Any]) -> dict[str, Any]:
+    """The `server` object with every contract key present (None where not measured)."""
+    cold = dict(server.get("cold_start_s") or {})
+    memory = dict(server.get("memory") or {})
+    return {
+        **server,
+        "kind": server.get("kind"),
+        "cold_start_s": {
+            "ready": cold.pop("ready", None),
+            "first_token": cold.pop("first_token", None),
+            **cold,
+        },
+        "memory": {
+            "rss_mb_start": memory.pop("rss_mb_start", None),
+            "rss_mb_peak": memory.pop("rss_mb_peak", None),
+            "growth_mb_per_min": memory.pop("growth_mb_per_min", None),
+            **memory,
+        },
+    }
+
+
+def decide_verdict(
+    run_error: str | None,
+    client: Mapping[str, Any],
+    slos: Sequence[SLOResult],
+    requests: int,
+) -> tuple[str, str]:
+    """(verdict, one-line reason) with precedence error > fail > pass."""
+    if run_error:
+        return "error", run_error
+    if requests == 0:
+        # A gate must not pass on nothing (with no SLOs there would be nothing to fail).
+        return "error", "no requests were measured after warm-up"
+    if not client["trustworthy"]:
+        return (
+            "error",
+            f"{client['untrusted_because']}: the client could not keep up, numbers not trustworthy",
+        )
+    failed = [result for result in slos if not result.passed]
+    if failed:
+        details = "; ".join(result.describe() for result in failed)
+        return "fail", f"{len(failed)} of {len(slos)} SLOs failed: {details}"
+    if not slos:
+        return "pass", "no SLOs defined"
+    return "pass", f"all {len(slos)} SLOs held"
+
+
+def build_report(
+    *,
+    name: str,
+    started_at: datetime,
+    duration_s: float,
+    records: Iterable[RequestRecord],
+    windows: Sequence[PhaseWindow],
+    slo_spec: SLOSpec | None,
+    server: Mapping[str, Any],
+    max_lag_p99_ms: float,
+    run_error: str | None,
+    client_cpu_percent: float | None = None,
+    max_client_cpu_percent: float | None = None,
+) -> dict[str, Any]:
+    """report.json as a dict; `knee`, `capacity` and `replicas` are None for a plain run."""
+    records = list(records)
+    metrics = compute_metrics(records, windows)
+    server_info = normalize_server(server)
+    slos = check_slos(slo_spec, metrics, server_info) if slo_spec is not None else []
+    client = client_trust(records, max_lag_p99_ms, client_cpu_percent, max_client_cpu_percent)
+    verdict, reason = decide_verdict(run_error, client, slos, metrics["requests"])
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "verdict": verdict,
+        "reason": reason,
+        "started_at": format_started_at(started_at),
+        "duration_s": duration_s,
+        "metrics": metrics,
+        "phases": phase_metrics(records, windows),
+        "server": server_info,
+        "slo": [result.to_dict() for result in slos],
+        "client": client,
+        "knee": None,
+        "capacity": None,
+        "replicas": None,
+    }
+    rounded: dict[str, Any] = round_floats(report)
+    return rounded
+
+
+def exit_code(report: Mapping[str, Any]) -> int:
+    """0 pass, 1 an SLO failed, 2 the run failed or cannot be trusted (and anything unknown)."""
+    return EXIT_CODES.get(str(report.get("verdict")), 2)

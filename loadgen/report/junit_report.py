@@ -1,0 +1,58 @@
+"""junit.xml: one test case per SLO, so CI systems show the gate like a test run."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from loadgen.evaluate.slo import SLOResult
+from loadgen.fmt import format_number
+
+FILENAME = "junit.xml"
+
+
+def build_junit(report: Mapping[str, Any]) -> ET.Element:
+    name = str(report["name"])
+    slos = report["slo"]
+    is_error = report["verdict"] == "error"
+    failures = sum(1 for slo in slos if not slo["passed"])
+    suites = ET.Element("testsuites", name="loadtest")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=name,
+        tests=str(len(slos) + int(is_error)),
+        failures=str(failures),
+        errors=str(int(is_error)),
+        skipped="0",
+        time=format_number(float(report.get("duration_s") or 0.0)),
+        timestamp=str(report.get("started_at", "")),
+    )
+    for slo in slos:
+        case = ET.SubElement(suite, "testcase", classname=f"loadtest.{name}", name=str(slo["name"]), time="0")
+        text = SLOResult.from_dict(slo).describe()
+        if not slo["passed"]:
+            failure = ET.SubElement(case, "failure", message=text, type="SLOFailure")
+            failure.text = text
+        else:
+            ET.SubElement(case, "system-out").text = text
+    if is_error:
+        # The run itself failed or cannot be trusted: shown as an errored test, not an SLO failure.
+        case = ET.SubElement(suite, "testcase", classname=f"loadtest.{name}", name="run", time="0")
+        error = ET.SubElement(case, "error", message=str(report["reason"]), type="RunError")
+        error.text = str(report["reason"])
+    return suites
+
+
+def render_junit(report: Mapping[str, Any]) -> str:
+    root = build_junit(report)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(report: dict[str, Any], run_dir: Path) -> Path:
+    path = run_dir / FILENAME
+    path.write_text(render_junit(report), encoding="utf-8")
+    return path

@@ -1,0 +1,145 @@
+"""report.md: a short human summary of report.json (verdict first, then the numbers behind it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from loadgen.collect.stats import PERCENTILE_KEYS
+from loadgen.fmt import format_number
+
+FILENAME = "report.md"
+
+# (row label, metrics key): latencies from the scheduled send (what users feel, used for SLOs)
+# and from the actual send (what the server did).
+_LATENCY_ROWS = (
+    ("TTFT (from schedule)", "ttft_ms"),
+    ("TTFT (from send)", "ttft_from_send_ms"),
+    ("ITL", "itl_ms"),
+    ("TPOT", "tpot_ms"),
+    ("e2e (from schedule)", "e2e_ms"),
+    ("e2e (from send)", "e2e_from_send_ms"),
+    ("schedule lag", "schedule_lag_ms"),
+    ("slot wait", "slot_wait_ms"),
+)
+
+
+def _num(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    text = format_number(float(value)) if isinstance(value, int | float) else str(value)
+    return f"{text}{'' if unit == '%' else ' '}{unit}".rstrip()
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    return [line(header), line(["---"] * len(header)), *(line(row) for row in rows), ""]
+
+
+def _key_numbers(report: Mapping[str, Any]) -> list[str]:
+    metrics = report["metrics"]
+    client = report["client"]
+    error_rate = metrics.get("error_rate")
+    error_pct = None if error_rate is None else error_rate * 100
+    achieved, target = _num(metrics["achieved_rate"], "req/s"), _num(metrics["target_rate"], "req/s")
+    trust = "trustworthy" if client["trustworthy"] else "**NOT trustworthy** (client could not keep up)"
+    return [
+        f"- Requests: {metrics['requests']} · errors {metrics['errors']} (timeouts "
+        f"{metrics.get('timeouts', 0)}) · error rate {_num(error_pct, '%')}",
+        f"- Rate: {achieved} achieved of {target} target",
+        f"- Output tokens: {_num(metrics['output_tokens_per_s'], 'tok/s')} "
+        f"(counted from: {metrics.get('tokens_source') or 'no tokens'})",
+        f"- Client: {trust}, schedule lag p99 {_num(client['schedule_lag_p99_ms'], 'ms')}",
+        "",
+    ]
+
+
+def _slo_table(slos: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not slos:
+        return ["No SLOs defined.", ""]
+    rows = [
+        [
+            slo["name"],
+            _num(slo["observed"], slo["unit"]) if slo["observed"] is not None else "not measured",
+            f"{slo.get('op', '<=')} {_num(slo['threshold'], slo['unit'])}",
+            "pass" if slo["passed"] else "**FAIL**",
+        ]
+        for slo in slos
+    ]
+    return _table(["SLO", "observed", "threshold", "result"], rows)
+
+
+def _latency_table(metrics: Mapping[str, Any]) -> list[str]:
+    rows = [
+        [label, *(_num(metrics.get(key, {}).get(pct)) for pct in PERCENTILE_KEYS)]
+        for label, key in _LATENCY_ROWS
+    ]
+    return _table(["ms", *PERCENTILE_KEYS], rows)
+
+
+def _phase_table(phases: Sequence[Mapping[str, Any]]) -> list[str]:
+    rows = [
+        [
+            str(phase["index"]),
+            str(phase["kind"]),
+            _num(phase["target_rate"]),
+            _num(phase["achieved_rate"]),
+            str(phase["requests"]),
+            str(phase["metrics"]["errors"]),
+            _num(phase["metrics"]["ttft_ms"]["p95"]),
+            _num(phase["metrics"]["e2e_ms"]["p95"]),
+        ]
+        for phase in phases
+    ]
+    header = ["phase", "kind", "target req/s", "achieved req/s", "requests", "errors"]
+    return _table([*header, "TTFT p95 ms", "e2e p95 ms"], rows)
+
+
+def _server_lines(server: Mapping[str, Any]) -> list[str]:
+    cold = server.get("cold_start_s") or {}
+    memory = server.get("memory") or {}
+    ready, first_token = _num(cold.get("ready"), "s"), _num(cold.get("first_token"), "s")
+    start, peak = _num(memory.get("rss_mb_start"), "MB"), _num(memory.get("rss_mb_peak"), "MB")
+    return [
+        f"- Kind: {server.get('kind') or '–'}",
+        f"- Cold start: ready {ready}, first token {first_token}",
+        f"- Memory: start {start}, peak {peak}, growth {_num(memory.get('growth_mb_per_min'), 'MB/min')}",
+        "",
+    ]
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    lines = [
+        f"# loadtest: {report['name']}",
+        "",
+        f"**Verdict: {str(report['verdict']).upper()}** — {report['reason']}",
+        "",
+        f"Started {report['started_at']}, ran {_num(report['duration_s'], 's')}. "
+        "Latencies count from the scheduled send time unless marked “from send”; warm-up excluded.",
+        "",
+        "## Key numbers",
+        "",
+        *_key_numbers(report),
+        "## SLOs",
+        "",
+        *_slo_table(report["slo"]),
+        "## Latency",
+        "",
+        *_latency_table(report["metrics"]),
+        "## Phases",
+        "",
+        *_phase_table(report["phases"]),
+        "## Server",
+        "",
+        *_server_lines(report["server"]),
+    ]
+    return "\n".join(lines)
+
+
+def write_markdown(report: dict[str, Any], run_dir: Path) -> Path:
+    path = run_dir / FILENAME
+    path.write_text(render_markdown(report), encoding="utf-8")
+    return path

@@ -1,0 +1,42 @@
+"""Turn a run directory's records into its reports: the one place a report is computed.
+
+Used at the end of a run and by `loadtest report`; it reads requests.jsonl, never memory, so
+both give the same numbers. Free of gevent and Locust.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loadgen.collect.records import read_records
+from loadgen.report.build import build_report
+from loadgen.report.writers import write_reports
+from loadgen.rundir import RunMeta
+from loadgen.scenario import Scenario
+from loadgen.traffic.schedule import Schedule
+
+
+def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: RunMeta) -> dict[str, Any]:
+    """Compute the report from requests.jsonl (never from memory) and write every format."""
+    records_path = run_dir / "requests.jsonl"
+    records = list(read_records(records_path)) if records_path.exists() else []
+    run_error = meta.run_error
+    if not meta.finished and run_error is None:
+        run_error = "the run did not finish (the load generator stopped unexpectedly)"
+    report = build_report(
+        name=scenario.name,
+        started_at=datetime.fromisoformat(meta.started_at),
+        duration_s=meta.duration_s,
+        records=records,
+        windows=schedule.windows,
+        slo_spec=scenario.slo,
+        server=meta.server,
+        max_lag_p99_ms=scenario.client.max_schedule_lag_p99 * 1000,
+        run_error=run_error,
+        client_cpu_percent=meta.client_cpu_percent,
+        max_client_cpu_percent=scenario.client.max_cpu * 100,
+    )
+    write_reports(report, run_dir, scenario.report.formats)
+    return report

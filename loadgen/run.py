@@ -1,0 +1,163 @@
+"""`loadtest run`: server up → probe → open-loop traffic → records → report → exit code.
+
+Lives in the gevent world (import only after monkey-patching). Whatever happens (bad server,
+Ctrl-C, an exception), the server is stopped, every finished request is on disk and a report
+with a verdict is written.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gevent
+import gevent.event
+import psutil
+from rich.console import Console
+
+from loadgen.collect.records import RecordWriter, RequestRecord
+from loadgen.probe import ProbeError, first_token_ns
+from loadgen.progress import LiveStats, ProgressView
+from loadgen.report.build import exit_code
+from loadgen.report.render import render_reports
+from loadgen.rundir import RunMeta, create_run_dir, utc_now, write_scenario
+from loadgen.scenario import Scenario
+from loadgen.traffic.runner import TrafficRunner
+from loadgen.traffic.schedule import Schedule, build_schedule
+from servers.base import Adapter, Endpoint, ServerStartError
+from servers.registry import make_adapter
+
+PROGRESS_INTERVAL_S = 0.5
+PROBE_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    report: dict[str, Any]
+    exit_code: int
+
+
+class RunAborted(Exception):
+    """The run cannot go on; the message is the one-line reason."""
+
+
+def run_scenario(
+    scenario: Scenario, *, out_dir: Path | None, stop: gevent.event.Event, show_progress: bool
+) -> RunResult:
+    run_dir = create_run_dir(out_dir or scenario.report.dir, scenario.name)
+    write_scenario(scenario, run_dir)
+    schedule = build_schedule(scenario)
+    meta = RunMeta(started_at=utc_now().isoformat(), server=_server_section(scenario))
+    meta.save(run_dir)
+    started = time.monotonic()
+    adapter = make_adapter(scenario.server)
+    writer = RecordWriter(run_dir / "requests.jsonl")
+    try:
+        endpoint = _start_server(adapter, run_dir, stop)
+        _measure_cold_start(adapter, endpoint, scenario, meta)
+        meta.client_cpu_percent = _run_traffic(scenario, schedule, endpoint, writer, stop, show_progress)
+        if stop.is_set():
+            meta.run_error = "interrupted: the run was stopped before it finished"
+    except RunAborted as exc:
+        meta.run_error = str(exc)
+    finally:
+        writer.close()
+        adapter.stop()
+        meta.duration_s = round(time.monotonic() - started, 3)
+        meta.finished = True
+        meta.save(run_dir)
+    report = render_reports(run_dir, scenario, schedule, meta)
+    return RunResult(run_dir, report, exit_code(report))
+
+
+def _server_section(scenario: Scenario) -> dict[str, Any]:
+    return {
+        "kind": scenario.server.kind,
+        "cold_start_s": {"ready": None, "first_token": None},
+        "memory": {"rss_mb_start": None, "rss_mb_peak": None, "growth_mb_per_min": None},
+    }
+
+
+def _start_server(adapter: Adapter, run_dir: Path, stop: gevent.event.Event) -> Endpoint:
+    """Start the server in a greenlet so Ctrl-C during a long startup still stops the run."""
+    starting = gevent.spawn(adapter.start, run_dir / "server.log")
+    while not starting.ready():
+        if stop.wait(0.05):
+            starting.kill()
+            raise RunAborted("interrupted while the server was starting")
+    if isinstance(starting.exception, ServerStartError):
+        raise RunAborted(str(starting.exception))
+    if starting.exception is not None:
+        raise RunAborted(f"the server adapter failed: {starting.exception!r}")
+    endpoint: Endpoint = starting.value
+    return endpoint
+
+
+def _measure_cold_start(adapter: Adapter, endpoint: Endpoint, scenario: Scenario, meta: RunMeta) -> None:
+    try:
+        first_ns = first_token_ns(endpoint, scenario.workload, PROBE_TIMEOUT_S)
+    except ProbeError as exc:
+        raise RunAborted(str(exc)) from None
+    cold = meta.server["cold_start_s"]
+    cold["ready"] = round(adapter.ready_s, 4) if adapter.ready_s is not None else None
+    if adapter.spawned_at_ns is not None:
+        cold["first_token"] = round((first_ns - adapter.spawned_at_ns) / 1e9, 4)
+
+
+def _run_traffic(
+    scenario: Scenario,
+    schedule: Schedule,
+    endpoint: Endpoint,
+    writer: RecordWriter,
+    stop: gevent.event.Event,
+    show_progress: bool,
+) -> float:
+    """Run the traffic; return the load generator's CPU use meanwhile, in % of one core."""
+    live = LiveStats()
+
+    def sink(record: RequestRecord) -> None:
+        writer.write(record)
+        live.observe(record)
+
+    runner = TrafficRunner(schedule, endpoint, scenario.workload, sink)
+    environment = runner.spawn(scenario.max_concurrency)
+    # Everything built so far lives for the whole run: move it out of the collector's sight so a
+    # full collection mid-run does not stall every stream for milliseconds (measured in bench/).
+    gc.collect()
+    gc.freeze()
+    view = None
+    ticker = None
+    if show_progress:
+        view = ProgressView(
+            scenario.name,
+            schedule,
+            [phase.rate for phase in scenario.traffic],
+            live,
+            sent=lambda: runner.dispatcher.released,
+            in_flight=lambda: runner.dispatcher.in_flight,
+            console=Console(file=sys.stdout),
+        )
+        view.start()
+        ticker = gevent.spawn(_tick_forever, view)
+    process = psutil.Process()
+    cpu_before, wall_before = sum(process.cpu_times()[:2]), time.monotonic()
+    try:
+        runner.run(environment, stop)
+        cpu_used = sum(process.cpu_times()[:2]) - cpu_before
+        return round(100 * cpu_used / max(time.monotonic() - wall_before, 1e-9), 1)
+    finally:
+        if ticker is not None:
+            ticker.kill()
+        if view is not None:
+            view.close()
+
+
+def _tick_forever(view: ProgressView) -> None:
+    while True:
+        view.tick()
+        gevent.sleep(PROGRESS_INTERVAL_S)

@@ -1,0 +1,65 @@
+"""The run directory: `runs/<UTC>-<name>/` with the validated scenario and the run's metadata.
+
+`run.json` is written when the run starts and rewritten when it ends, so `loadtest report` can
+re-render a run that crashed (it then says the run did not finish).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from loadgen.scenario import Scenario
+
+RUN_META = "run.json"
+
+
+@dataclass
+class RunMeta:
+    started_at: str
+    finished: bool = False
+    duration_s: float = 0.0
+    run_error: str | None = None
+    server: dict[str, Any] = field(default_factory=dict)
+    client_cpu_percent: float | None = None  # the load generator's CPU use during the traffic
+
+    def save(self, run_dir: Path) -> None:
+        path = run_dir / RUN_META
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        tmp.replace(path)  # atomic: a crash never leaves half a file
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunMeta:
+        data = json.loads((run_dir / RUN_META).read_text(encoding="utf-8"))
+        return cls(**{key: value for key, value in data.items() if key in cls.__dataclass_fields__})
+
+
+def create_run_dir(base: Path, name: str, now: datetime | None = None) -> Path:
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    base.mkdir(parents=True, exist_ok=True)
+    candidate = base / f"{stamp}-{name}"
+    suffix = 2
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            candidate = base / f"{stamp}-{name}-{suffix}"
+            suffix += 1
+
+
+def write_scenario(scenario: Scenario, run_dir: Path) -> None:
+    """The scenario as validated, defaults filled in (durations in seconds, sizes in bytes)."""
+    data = scenario.model_dump(mode="json", by_alias=True)
+    text = yaml.safe_dump(data, sort_keys=False)
+    (run_dir / "scenario.yaml").write_text(text, encoding="utf-8")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,154 @@
+"""What a request to an OpenAI-compatible server looks like, and how its SSE stream is read.
+
+Pure: builds bodies and parses lines with the timestamps the caller took when each line landed.
+TTFT is the first chunk with non-empty content; ITL the gaps between content chunks; token counts
+come from the server's `usage` when it sends one, else from the number of content chunks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# Common short English words: each is one token in typical BPE vocabularies, so a prompt of n
+# words is close to n tokens; the server's usage field reports the exact count.
+_WORDS = (
+    "the of and to in is was for on that with as by at from his her are were this which be "
+    "or had not but what all when can said there use an each she do how their if will up "
+    "other about out many then them these so some would make like him into time has look two "
+    "more go see way could people than first water been call who oil its now find long down "
+    "day did get come made may part over new sound take only little work know place year "
+    "live me back give most very after thing our just name good man think say great where "
+    "help through much before line right too mean old any same tell boy follow came want "
+    "show also around form three small "
+).split()
+
+
+def prompt_text(tokens: int, request_id: int) -> str:
+    """A deterministic prompt of `tokens` words; varied per request so no cache serves it whole."""
+    count = len(_WORDS)
+    return " ".join(_WORDS[(request_id * 7919 + i * 31) % count] for i in range(tokens))
+
+
+def request_body(
+    *,
+    api: Literal["chat", "completions"],
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    ignore_eos: bool,
+    stream: bool,
+) -> tuple[str, dict[str, Any]]:
+    """The path and JSON body of one request."""
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": stream, "temperature": 0}
+    if ignore_eos:
+        body["ignore_eos"] = True  # a vLLM extension that keeps output lengths exact
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+        return "/v1/chat/completions", body
+    body["prompt"] = prompt
+    return "/v1/completions", body
+
+
+@dataclass
+class StreamResult:
+    """What one response said, with the monotonic ns at which each content chunk arrived."""
+
+    chunk_ns: list[int] = field(default_factory=list)
+    usage_prompt_tokens: int | None = None
+    usage_output_tokens: int | None = None
+    error: str | None = None
+    done: bool = False  # saw `data: [DONE]` (or a complete non-streaming body)
+
+    @property
+    def first_token_ns(self) -> int | None:
+        return self.chunk_ns[0] if self.chunk_ns else None
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage_output_tokens if self.usage_output_tokens is not None else len(self.chunk_ns)
+
+    @property
+    def tokens_source(self) -> Literal["usage", "chunks"]:
+        return "usage" if self.usage_output_tokens is not None else "chunks"
+
+    def itl_ms(self) -> list[float]:
+        return [(b - a) / 1e6 for a, b in zip(self.chunk_ns, self.chunk_ns[1:], strict=False)]
+
+
+class StreamParser:
+    """Feed it each SSE line (bytes, as read) with the time it arrived."""
+
+    def __init__(self) -> None:
+        self.result = StreamResult()
+
+    def feed(self, line: bytes, arrived_ns: int) -> None:
+        line = line.strip()
+        if not line.startswith(b"data:"):
+            return  # blank separators, comments (": ping") and `event:` lines carry no tokens
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            self.result.done = True
+            return
+        try:
+            chunk = _decode(payload.decode("utf-8"))
+        except ValueError:
+            self.result.error = f"unparseable stream chunk: {payload[:80]!r}"
+            return
+        self._take(chunk, arrived_ns)
+
+    def feed_body(self, body: bytes, arrived_ns: int) -> None:
+        """A non-streaming response: one JSON document."""
+        try:
+            document = json.loads(body)
+        except ValueError:
+            self.result.error = f"unparseable response body: {body[:80]!r}"
+            return
+        self._take(document, arrived_ns)
+        self.result.done = self.result.error is None
+
+    def _take(self, chunk: Any, arrived_ns: int) -> None:
+        if not isinstance(chunk, dict):
+            self.result.error = "response chunk is not a JSON object"
+            return
+        if "error" in chunk:
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            self.result.error = f"server error in stream: {message}"
+            return
+        for choice in chunk.get("choices") or []:
+            if _content_of(choice):
+                self.result.chunk_ns.append(arrived_ns)
+                break
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            if isinstance(usage.get("completion_tokens"), int):
+                self.result.usage_output_tokens = usage["completion_tokens"]
+            if isinstance(usage.get("prompt_tokens"), int):
+                self.result.usage_prompt_tokens = usage["prompt_tokens"]
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _decode(text: str) -> Any:
+    """json.loads without its per-call encoding sniffing: this runs once per streamed token."""
+    value, end = _DECODER.raw_decode(text)
+    if text[end:].strip():
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def _content_of(choice: Any) -> str:
+    if not isinstance(choice, dict):
+        return ""
+    delta = choice.get("delta")
+    if isinstance(delta, dict):
+        return str(delta.get("content") or "")
+    message = choice.get("message")
+    if isinstance(message, dict):
+        return str(message.get("content") or "")
+    return str(choice.get("text") or "")

@@ -1,0 +1,231 @@
+"""The Adapter contract: start a server (or find one), hand back an Endpoint, stop it.
+
+Adapters run inside the gevent-patched load generator, so everything here is plain blocking
+stdlib (subprocess, urllib, time.sleep): gevent makes it cooperative, asyncio is never used.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from servers.config import StrictModel
+from servers.proctree import die_with_parent_hook, log_tail, terminate_tree
+from servers.units import format_duration
+
+# Proxies are bypassed: the load generator's client talks to the server directly, so the
+# adapter checks the same path.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str  # e.g. http://127.0.0.1:8000: no trailing slash, no /v1
+    model: str
+    api_key: str | None = None
+
+
+class ServerStartError(Exception):
+    """The server could not be started or reached. The first line says why, for a user."""
+
+    def __init__(self, reason: str, log_path: Path | None = None) -> None:
+        self.reason = reason
+        self.log_tail = log_tail(log_path) if log_path is not None else ""
+        message = reason
+        if self.log_tail:
+            message += f"\n--- last lines of {log_path} ---\n{self.log_tail}"
+        super().__init__(message)
+
+
+class Adapter(ABC):
+    """Starts (or finds) one server for a run. `stop()` must be safe to call at any time."""
+
+    def __init__(self, config: StrictModel) -> None:
+        self.config = config
+
+    @abstractmethod
+    def start(self, log_path: Path) -> Endpoint:
+        """Bring the server up and wait until it is ready; raise ServerStartError if not."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop what `start` started, leaving no process behind. Idempotent."""
+
+    @property
+    def pid(self) -> int | None:
+        """The server's root process while started by us, for memory sampling."""
+        return None
+
+    @property
+    def ready_s(self) -> float | None:
+        """Seconds from spawn to readiness (perf_counter); None where nothing was spawned."""
+        return None
+
+    @property
+    def spawned_at_ns(self) -> int | None:
+        """`time.perf_counter_ns()` at spawn, so the caller can time spawn → first token."""
+        return None
+
+
+def http_get(url: str, timeout: float, api_key: str | None = None) -> tuple[int, bytes]:
+    """GET a URL: (status, body) for any HTTP answer; URLError/OSError if none came."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read()
+
+
+def first_model_id(body: bytes, base_url: str) -> str:
+    """The first model id of a /v1/models answer."""
+    try:
+        models = json.loads(body)["data"]
+        return str(models[0]["id"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ServerStartError(f"{base_url}/v1/models lists no model; set `model:` in the scenario") from None
+
+
+def resolve_model(base_url: str, configured: str | None, api_key: str | None, timeout: float = 10.0) -> str:
+    """The configured model, else the first id of GET {base_url}/v1/models."""
+    if configured:
+        return configured
+    try:
+        status, body = http_get(f"{base_url}/v1/models", timeout, api_key)
+    except (OSError, http.client.HTTPException) as exc:
+        raise ServerStartError(f"cannot list models at {base_url}/v1/models: {exc}") from None
+    if status != 200:
+        raise ServerStartError(f"cannot list models at {base_url}/v1/models: HTTP {status}")
+    return first_model_id(body, base_url)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """How to run one server process and where it will answer."""
+
+    argv: Sequence[str]  # never a shell string
+    base_url: str
+    ready_url: str  # answers HTTP 200 once the server takes requests
+    env: Mapping[str, str] | None = None  # added to this process's environment
+    cwd: Path | None = None
+
+
+class ProcessAdapter(Adapter):
+    """Base for adapters that spawn a local server process; subclasses give `launch_spec()`."""
+
+    poll_interval_s = 0.05
+
+    def __init__(
+        self,
+        config: StrictModel,
+        *,
+        startup_timeout: float,
+        model: str | None = None,
+        api_key: str | None = None,
+        grace_period_s: float = 10.0,
+    ) -> None:
+        super().__init__(config)
+        self.startup_timeout = startup_timeout
+        self.model = model
+        self.api_key = api_key
+        self.grace_period_s = grace_period_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._spawned_at_ns: int | None = None
+        self._ready_s: float | None = None
+
+    @abstractmethod
+    def launch_spec(self) -> LaunchSpec:
+        """Called once per start (a good place to pick a free port)."""
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def ready_s(self) -> float | None:
+        return self._ready_s
+
+    @property
+    def spawned_at_ns(self) -> int | None:
+        return self._spawned_at_ns
+
+    def start(self, log_path: Path) -> Endpoint:
+        if self._proc is not None:
+            raise RuntimeError("server already started")
+        spec = self.launch_spec()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **(spec.env or {})}
+        with log_path.open("ab") as log:
+            self._spawned_at_ns = time.perf_counter_ns()
+            try:
+                self._proc = subprocess.Popen(
+                    list(spec.argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=spec.cwd,
+                    # Own session: a Ctrl-C in the terminal reaches the tool, which stops the server.
+                    start_new_session=True,
+                    preexec_fn=die_with_parent_hook(),
+                )
+            except OSError as exc:
+                raise ServerStartError(f"cannot start {spec.argv[0]}: {exc}") from None
+        try:
+            self._wait_ready(self._proc, spec.ready_url, log_path)
+            model = resolve_model(spec.base_url, self.model, self.api_key)
+        except BaseException:
+            self.stop()  # also on Ctrl-C while waiting: never leave a half-started server
+            raise
+        return Endpoint(base_url=spec.base_url, model=model, api_key=self.api_key)
+
+    def _wait_ready(self, proc: subprocess.Popen[bytes], ready_url: str, log_path: Path) -> None:
+        assert self._spawned_at_ns is not None
+        started = self._spawned_at_ns / 1e9
+        deadline = started + self.startup_timeout
+        while True:
+            code = proc.poll()
+            if code is not None:
+                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                raise ServerStartError(f"server {how} during startup", log_path)
+            now = time.perf_counter()
+            if self._answers(ready_url, timeout=max(0.05, min(1.0, deadline - now))):
+                self._ready_s = time.perf_counter() - started
+                return
+            now = time.perf_counter()
+            if now >= deadline:
+                limit = format_duration(self.startup_timeout)
+                raise ServerStartError(f"server did not become ready within {limit}", log_path)
+            # Poll on a fixed grid from spawn: a slow poll neither drifts nor bursts the next ones.
+            ticks = int((now - started) / self.poll_interval_s) + 1
+            time.sleep(max(0.0, min(started + ticks * self.poll_interval_s, deadline) - now))
+
+    @staticmethod
+    def _answers(url: str, timeout: float) -> bool:
+        try:
+            return http_get(url, timeout)[0] == 200
+        except (OSError, http.client.HTTPException):
+            return False
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            terminate_tree(proc, self.grace_period_s)

@@ -1,0 +1,9 @@
+"""Base class for every config model: read-only after validation, and a typo is an error."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -1,0 +1,1 @@
+"""Engines behind the shared HTTP front: one batching interface, several implementations."""

@@ -1,0 +1,80 @@
+"""The interface every built-in engine implements behind the one HTTP front.
+
+An engine turns a prompt into a stream of text pieces, one per output token, and may run many
+requests at once (continuous batching). The HTTP front never knows how: it calls `generate`,
+writes each piece as it arrives, and reads `stats()` and each request's `timing` for /metrics.
+
+A real engine (ONNX Runtime, PyTorch) implements the same four things: a scheduler that admits
+queued requests into the running batch, `generate` as an async generator fed by that scheduler,
+`ready()` that turns true once weights are loaded, and `stats()` for the gauges.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RequestTiming:
+    """Filled in by the engine while it serves one request (loop-clock seconds).
+
+    Mutable on purpose: the front reads it after the first piece to observe queue wait, so the
+    engine does not need to know about metrics.
+    """
+
+    queue_wait_s: float | None = None  # arrival → admitted into the running batch
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    prompt: str
+    prompt_tokens: int
+    max_tokens: int
+    ignore_eos: bool = False
+    timing: RequestTiming = field(default_factory=RequestTiming, compare=False)
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    """A point-in-time snapshot for the gauges on /metrics."""
+
+    running: int  # requests in the running batch (holding a slot)
+    waiting: int  # requests queued for a slot
+
+
+class Engine(ABC):
+    """One model behind one scheduler. Construct cheaply; heavy loading goes in `start()`."""
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    async def start(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Begin loading (weights, warm-up). Runs as a background task while the server
+        already answers, so /health can say 503 until `ready()`; a no-op by default."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Release resources when the server shuts down; a no-op by default."""
+
+    @abstractmethod
+    def ready(self) -> bool:
+        """False while starting up; the front answers 503 on /health and on requests."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens the engine's tokenizer sees in `text` (reported as usage.prompt_tokens)."""
+
+    @abstractmethod
+    def stats(self) -> EngineStats: ...
+
+    # A plain `def` returning AsyncGenerator so implementations can be `async def` generators
+    # (an abstract `async def` would type as a coroutine, which a generator does not match).
+    @abstractmethod
+    def generate(self, req: GenerationRequest) -> AsyncGenerator[str, None]:
+        """Yield one text piece per output token, at most `req.max_tokens` of them.
+
+        Fewer pieces mean the model stopped (EOS). Cancelling the consumer, or closing the
+        generator, must free the request's slot at once: that is how a client disconnect is
+        handled. Set `req.timing.queue_wait_s` when the request is admitted.
+        """

@@ -1,0 +1,132 @@
+"""A simulated continuous-batching engine with exact, configurable timing.
+
+Up to `slots` requests decode together; later ones wait FIFO for a slot. Once admitted at
+slot_start, token k (k = 0..N-1) is due at slot_start + ttft + k·itl. Every sleep targets that
+absolute deadline, so a late wake-up never pushes later tokens back (no drift).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncGenerator
+from contextlib import suppress
+
+import psutil
+
+from servers.engines.base import Engine, EngineStats, GenerationRequest
+
+# Each piece is one whitespace-separated word, so `count_tokens` of the output equals the
+# number of tokens generated.
+_WORDS = (" tok", " ken", " sim", " word", " byte", " unit", " beam", " text")
+
+
+def process_age_s() -> float:
+    """Seconds since this process was created.
+
+    psutil's create_time() adds the boot time, which Linux reports in whole seconds, so wall
+    clock minus create_time() can be off by up to a second. Both the start time and
+    CLOCK_BOOTTIME count from boot, so their difference is exact to a clock tick.
+    """
+    proc = psutil.Process()
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        since_boot = proc.create_time() - psutil.boot_time()
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot)
+    return max(0.0, time.time() - proc.create_time())
+
+
+class FifoSlots:
+    """A counting semaphore that admits waiters strictly in arrival order."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for w in self._waiters if not w.done())
+
+    async def acquire(self) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as we were cancelled: pass it on
+            else:
+                with suppress(ValueError):  # already popped by release()
+                    self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # hand the slot over directly: no barging
+                return
+        self._free += 1
+
+
+class SimulatedEngine(Engine):
+    def __init__(
+        self,
+        *,
+        ttft: float = 0.05,
+        itl: float = 0.01,
+        slots: int = 8,
+        startup: float = 0.0,
+        leak_per_request: int = 0,
+        model_name: str = "simulated",
+        spawned_at: float | None = None,
+    ) -> None:
+        """`spawned_at` is a `time.monotonic()` value; by default this process's creation, so
+        interpreter start-up and imports count towards `startup` like a real cold start."""
+        super().__init__(model_name)
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        self.ttft = ttft
+        self.itl = itl
+        self.leak_per_request = leak_per_request
+        born = time.monotonic() - process_age_s() if spawned_at is None else spawned_at
+        self._ready_at = born + startup
+        self._slots = FifoSlots(slots)
+        self._running = 0
+        self._leaked: list[bytearray] = []
+
+    def ready(self) -> bool:
+        return time.monotonic() >= self._ready_at
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def stats(self) -> EngineStats:
+        return EngineStats(running=self._running, waiting=self._slots.waiting)
+
+    @property
+    def leaked_bytes(self) -> int:
+        return sum(len(chunk) for chunk in self._leaked)
+
+    async def generate(self, req: GenerationRequest) -> AsyncGenerator[str, None]:
+        loop = asyncio.get_running_loop()
+        if self.leak_per_request:
+            # Written bytes, not zeros: untouched zero pages would not count in RSS.
+            self._leaked.append(bytearray(b"x") * self.leak_per_request)
+        arrived = loop.time()
+        await self._slots.acquire()
+        self._running += 1
+        try:
+            slot_start = loop.time()
+            req.timing.queue_wait_s = slot_start - arrived
+            for k in range(req.max_tokens):
+                delay = slot_start + self.ttft + k * self.itl - loop.time()
+                await asyncio.sleep(max(delay, 0.0))
+                yield _WORDS[k % len(_WORDS)]
+        finally:
+            # Runs on normal end, on cancellation and on aclose(): a gone client frees its slot.
+            self._running -= 1
+            self._slots.release()

@@ -1,0 +1,199 @@
+"""The OpenAI-compatible aiohttp front shared by every built-in engine."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import traceback
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from servers.engines.base import Engine, GenerationRequest
+from servers.http.metrics import ServerMetrics
+from servers.http.openai import (
+    SSE_DONE,
+    BadRequest,
+    ChatBody,
+    ChatShape,
+    CompletionBody,
+    FinishReason,
+    RequestBody,
+    Shape,
+    error_body,
+    parse_body,
+    sse,
+)
+from servers.http.timings import TimingRecorder
+
+CLIENT_GONE = "499"  # nginx's code for "client closed the connection", as a metrics label
+
+
+def _error(status: int, message: str, kind: str) -> web.Response:
+    return web.json_response(error_body(message, kind, status), status=status)
+
+
+class OpenAIFront:
+    """Request handlers bound to one engine and one metrics registry."""
+
+    def __init__(self, engine: Engine, timings: TimingRecorder | None = None) -> None:
+        self.engine = engine
+        self.metrics = ServerMetrics(engine)
+        self.timings = timings
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, "/v1/completions", CompletionBody, Shape)
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, "/v1/chat/completions", ChatBody, ChatShape)
+
+    async def models(self, request: web.Request) -> web.Response:
+        # Like vLLM, whose API is not up before the model is: "models answers" means "ready",
+        # which is what the external adapter relies on.
+        if not self.engine.ready():
+            return _error(503, "the model is still loading", "service_unavailable")
+        model = {"id": self.engine.model_name, "object": "model", "created": 0, "owned_by": "loadtest"}
+        return web.json_response({"object": "list", "data": [model]})
+
+    async def health(self, request: web.Request) -> web.Response:
+        if self.engine.ready():
+            return web.json_response({"status": "ok"})
+        return web.json_response({"status": "starting"}, status=503)
+
+    async def debug_timings(self, request: web.Request) -> web.Response:
+        if self.timings is None:
+            return _error(404, "start the server with --record-timings", "not_found_error")
+        return web.json_response(self.timings.summary())
+
+    async def metrics_text(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _generate(
+        self, request: web.Request, endpoint: str, body_type: type[RequestBody], shape_type: type[Shape]
+    ) -> web.StreamResponse:
+        status = "500"
+        self.metrics.in_flight.inc()
+        try:
+            response = await self._answer(request, body_type, shape_type)
+            status = str(response.status)
+            return response
+        except (asyncio.CancelledError, ConnectionResetError):
+            status = CLIENT_GONE
+            raise
+        finally:
+            self.metrics.in_flight.dec()
+            self.metrics.requests.labels(endpoint=endpoint, status=status).inc()
+
+    async def _answer(
+        self, request: web.Request, body_type: type[RequestBody], shape_type: type[Shape]
+    ) -> web.StreamResponse:
+        started = asyncio.get_running_loop().time()
+        try:
+            body = parse_body(await request.read(), body_type)
+        except BadRequest as exc:
+            return _error(400, str(exc), "invalid_request_error")
+        if body.model is not None and body.model != self.engine.model_name:
+            message = (
+                f"The model `{body.model}` does not exist; this server serves `{self.engine.model_name}`"
+            )
+            return _error(404, message, "not_found_error")
+        if not self.engine.ready():
+            return _error(503, "the model is still loading", "service_unavailable")
+        prompt = body.prompt_text()
+        req = GenerationRequest(
+            prompt=prompt,
+            prompt_tokens=self.engine.count_tokens(prompt),
+            max_tokens=body.output_limit,
+            ignore_eos=body.ignore_eos,
+        )
+        shape = shape_type(self.engine.model_name)
+        # aclosing: if the client goes away mid-stream, the engine frees the slot now, not
+        # whenever the generator happens to be garbage-collected.
+        async with aclosing(self._observed(req, started)) as pieces:
+            if body.stream:
+                return await self._stream(request, req, shape, pieces, body.include_usage, started)
+            parts = [piece async for piece in pieces]
+        finish = _finish_reason(len(parts), req.max_tokens)
+        return web.json_response(shape.full("".join(parts), finish, req.prompt_tokens, len(parts)))
+
+    async def _stream(
+        self,
+        request: web.Request,
+        req: GenerationRequest,
+        shape: Shape,
+        pieces: AsyncIterator[str],
+        include_usage: bool,
+        started: float,
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        opening = shape.opening_chunk()
+        if opening is not None:
+            await response.write(sse(opening))
+        loop = asyncio.get_running_loop()
+        written: list[float] = []
+        async for piece in pieces:
+            await response.write(sse(shape.chunk(piece)))  # one write per token, sent at once
+            written.append(loop.time())
+        count = len(written)
+        await response.write(sse(shape.chunk("", _finish_reason(count, req.max_tokens))))
+        if include_usage:
+            await response.write(sse(shape.usage_chunk(req.prompt_tokens, count)))
+        await response.write(SSE_DONE)
+        if self.timings is not None:
+            self.timings.observe(started, written, loop.time())
+        await response.write_eof()
+        return response
+
+    async def _observed(self, req: GenerationRequest, started: float) -> AsyncGenerator[str, None]:
+        """The engine's pieces, recording TTFT, queue wait and token counts on the way."""
+        loop = asyncio.get_running_loop()
+        first = True
+        async with aclosing(self.engine.generate(req)) as pieces:
+            async for piece in pieces:
+                if first:
+                    first = False
+                    self.metrics.ttft.observe(loop.time() - started)
+                    if req.timing.queue_wait_s is not None:
+                        self.metrics.queue_wait.observe(req.timing.queue_wait_s)
+                self.metrics.generated_tokens.inc()
+                yield piece
+
+
+def _finish_reason(generated: int, limit: int) -> FinishReason:
+    return "length" if generated >= limit else "stop"
+
+
+async def _run_engine(app: web.Application, engine: Engine) -> AsyncIterator[None]:
+    """Load the engine in the background so /health answers 503 (not nothing) meanwhile."""
+    task = asyncio.create_task(engine.start())
+    task.add_done_callback(_report_failure)
+    yield
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await engine.close()
+
+
+def _report_failure(task: asyncio.Task[None]) -> None:
+    exc = None if task.cancelled() else task.exception()
+    if exc is not None:
+        print("engine failed to start:", file=sys.stderr)
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def build_app(engine: Engine, *, record_timings: bool = False) -> web.Application:
+    front = OpenAIFront(engine, TimingRecorder() if record_timings else None)
+    # Long-context prompts exceed aiohttp's 1 MiB default body limit.
+    app = web.Application(client_max_size=64 * 1024**2)
+    app.router.add_post("/v1/completions", front.completions)
+    app.router.add_post("/v1/chat/completions", front.chat)
+    app.router.add_get("/v1/models", front.models)
+    app.router.add_get("/health", front.health)
+    app.router.add_get("/metrics", front.metrics_text)
+    app.router.add_get("/debug/timings", front.debug_timings)
+    app.cleanup_ctx.append(lambda app: _run_engine(app, engine))
+    return app

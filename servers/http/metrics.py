@@ -1,0 +1,45 @@
+"""Server-side metrics for /metrics, in a registry owned by one app (no global metric objects)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from servers.engines.base import Engine
+
+PREFIX = "loadtest_server_"
+
+# Seconds; fine at the low end where simulated and small-model servers live.
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class ServerMetrics:
+    def __init__(self, engine: Engine) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            PREFIX + "requests",
+            "Requests answered, by endpoint and HTTP status",
+            ["endpoint", "status"],
+            registry=r,
+        )
+        self.in_flight = Gauge(PREFIX + "requests_in_flight", "Generation requests being served", registry=r)
+        self.generated_tokens = Counter(PREFIX + "generated_tokens", "Output tokens generated", registry=r)
+        self.queue_wait = Histogram(
+            PREFIX + "queue_wait_seconds",
+            "Time from arrival to a batch slot",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.ttft = Histogram(
+            PREFIX + "ttft_seconds", "Server-side time to first token", buckets=_LATENCY_BUCKETS, registry=r
+        )
+        # Read from the engine at scrape time, so the gauges are never stale.
+        batch = Gauge(PREFIX + "batch_size", "Requests in the running batch", registry=r)
+        batch.set_function(lambda: engine.stats().running)
+        waiting = Gauge(PREFIX + "queue_size", "Requests waiting for a batch slot", registry=r)
+        waiting.set_function(lambda: engine.stats().waiting)
+        ready = Gauge(PREFIX + "ready", "1 once the engine serves requests", registry=r)
+        ready.set_function(lambda: 1.0 if engine.ready() else 0.0)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,48 @@
+"""Run an app until SIGTERM/SIGINT: the entry-point loop shared by every built-in server."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+from aiohttp import web
+
+# In-flight streams get this long to finish after a stop signal; the adapter's own grace
+# period (10 s by default) must stay longer so a clean exit is the normal case.
+SHUTDOWN_GRACE_S = 2.0
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+async def serve(app: web.Application, host: str, port: int) -> None:
+    """Listen on host:port (0 picks a free port), print `listening on URL`, run until signalled."""
+    # handler_cancellation: a client that disconnects cancels its handler at once, which frees
+    # its batch slot even while it is still queued and no write would notice.
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        bound_port = runner.addresses[0][1]
+        print(f"listening on http://{_url_host(host)}:{bound_port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        print("stopping", flush=True)
+    finally:
+        await runner.cleanup()
+
+
+def run(app: web.Application, host: str, port: int) -> int:
+    """Blocking wrapper for `main()` functions; returns the process exit code."""
+    try:
+        asyncio.run(serve(app, host, port))
+    except OSError as exc:
+        print(f"cannot listen on {host}:{port}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    return 0

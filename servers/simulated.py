@@ -1,0 +1,134 @@
+"""The simulated server: its scenario config, its adapter, and `python -m servers.simulated`.
+
+The load generator imports this module for the config and adapter only; the aiohttp server
+and the engine are imported inside `main()`, so they load in the server process alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from servers.base import LaunchSpec, ProcessAdapter, free_port
+from servers.config import StrictModel
+from servers.units import Duration, Size, parse_duration, parse_size
+
+
+class SimulatedServerConfig(StrictModel):
+    kind: Literal["simulated"]
+    ttft: Duration = 0.05
+    itl: Duration = 0.01
+    slots: int = Field(default=8, ge=1)
+    startup: Duration = 0.0
+    leak_per_request: Size = 0
+    port: int | Literal["auto"] = "auto"
+    host: str = "127.0.0.1"
+    model: str = "simulated"
+    startup_timeout: Duration = 300.0
+
+
+class SimulatedAdapter(ProcessAdapter):
+    def __init__(self, config: SimulatedServerConfig) -> None:
+        super().__init__(config, startup_timeout=config.startup_timeout, model=config.model)
+        self.sim = config
+
+    def launch_spec(self) -> LaunchSpec:
+        cfg = self.sim
+        port = free_port(cfg.host) if cfg.port == "auto" else cfg.port
+        argv = [
+            sys.executable,
+            "-m",
+            "servers.simulated",
+            f"--host={cfg.host}",
+            f"--port={port}",
+            f"--ttft={cfg.ttft}",
+            f"--itl={cfg.itl}",
+            f"--slots={cfg.slots}",
+            f"--startup={cfg.startup}",
+            f"--leak-per-request={cfg.leak_per_request}",
+            f"--model={cfg.model}",
+        ]
+        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        base_url = f"http://{host}:{port}"
+        # Unbuffered, so server.log is current when a start-up failure quotes it.
+        return LaunchSpec(
+            argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env={"PYTHONUNBUFFERED": "1"}
+        )
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(float(text) if _is_number(text) else text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(float(text) if _is_number(text) else text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _slots(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("slots must be at least 1")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m servers.simulated",
+        description="A simulated OpenAI-compatible LLM server with exact, configurable timing.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (%(default)s)")
+    parser.add_argument("--ttft", type=_duration, default=0.05, help="time to first token, e.g. 50ms")
+    parser.add_argument("--itl", type=_duration, default=0.01, help="time between tokens, e.g. 10ms")
+    parser.add_argument("--slots", type=_slots, default=8, help="requests decoded together (%(default)s)")
+    parser.add_argument(
+        "--startup", type=_duration, default=0.0, help="not ready until this long after spawn"
+    )
+    parser.add_argument(
+        "--leak-per-request", type=_size, default=0, help="bytes kept per request, e.g. 100KB"
+    )
+    parser.add_argument("--model", default="simulated", help="served model name (%(default)s)")
+    parser.add_argument(
+        "--record-timings",
+        action="store_true",
+        help="record when each chunk was written; GET /debug/timings returns percentiles (benchmarks)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    from servers.engines.simulated import SimulatedEngine
+    from servers.http import build_app, run
+
+    engine = SimulatedEngine(
+        ttft=args.ttft,
+        itl=args.itl,
+        slots=args.slots,
+        startup=args.startup,
+        leak_per_request=args.leak_per_request,
+        model_name=args.model,
+    )
+    return run(build_app(engine, record_timings=args.record_timings), args.host, args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""The behaviour every server adapter owes, as one base test class.
+
+A subclass per adapter supplies two class-scoped fixtures:
+  `adapter_factory`: a callable returning a fresh, unstarted adapter for a working server;
+  `failing_start`:   (parametrized) a FailingStart whose adapter must fail to start.
+Clients here are plain stdlib (http.client): the pytest process is never gevent-patched.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import psutil
+import pytest
+
+from servers.base import Adapter, Endpoint, ServerStartError
+
+MAX_TOKENS = 7
+
+
+@dataclass
+class FailingStart:
+    make: Callable[[], Adapter]
+    expect: list[str]  # substrings of the error message
+    expect_log_tail: bool = True  # the tool started the server, so server.log is quoted
+    within_s: float = 10.0  # start() must give up about this fast
+
+
+@dataclass
+class Stream:
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    done: bool = False  # saw `data: [DONE]`
+
+
+def _connect(endpoint: Endpoint, timeout: float = 10) -> http.client.HTTPConnection:
+    parts = urlsplit(endpoint.base_url)
+    assert parts.hostname is not None
+    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+
+
+def _headers(endpoint: Endpoint) -> dict[str, str]:
+    headers = {"Content-Type": "application/json"}
+    if endpoint.api_key:
+        headers["Authorization"] = f"Bearer {endpoint.api_key}"
+    return headers
+
+
+def get(endpoint: Endpoint, path: str) -> tuple[int, bytes]:
+    conn = _connect(endpoint)
+    try:
+        conn.request("GET", path, headers=_headers(endpoint))
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def post(endpoint: Endpoint, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    conn = _connect(endpoint)
+    try:
+        conn.request("POST", path, body=json.dumps(body), headers=_headers(endpoint))
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+def stream(endpoint: Endpoint, path: str, body: dict[str, Any]) -> Stream:
+    conn = _connect(endpoint)
+    try:
+        conn.request("POST", path, body=json.dumps({**body, "stream": True}), headers=_headers(endpoint))
+        response = conn.getresponse()
+        assert response.status == 200, response.read()
+        assert response.getheader("Content-Type", "").startswith("text/event-stream")
+        out = Stream()
+        for raw in response:
+            line = raw.decode().strip()
+            if not line:
+                continue
+            assert line.startswith("data: "), line
+            data = line[len("data: ") :]
+            assert not out.done, "data after [DONE]"
+            if data == "[DONE]":
+                out.done = True
+            else:
+                out.chunks.append(json.loads(data))
+        return out
+    finally:
+        conn.close()
+
+
+def content_of(chunk: dict[str, Any]) -> str:
+    choices = chunk.get("choices") or []
+    if not choices:
+        return ""
+    choice = choices[0]
+    return str(choice["delta"].get("content") or "") if "delta" in choice else str(choice.get("text") or "")
+
+
+def metric_value(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+REQUESTS: dict[str, dict[str, Any]] = {
+    "/v1/completions": {"prompt": "one two three four"},
+    "/v1/chat/completions": {
+        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one two"}]
+    },
+}
+PROMPT_TOKENS = {"/v1/completions": 4, "/v1/chat/completions": 4}
+
+
+class AdapterContract:
+    """Every adapter: start → ready endpoint that speaks OpenAI; stop → nothing left."""
+
+    spawns_process = True  # False for adapters that only connect (external)
+
+    @pytest.fixture(scope="class")
+    def started(
+        self, adapter_factory: Callable[[], Adapter], tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[tuple[Adapter, Endpoint]]:
+        adapter = adapter_factory()
+        try:
+            yield adapter, adapter.start(tmp_path_factory.mktemp("server") / "server.log")
+        finally:
+            adapter.stop()
+
+    @pytest.fixture
+    def endpoint(self, started: tuple[Adapter, Endpoint]) -> Endpoint:
+        return started[1]
+
+    def _body(self, endpoint: Endpoint, path: str, **extra: Any) -> dict[str, Any]:
+        return {
+            "model": endpoint.model,
+            "max_tokens": MAX_TOKENS,
+            "ignore_eos": True,
+            **REQUESTS[path],
+            **extra,
+        }
+
+    def test_start_gives_a_ready_endpoint(self, started: tuple[Adapter, Endpoint]) -> None:
+        adapter, endpoint = started
+        assert endpoint.base_url.startswith("http") and not endpoint.base_url.endswith(("/", "/v1"))
+        assert endpoint.model
+        if self.spawns_process:
+            assert adapter.pid is not None and psutil.pid_exists(adapter.pid)
+            assert adapter.ready_s is not None and 0 < adapter.ready_s < 60
+            assert isinstance(adapter.spawned_at_ns, int) and adapter.spawned_at_ns < time.perf_counter_ns()
+        else:
+            assert (adapter.pid, adapter.ready_s, adapter.spawned_at_ns) == (None, None, None)
+
+    def test_models_lists_the_model(self, endpoint: Endpoint) -> None:
+        status, body = get(endpoint, "/v1/models")
+        assert status == 200
+        assert endpoint.model in [m["id"] for m in json.loads(body)["data"]]
+
+    @pytest.mark.parametrize("path", list(REQUESTS))
+    def test_stream_with_usage(self, endpoint: Endpoint, path: str) -> None:
+        body = self._body(endpoint, path, stream_options={"include_usage": True})
+        result = stream(endpoint, path, body)
+        assert result.done
+        contents = [content_of(c) for c in result.chunks if content_of(c)]
+        assert len(contents) == MAX_TOKENS  # one content chunk per token
+        finishes = [c["choices"][0]["finish_reason"] for c in result.chunks if c["choices"]]
+        assert finishes[-1] == "length" and set(finishes[:-1]) == {None}
+        usage = result.chunks[-1]
+        assert usage["choices"] == []
+        assert usage["usage"]["completion_tokens"] == MAX_TOKENS
+        assert usage["usage"]["prompt_tokens"] == PROMPT_TOKENS[path]
+        assert usage["usage"]["total_tokens"] == MAX_TOKENS + PROMPT_TOKENS[path]
+
+    @pytest.mark.parametrize("path", list(REQUESTS))
+    def test_stream_without_usage_option_has_no_usage_chunk(self, endpoint: Endpoint, path: str) -> None:
+        result = stream(endpoint, path, self._body(endpoint, path))
+        assert result.done
+        assert all("usage" not in c or c["usage"] is None for c in result.chunks)
+        assert sum(1 for c in result.chunks if content_of(c)) == MAX_TOKENS
+
+    @pytest.mark.parametrize("path", list(REQUESTS))
+    def test_non_streaming_has_usage(self, endpoint: Endpoint, path: str) -> None:
+        status, body = post(endpoint, path, self._body(endpoint, path))
+        assert status == 200
+        assert body["usage"]["completion_tokens"] == MAX_TOKENS
+        assert body["choices"][0]["finish_reason"] == "length"
+
+    def test_metrics_expose_server_series(self, endpoint: Endpoint) -> None:
+        status, body = get(endpoint, "/metrics")
+        assert status == 200
+        text = body.decode()
+        for name in ("requests_total", "requests_in_flight", "batch_size", "queue_wait_seconds_bucket"):
+            assert f"loadtest_server_{name}" in text
+        assert "loadtest_server_ttft_seconds_bucket" in text
+        assert metric_value(text, "loadtest_server_generated_tokens_total") >= 0
+
+    def test_client_disconnect_frees_its_slot(self, endpoint: Endpoint) -> None:
+        conn = _connect(endpoint)
+        body = self._body(endpoint, "/v1/completions", stream=True, max_tokens=100_000)
+        conn.request("POST", "/v1/completions", body=json.dumps(body), headers=_headers(endpoint))
+        response = conn.getresponse()
+        assert b"data: " in response.readline()  # generation has started
+        text = get(endpoint, "/metrics")[1].decode()
+        assert metric_value(text, "loadtest_server_batch_size") >= 1
+        conn.sock.shutdown(socket.SHUT_RDWR)
+        conn.close()
+        deadline = time.monotonic() + 2
+        while metric_value(get(endpoint, "/metrics")[1].decode(), "loadtest_server_batch_size") > 0:
+            assert time.monotonic() < deadline, "the disconnected request still holds its slot"
+            time.sleep(0.02)
+
+    def test_stop_leaves_no_process(self, adapter_factory: Callable[[], Adapter], tmp_path: Path) -> None:
+        adapter = adapter_factory()
+        endpoint = adapter.start(tmp_path / "server.log")
+        pid = adapter.pid
+        if not self.spawns_process:
+            assert pid is None
+            adapter.stop()
+            adapter.stop()
+            assert get(endpoint, "/v1/models")[0] == 200  # not ours to stop
+            return
+        assert pid is not None
+        tree = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+        adapter.stop()
+        adapter.stop()  # idempotent
+        assert adapter.pid is None
+        left = [p for p in tree if psutil.pid_exists(p)]
+        assert not left, f"still running after stop(): {left}"
+        with pytest.raises(OSError):
+            get(endpoint, "/v1/models")
+
+    def test_start_failure_is_reported(self, failing_start: FailingStart, tmp_path: Path) -> None:
+        adapter = failing_start.make()
+        log = tmp_path / "server.log"
+        began = time.monotonic()
+        with pytest.raises(ServerStartError) as caught:
+            adapter.start(log)
+        assert time.monotonic() - began < failing_start.within_s
+        message = str(caught.value)
+        first_line = message.splitlines()[0]
+        for expected in failing_start.expect:
+            assert expected in first_line, message
+        if failing_start.expect_log_tail:
+            assert caught.value.log_tail and caught.value.log_tail in message
+        assert adapter.pid is None  # a failed start cleans up after itself
+        adapter.stop()

@@ -1,0 +1,65 @@
+import json
+
+from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
+
+
+def _chunk(content=None, usage=None, text=None):
+    body = {"choices": []}
+    if content is not None:
+        body["choices"] = [{"index": 0, "delta": {"content": content}}]
+    if text is not None:
+        body["choices"] = [{"index": 0, "text": text}]
+    if usage is not None:
+        body["usage"] = usage
+    return b"data: " + json.dumps(body).encode() + b"\n"
+
+
+def test_first_nonempty_chunk_is_ttft_and_gaps_are_itl():
+    parser = StreamParser()
+    parser.feed(_chunk(content=""), 1_000_000)  # role-only chunk: not a token
+    parser.feed(b"\n", 1_500_000)
+    parser.feed(_chunk(content="Hel"), 5_000_000)
+    parser.feed(_chunk(content="lo"), 15_000_000)
+    parser.feed(_chunk(content="!"), 27_000_000)
+    parser.feed(_chunk(usage={"prompt_tokens": 9, "completion_tokens": 3}), 27_100_000)
+    parser.feed(b"data: [DONE]\n", 27_200_000)
+    result = parser.result
+    assert result.first_token_ns == 5_000_000
+    assert result.itl_ms() == [10.0, 12.0]
+    assert result.output_tokens == 3 and result.tokens_source == "usage"
+    assert result.usage_prompt_tokens == 9
+    assert result.done and result.error is None
+
+
+def test_without_usage_tokens_come_from_chunks():
+    parser = StreamParser()
+    for i, piece in enumerate(["a", "b", "c", "d"]):
+        parser.feed(_chunk(text=piece), i * 1000)
+    parser.feed(b"data: [DONE]", 9999)
+    assert parser.result.output_tokens == 4 and parser.result.tokens_source == "chunks"
+
+
+def test_error_in_stream_and_garbage_are_errors():
+    parser = StreamParser()
+    parser.feed(b'data: {"error": {"message": "overloaded"}}\n', 1)
+    assert parser.result.error == "server error in stream: overloaded"
+    garbage = StreamParser()
+    garbage.feed(b"data: {not json\n", 1)
+    assert garbage.result.error is not None and not garbage.result.done
+
+
+def test_request_bodies():
+    path, body = request_body(api="chat", model="m", prompt="hi", max_tokens=5, ignore_eos=True, stream=True)
+    assert path == "/v1/chat/completions"
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert body["stream_options"] == {"include_usage": True} and body["ignore_eos"] is True
+    path, body = request_body(
+        api="completions", model="m", prompt="hi", max_tokens=5, ignore_eos=False, stream=False
+    )
+    assert path == "/v1/completions" and body["prompt"] == "hi"
+    assert "ignore_eos" not in body and "stream_options" not in body
+
+
+def test_prompt_has_the_requested_word_count_and_varies():
+    assert len(prompt_text(128, 1).split()) == 128
+    assert prompt_text(16, 1) != prompt_text(16, 2)
