@@ -93,6 +93,12 @@ def _run(options: argparse.Namespace) -> int:
         gevent.signal_handler(signum, stop.set)
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     result = run_scenario(scenario, out_dir=options.out, stop=stop, show_progress=show)
+    if show:
+        from rich.console import Console
+
+        from loadgen.summary import print_summary
+
+        print_summary(result.report, Console())
     _print_verdict(result.report, result.run_dir)
     return result.exit_code
 

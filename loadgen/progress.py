@@ -81,7 +81,9 @@ class ProgressView:
             self._live.stop()
             self._started = False
 
-    def _achieved_rate(self) -> float | None:
+    def _achieved_rate(self, elapsed: float) -> float | None:
+        if elapsed > self.schedule.duration_s:  # draining: the run's rate, not the last seconds'
+            return self._sent() / self.schedule.duration_s
         if len(self._samples) < 2:
             return None
         (t_a, n_a), (t_b, n_b) = self._samples[0], self._samples[-1]
@@ -90,7 +92,7 @@ class ProgressView:
     def _render(self, elapsed: float) -> Table:
         phase = self.schedule.phase_at(elapsed)
         total = self.schedule.duration_s
-        achieved = self._achieved_rate()
+        achieved = self._achieved_rate(elapsed)
         ttft = self.stats.ttft_p95_ms()
         table = Table(title=f"loadtest · {self.name}", show_header=True, header_style="bold")
         for column in ("phase", "elapsed", "target", "achieved", "in-flight", "done", "p95 TTFT", "errors"):

@@ -127,8 +127,9 @@ class AdapterContract:
     spawns_process = True  # False for adapters that only connect (external)
 
     @pytest.fixture(scope="class")
+    @classmethod
     def started(
-        self, adapter_factory: Callable[[], Adapter], tmp_path_factory: pytest.TempPathFactory
+        cls, adapter_factory: Callable[[], Adapter], tmp_path_factory: pytest.TempPathFactory
     ) -> Iterator[tuple[Adapter, Endpoint]]:
         adapter = adapter_factory()
         try:

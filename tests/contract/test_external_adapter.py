@@ -70,7 +70,8 @@ class TestExternalAdapter(AdapterContract):
     spawns_process = False
 
     @pytest.fixture(scope="class")
-    def adapter_factory(self, running_server: str) -> Iterator[Callable[[], Adapter]]:
+    @classmethod
+    def adapter_factory(cls, running_server: str) -> Iterator[Callable[[], Adapter]]:
         # With a key, so the bearer-token path is exercised; and a `/v1/` suffix to strip.
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(KEY_ENV, "secret-key")

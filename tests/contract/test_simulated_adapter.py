@@ -44,7 +44,8 @@ def _early_exit_case() -> Iterator[FailingStart]:
 
 class TestSimulatedAdapter(AdapterContract):
     @pytest.fixture(scope="class")
-    def adapter_factory(self) -> Callable[[], Adapter]:
+    @classmethod
+    def adapter_factory(cls) -> Callable[[], Adapter]:
         return simulated
 
     @pytest.fixture(params=[_timeout_case, _early_exit_case], ids=["startup-timeout", "early-exit"])
