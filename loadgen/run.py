@@ -19,14 +19,17 @@ import gevent.event
 import psutil
 from rich.console import Console
 
+from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
+from loadgen.collect.memory import RESOURCES_FILE
 from loadgen.collect.records import RecordWriter, RequestRecord
+from loadgen.collect.resources import ResourceSampler
 from loadgen.probe import ProbeError, first_token_ns
 from loadgen.progress import LiveStats, ProgressView
 from loadgen.report.build import exit_code
 from loadgen.report.render import render_reports
 from loadgen.rundir import RunMeta, create_run_dir, utc_now, write_scenario
 from loadgen.scenario import Scenario
-from loadgen.traffic.runner import TrafficRunner
+from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import Schedule, build_schedule
 from servers.base import Adapter, Endpoint, ServerStartError
 from servers.registry import make_adapter
@@ -57,15 +60,18 @@ def run_scenario(
     started = time.monotonic()
     adapter = make_adapter(scenario.server)
     writer = RecordWriter(run_dir / "requests.jsonl")
+    resources = ResourceSampler(run_dir / RESOURCES_FILE)
     try:
-        endpoint = _start_server(adapter, run_dir, stop)
-        _measure_cold_start(adapter, endpoint, scenario, meta)
-        meta.client_cpu_percent = _run_traffic(scenario, schedule, endpoint, writer, stop, show_progress)
+        endpoint = _cold_starts(adapter, scenario, run_dir, meta, resources, stop)
+        meta.client_cpu_percent = _run_traffic(
+            scenario, schedule, endpoint, writer, resources, stop, show_progress
+        )
         if stop.is_set():
             meta.run_error = "interrupted: the run was stopped before it finished"
     except RunAborted as exc:
         meta.run_error = str(exc)
     finally:
+        resources.stop()  # before the server goes: its exit is no memory sample
         writer.close()
         adapter.stop()
         meta.duration_s = round(time.monotonic() - started, 3)
@@ -78,9 +84,46 @@ def run_scenario(
 def _server_section(scenario: Scenario) -> dict[str, Any]:
     return {
         "kind": scenario.server.kind,
-        "cold_start_s": {"ready": None, "first_token": None},
+        "cold_start_s": summarize_cold_starts([]),
         "memory": {"rss_mb_start": None, "rss_mb_peak": None, "growth_mb_per_min": None},
     }
+
+
+def _cold_starts(
+    adapter: Adapter,
+    scenario: Scenario,
+    run_dir: Path,
+    meta: RunMeta,
+    resources: ResourceSampler,
+    stop: gevent.event.Event,
+) -> Endpoint:
+    """Start the server `cold_starts` times, timing each; every start but the last is stopped
+    again. Memory sampling begins as soon as the last start is ready. A server that was not
+    spawned (external) is started once: it has no cold start to measure."""
+    starts: list[ColdStart] = []
+    total = scenario.cold_starts
+    for number in range(1, total + 1):
+        if total > 1:
+            _log_line(run_dir / "server.log", f"--- loadtest: start {number} of {total} ---")
+        endpoint = _start_server(adapter, run_dir, stop)
+        spawned = adapter.spawned_at_ns is not None
+        last = number == total or not spawned
+        if last and adapter.pid is not None:
+            resources.start(adapter.pid)
+        start = _measure_cold_start(adapter, endpoint, scenario)
+        if spawned:
+            starts.append(start)
+            meta.server["cold_start_s"] = summarize_cold_starts(starts)
+            meta.save(run_dir)
+        if last:
+            return endpoint
+        adapter.stop()
+    raise AssertionError("unreachable: the last start returns")
+
+
+def _log_line(path: Path, line: str) -> None:
+    with path.open("a", encoding="utf-8") as log:
+        log.write(line + "\n")
 
 
 def _start_server(adapter: Adapter, run_dir: Path, stop: gevent.event.Event) -> Endpoint:
@@ -98,15 +141,16 @@ def _start_server(adapter: Adapter, run_dir: Path, stop: gevent.event.Event) -> 
     return endpoint
 
 
-def _measure_cold_start(adapter: Adapter, endpoint: Endpoint, scenario: Scenario, meta: RunMeta) -> None:
+def _measure_cold_start(adapter: Adapter, endpoint: Endpoint, scenario: Scenario) -> ColdStart:
+    """Probe the first token (also proves the server serves); spawn → ready → first token."""
     try:
         first_ns = first_token_ns(endpoint, scenario.workload, PROBE_TIMEOUT_S)
     except ProbeError as exc:
         raise RunAborted(str(exc)) from None
-    cold = meta.server["cold_start_s"]
-    cold["ready"] = round(adapter.ready_s, 4) if adapter.ready_s is not None else None
-    if adapter.spawned_at_ns is not None:
-        cold["first_token"] = round((first_ns - adapter.spawned_at_ns) / 1e9, 4)
+    ready = round(adapter.ready_s, 4) if adapter.ready_s is not None else None
+    spawned_ns = adapter.spawned_at_ns
+    first_token = round((first_ns - spawned_ns) / 1e9, 4) if spawned_ns is not None else None
+    return ColdStart(ready=ready, first_token=first_token)
 
 
 def _run_traffic(
@@ -114,6 +158,7 @@ def _run_traffic(
     schedule: Schedule,
     endpoint: Endpoint,
     writer: RecordWriter,
+    resources: ResourceSampler,
     stop: gevent.event.Event,
     show_progress: bool,
 ) -> float:
@@ -147,7 +192,9 @@ def _run_traffic(
     process = psutil.Process()
     cpu_before, wall_before = sum(process.cpu_times()[:2]), time.monotonic()
     try:
-        runner.run(environment, stop)
+        t0_ns = planned_t0_ns()
+        resources.set_origin(t0_ns)  # memory samples share requests.jsonl's clock
+        runner.run(environment, stop, t0_ns=t0_ns)
         cpu_used = sum(process.cpu_times()[:2]) - cpu_before
         return round(100 * cpu_used / max(time.monotonic() - wall_before, 1e-9), 1)
     finally:

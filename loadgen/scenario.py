@@ -129,6 +129,9 @@ class Scenario(StrictModel):
     workload: Workload = Workload()
     traffic: list[Phase] = Field(min_length=1)
     warmup: Duration = 0.0
+    # Start the server this many times before the load (start → ready → first token → stop; the
+    # last start stays up for the load): `server.cold_start_s` reports every start.
+    cold_starts: int = Field(default=1, ge=1, le=100)
     slo: SLOSpec = SLOSpec()
     report: ReportConfig = ReportConfig()
     prometheus: PrometheusConfig = PrometheusConfig()

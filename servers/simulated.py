@@ -15,7 +15,7 @@ from pydantic import Field
 
 from servers.base import LaunchSpec, ProcessAdapter, free_port
 from servers.config import StrictModel
-from servers.units import Duration, Size, parse_duration, parse_size
+from servers.units import Duration, PositiveDuration, Size, parse_duration, parse_size
 
 
 class SimulatedServerConfig(StrictModel):
@@ -29,6 +29,8 @@ class SimulatedServerConfig(StrictModel):
     host: str = "127.0.0.1"
     model: str = "simulated"
     startup_timeout: Duration = 300.0
+    # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
+    keepalive_timeout: PositiveDuration = 75.0
 
 
 class SimulatedAdapter(ProcessAdapter):
@@ -51,6 +53,7 @@ class SimulatedAdapter(ProcessAdapter):
             f"--startup={cfg.startup}",
             f"--leak-per-request={cfg.leak_per_request}",
             f"--model={cfg.model}",
+            f"--keepalive-timeout={cfg.keepalive_timeout}",
         ]
         host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
         base_url = f"http://{host}:{port}"
@@ -107,6 +110,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--model", default="simulated", help="served model name (%(default)s)")
     parser.add_argument(
+        "--keepalive-timeout",
+        type=_duration,
+        default=75.0,
+        help="close idle keep-alive connections after this long, e.g. 5s (%(default)ss)",
+    )
+    parser.add_argument(
         "--record-timings",
         action="store_true",
         help="record when each chunk was written; GET /debug/timings returns percentiles (benchmarks)",
@@ -127,7 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         leak_per_request=args.leak_per_request,
         model_name=args.model,
     )
-    return run(build_app(engine, record_timings=args.record_timings), args.host, args.port)
+    app = build_app(engine, record_timings=args.record_timings)
+    return run(app, args.host, args.port, keepalive_timeout=args.keepalive_timeout)
 
 
 if __name__ == "__main__":

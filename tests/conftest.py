@@ -11,14 +11,22 @@ import pytest
 # Servers inherit the environment, so this marker finds this session's servers even after
 # they were orphaned (reparented away from this pytest process).
 SESSION_MARKER = "LOADTEST_TEST_SESSION"
+SERVER_MODULES = (  # in a server's command line
+    "servers.simulated",
+    "servers.ort",
+    "servers.pytorch",
+    "vllm.entrypoints",
+    "VLLM::",
+)
 
 
 def _our_servers(marker: str) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         try:
-            simulated = "servers.simulated" in " ".join(proc.info["cmdline"] or [])
-            if simulated and proc.environ().get(SESSION_MARKER) == marker:
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            ours = any(module in cmdline for module in SERVER_MODULES)
+            if ours and proc.environ().get(SESSION_MARKER) == marker:
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue

@@ -102,13 +102,21 @@ def _server_lines(server: Mapping[str, Any]) -> list[str]:
     cold = server.get("cold_start_s") or {}
     memory = server.get("memory") or {}
     ready, first_token = _num(cold.get("ready"), "s"), _num(cold.get("first_token"), "s")
+    starts = cold.get("samples") or []
+    if len(starts) > 1:
+        first_token += f" (of {len(starts)} starts: p50 {_num(cold.get('p50'), 's')}, "
+        first_token += f"max {_num(cold.get('max'), 's')})"
     start, peak = _num(memory.get("rss_mb_start"), "MB"), _num(memory.get("rss_mb_peak"), "MB")
-    return [
+    growth = _num(memory.get("growth_mb_per_min"), "MB/min")
+    lines = [
         f"- Kind: {server.get('kind') or '–'}",
         f"- Cold start: ready {ready}, first token {first_token}",
-        f"- Memory: start {start}, peak {peak}, growth {_num(memory.get('growth_mb_per_min'), 'MB/min')}",
-        "",
+        f"- Memory (RSS, process tree, after warm-up): start {start}, peak {peak}, growth {growth}",
     ]
+    if "gpu_mb_peak" in memory:
+        gpu_peak, gpu_growth = memory.get("gpu_mb_peak"), memory.get("gpu_growth_mb_per_min")
+        lines.append(f"- GPU memory: peak {_num(gpu_peak, 'MB')}, growth {_num(gpu_growth, 'MB/min')}")
+    return [*lines, ""]
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:

@@ -1,7 +1,7 @@
 """Turn a run directory's records into its reports: the one place a report is computed.
 
-Used at the end of a run and by `loadtest report`; it reads requests.jsonl, never memory, so
-both give the same numbers. Free of gevent and Locust.
+Used at the end of a run and by `loadtest report`; it reads requests.jsonl and resources.jsonl,
+never memory, so both give the same numbers. Free of gevent and Locust.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
 from loadgen.collect.records import read_records
 from loadgen.report.build import build_report
 from loadgen.report.writers import write_reports
@@ -25,6 +26,10 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
     run_error = meta.run_error
     if not meta.finished and run_error is None:
         run_error = "the run did not finish (the load generator stopped unexpectedly)"
+    # Memory growth over the measured traffic: from the end of warm-up to the end of the schedule.
+    memory = summarize_memory(
+        read_samples(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
+    )
     report = build_report(
         name=scenario.name,
         started_at=datetime.fromisoformat(meta.started_at),
@@ -32,7 +37,7 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
         records=records,
         windows=schedule.windows,
         slo_spec=scenario.slo,
-        server=meta.server,
+        server={**meta.server, "memory": memory},
         max_lag_p99_ms=scenario.client.max_schedule_lag_p99 * 1000,
         run_error=run_error,
         client_cpu_percent=meta.client_cpu_percent,

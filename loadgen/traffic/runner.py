@@ -67,9 +67,17 @@ class TrafficRunner:
             gevent.sleep(0.01)
         return environment
 
-    def run(self, environment: Environment, stop: gevent.event.Event) -> TrafficOutcome:
-        """Release the schedule, wait for in-flight requests, stop the users. Blocks."""
-        self.t0_ns = self._context.t0_ns = time.perf_counter_ns() + START_LEAD_NS
+    def run(
+        self, environment: Environment, stop: gevent.event.Event, t0_ns: int | None = None
+    ) -> TrafficOutcome:
+        """Release the schedule, wait for in-flight requests, stop the users. Blocks.
+
+        `t0_ns` (perf_counter_ns) is when the schedule starts; by default shortly from now. A
+        caller that times other things on the run's clock (memory samples) passes its own.
+        """
+        if t0_ns is None:
+            t0_ns = planned_t0_ns()
+        self.t0_ns = self._context.t0_ns = t0_ns
         scheduler = gevent.spawn(self._release_all, stop)
         scheduler.join()
         self._drain(stop)
@@ -100,6 +108,11 @@ class TrafficRunner:
             if time.monotonic() > deadline:
                 return
             stop.wait(0.02)
+
+
+def planned_t0_ns() -> int:
+    """A t0 for the schedule: shortly from now, so the first request is not late at once."""
+    return time.perf_counter_ns() + START_LEAD_NS
 
 
 def _wait_until(due_ns: int, stop: gevent.event.Event) -> bool:

@@ -103,7 +103,7 @@ class OpenAIUser(FastHttpUser):
                 else:
                     parser.feed_body(response.content or b"", time.perf_counter_ns())
             finally:
-                response.release()  # closes the socket if the body was not read to its end
+                _release(response)
         except gevent.Timeout as exc:
             if exc is not timeout:
                 raise
@@ -170,6 +170,13 @@ def _read_stream(response: Any, parser: StreamParser) -> int:
             done_ns = arrived_ns
         if parser.result.error:
             return arrived_ns
+
+
+def _release(response: Any) -> None:
+    """Give the connection back, or close it if the body was not read to its end. A response
+    for a failed connection (Locust's ErrorResponse) has no socket to give back."""
+    if getattr(response, "_response", None) is not None:
+        response.release()
 
 
 def _body_text(response: Any) -> str:

@@ -12,16 +12,27 @@ from aiohttp import web
 # period (10 s by default) must stay longer so a clean exit is the normal case.
 SHUTDOWN_GRACE_S = 2.0
 
+KEEPALIVE_TIMEOUT_S = 75.0  # aiohttp's default
+
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-async def serve(app: web.Application, host: str, port: int) -> None:
-    """Listen on host:port (0 picks a free port), print `listening on URL`, run until signalled."""
+async def serve(
+    app: web.Application, host: str, port: int, keepalive_timeout: float = KEEPALIVE_TIMEOUT_S
+) -> None:
+    """Listen on host:port (0 picks a free port), print `listening on URL`, run until signalled.
+    An idle keep-alive connection is closed after `keepalive_timeout` seconds."""
     # handler_cancellation: a client that disconnects cancels its handler at once, which frees
     # its batch slot even while it is still queued and no write would notice.
-    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=SHUTDOWN_GRACE_S, access_log=None)
+    runner = web.AppRunner(
+        app,
+        handler_cancellation=True,
+        shutdown_timeout=SHUTDOWN_GRACE_S,
+        access_log=None,
+        keepalive_timeout=keepalive_timeout,
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)
@@ -38,10 +49,10 @@ async def serve(app: web.Application, host: str, port: int) -> None:
         await runner.cleanup()
 
 
-def run(app: web.Application, host: str, port: int) -> int:
+def run(app: web.Application, host: str, port: int, keepalive_timeout: float = KEEPALIVE_TIMEOUT_S) -> int:
     """Blocking wrapper for `main()` functions; returns the process exit code."""
     try:
-        asyncio.run(serve(app, host, port))
+        asyncio.run(serve(app, host, port, keepalive_timeout))
     except OSError as exc:
         print(f"cannot listen on {host}:{port}: {exc}", file=sys.stderr, flush=True)
         return 1

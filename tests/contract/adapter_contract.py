@@ -3,6 +3,8 @@
 A subclass per adapter supplies two class-scoped fixtures:
   `adapter_factory`: a callable returning a fresh, unstarted adapter for a working server;
   `failing_start`:   (parametrized) a FailingStart whose adapter must fail to start.
+A server that is not ours (vLLM) may declare what legitimately differs through the class
+attributes below (its own metric names, its own tokenizer, a slower start); the checks stay.
 Clients here are plain stdlib (http.client): the pytest process is never gevent-patched.
 """
 
@@ -121,10 +123,54 @@ REQUESTS: dict[str, dict[str, Any]] = {
 PROMPT_TOKENS = {"/v1/completions": 4, "/v1/chat/completions": 4}
 
 
+@dataclass(frozen=True)
+class MetricNames:
+    """What a server's /metrics calls the series the contract checks."""
+
+    present: tuple[str, ...]  # each must appear in /metrics
+    generated_tokens: str  # counter of output tokens
+    running: str  # gauge: requests being decoded now
+
+
+LOADTEST_METRICS = MetricNames(
+    present=tuple(
+        f"loadtest_server_{name}"
+        for name in (
+            "requests_total",
+            "requests_in_flight",
+            "batch_size",
+            "queue_wait_seconds_bucket",
+            "ttft_seconds_bucket",
+        )
+    ),
+    generated_tokens="loadtest_server_generated_tokens_total",
+    running="loadtest_server_batch_size",
+)
+
+
 class AdapterContract:
     """Every adapter: start → ready endpoint that speaks OpenAI; stop → nothing left."""
 
     spawns_process = True  # False for adapters that only connect (external)
+    ready_within_s = 60.0  # spawn → ready must be faster than this
+    metrics = LOADTEST_METRICS
+    # Prompt tokens of REQUESTS by path; None: the server's own tokenizer and chat template
+    # decide, so usage must only be positive and add up.
+    prompt_tokens: dict[str, int] | None = PROMPT_TOKENS
+    long_max_tokens = 100_000  # a generation that outlasts the disconnect test
+    disconnect_frees_within_s = 2.0
+
+    def tokens_in_stream(self, chunks: list[dict[str, Any]]) -> int:
+        """Tokens a stream carried: one content chunk per token."""
+        return sum(1 for c in chunks if content_of(c))
+
+    def check_usage(self, usage: dict[str, Any], path: str) -> None:
+        assert usage["completion_tokens"] == MAX_TOKENS
+        if self.prompt_tokens is None:
+            assert usage["prompt_tokens"] > 0
+        else:
+            assert usage["prompt_tokens"] == self.prompt_tokens[path]
+        assert usage["total_tokens"] == MAX_TOKENS + usage["prompt_tokens"]
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -156,7 +202,7 @@ class AdapterContract:
         assert endpoint.model
         if self.spawns_process:
             assert adapter.pid is not None and psutil.pid_exists(adapter.pid)
-            assert adapter.ready_s is not None and 0 < adapter.ready_s < 60
+            assert adapter.ready_s is not None and 0 < adapter.ready_s < self.ready_within_s
             assert isinstance(adapter.spawned_at_ns, int) and adapter.spawned_at_ns < time.perf_counter_ns()
         else:
             assert (adapter.pid, adapter.ready_s, adapter.spawned_at_ns) == (None, None, None)
@@ -171,51 +217,47 @@ class AdapterContract:
         body = self._body(endpoint, path, stream_options={"include_usage": True})
         result = stream(endpoint, path, body)
         assert result.done
-        contents = [content_of(c) for c in result.chunks if content_of(c)]
-        assert len(contents) == MAX_TOKENS  # one content chunk per token
+        assert self.tokens_in_stream(result.chunks) == MAX_TOKENS
         finishes = [c["choices"][0]["finish_reason"] for c in result.chunks if c["choices"]]
         assert finishes[-1] == "length" and set(finishes[:-1]) == {None}
         usage = result.chunks[-1]
         assert usage["choices"] == []
-        assert usage["usage"]["completion_tokens"] == MAX_TOKENS
-        assert usage["usage"]["prompt_tokens"] == PROMPT_TOKENS[path]
-        assert usage["usage"]["total_tokens"] == MAX_TOKENS + PROMPT_TOKENS[path]
+        self.check_usage(usage["usage"], path)
 
     @pytest.mark.parametrize("path", list(REQUESTS))
     def test_stream_without_usage_option_has_no_usage_chunk(self, endpoint: Endpoint, path: str) -> None:
         result = stream(endpoint, path, self._body(endpoint, path))
         assert result.done
         assert all("usage" not in c or c["usage"] is None for c in result.chunks)
-        assert sum(1 for c in result.chunks if content_of(c)) == MAX_TOKENS
+        assert self.tokens_in_stream(result.chunks) == MAX_TOKENS
 
     @pytest.mark.parametrize("path", list(REQUESTS))
     def test_non_streaming_has_usage(self, endpoint: Endpoint, path: str) -> None:
         status, body = post(endpoint, path, self._body(endpoint, path))
         assert status == 200
-        assert body["usage"]["completion_tokens"] == MAX_TOKENS
+        self.check_usage(body["usage"], path)
         assert body["choices"][0]["finish_reason"] == "length"
 
     def test_metrics_expose_server_series(self, endpoint: Endpoint) -> None:
         status, body = get(endpoint, "/metrics")
         assert status == 200
         text = body.decode()
-        for name in ("requests_total", "requests_in_flight", "batch_size", "queue_wait_seconds_bucket"):
-            assert f"loadtest_server_{name}" in text
-        assert "loadtest_server_ttft_seconds_bucket" in text
-        assert metric_value(text, "loadtest_server_generated_tokens_total") >= 0
+        for name in self.metrics.present:
+            assert name in text
+        assert metric_value(text, self.metrics.generated_tokens) >= 0
 
     def test_client_disconnect_frees_its_slot(self, endpoint: Endpoint) -> None:
         conn = _connect(endpoint)
-        body = self._body(endpoint, "/v1/completions", stream=True, max_tokens=100_000)
+        body = self._body(endpoint, "/v1/completions", stream=True, max_tokens=self.long_max_tokens)
         conn.request("POST", "/v1/completions", body=json.dumps(body), headers=_headers(endpoint))
         response = conn.getresponse()
         assert b"data: " in response.readline()  # generation has started
         text = get(endpoint, "/metrics")[1].decode()
-        assert metric_value(text, "loadtest_server_batch_size") >= 1
+        assert metric_value(text, self.metrics.running) >= 1
         conn.sock.shutdown(socket.SHUT_RDWR)
         conn.close()
-        deadline = time.monotonic() + 2
-        while metric_value(get(endpoint, "/metrics")[1].decode(), "loadtest_server_batch_size") > 0:
+        deadline = time.monotonic() + self.disconnect_frees_within_s
+        while metric_value(get(endpoint, "/metrics")[1].decode(), self.metrics.running) > 0:
             assert time.monotonic() < deadline, "the disconnected request still holds its slot"
             time.sleep(0.02)
 

@@ -21,9 +21,9 @@ pytestmark = pytest.mark.slow
 RUN_FILES = {"scenario.yaml", "requests.jsonl", "server.log", "report.json", "report.md", "junit.xml"}
 
 
-def test_quickstart_passes_and_writes_the_whole_run_folder(tmp_path: Path):
+def test_simulated_run_passes_and_writes_the_whole_run_folder(tmp_path: Path):
     started = time.monotonic()
-    run = run_cli(tmp_path, ROOT / "scenarios" / "quickstart.yaml")
+    run = run_cli(tmp_path, ROOT / "scenarios" / "simulated.yaml")
     elapsed = time.monotonic() - started
     assert run.code == 0, run.stderr
     assert elapsed < 60

@@ -1,0 +1,99 @@
+"""Server memory over a run: the `resources.jsonl` samples and `server.memory` of report.json.
+
+Pure functions over plain data (no gevent): `loadtest report` recomputes the summary from the
+file exactly as the run did. Growth is the Theil–Sen slope (the median of all pairwise slopes),
+so a few outliers — a garbage-collection dip, a burst of buffers — do not move it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import theilslopes
+
+RESOURCES_FILE = "resources.jsonl"
+MB = 1024**2  # binary, like the scenario's sizes: 100KB × 50 req/s = 293 MB/min
+# Theil–Sen looks at every pair of points (n² memory): longer series are thinned evenly to this.
+MAX_SLOPE_POINTS = 2000
+
+
+@dataclass(frozen=True)
+class ResourceSample:
+    """One line of resources.jsonl. `t_s`: seconds since the run's t0 (the clock of requests.jsonl)."""
+
+    t_s: float
+    rss_mb: float
+    processes: int
+    gpu_mb: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"t_s": self.t_s, "rss_mb": self.rss_mb, "processes": self.processes}
+        if self.gpu_mb is not None:
+            data["gpu_mb"] = self.gpu_mb
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResourceSample:
+        gpu = data.get("gpu_mb")
+        return cls(
+            t_s=float(data["t_s"]),
+            rss_mb=float(data["rss_mb"]),
+            processes=int(data["processes"]),
+            gpu_mb=None if gpu is None else float(gpu),
+        )
+
+
+def read_samples(path: Path) -> Iterator[ResourceSample]:
+    """The memory samples of a resources.jsonl; other lines and a torn last line are skipped."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                data = json.loads(line)
+                if isinstance(data, dict) and "rss_mb" in data:
+                    yield ResourceSample.from_dict(data)
+            except (ValueError, KeyError, TypeError):
+                continue
+
+
+def growth_per_min(times_s: Sequence[float], values: Sequence[float]) -> float | None:
+    """Theil–Sen slope of values over time, per minute; None with fewer than 2 distinct times."""
+    if len(times_s) != len(values):
+        raise ValueError("times and values differ in length")
+    if len(set(times_s)) < 2:
+        return None
+    step = max(1, -(-len(times_s) // MAX_SLOPE_POINTS))  # ceil: at most MAX_SLOPE_POINTS remain
+    minutes = [t / 60.0 for t in times_s[::step]]
+    slope = theilslopes(list(values[::step]), minutes).slope
+    return float(slope)
+
+
+def summarize_memory(
+    samples: Iterable[ResourceSample], start_s: float, end_s: float | None = None
+) -> dict[str, Any]:
+    """`server.memory` from the samples taken in [start_s, end_s] (warm-up cut off).
+
+    rss_mb_start is the first such sample, rss_mb_peak the highest, growth_mb_per_min the
+    Theil–Sen slope; `gpu_*` keys appear only when some sample has a GPU figure.
+    """
+    kept = sorted(
+        (s for s in samples if s.t_s >= start_s and (end_s is None or s.t_s <= end_s)),
+        key=lambda s: s.t_s,
+    )
+    summary: dict[str, Any] = {
+        "rss_mb_start": kept[0].rss_mb if kept else None,
+        "rss_mb_peak": max(s.rss_mb for s in kept) if kept else None,
+        "growth_mb_per_min": growth_per_min([s.t_s for s in kept], [s.rss_mb for s in kept]),
+        "samples": len(kept),
+    }
+    gpu = [s for s in kept if s.gpu_mb is not None]
+    if gpu:
+        gpu_values = [s.gpu_mb for s in gpu if s.gpu_mb is not None]
+        summary["gpu_mb_peak"] = max(gpu_values)
+        summary["gpu_growth_mb_per_min"] = growth_per_min([s.t_s for s in gpu], gpu_values)
+    return summary

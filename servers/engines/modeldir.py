@@ -1,0 +1,53 @@
+"""A model directory on disk: where the bundled one lives, what its config.json says, what is missing.
+
+Stdlib only: the load generator imports this (for the default path) without loading a runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from servers.models import TINY_MODEL_DIR
+
+BUNDLED_MODEL = TINY_MODEL_DIR  # the default model of the built-in servers
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The shape facts a decoder needs, from a Hugging Face `config.json`."""
+
+    num_layers: int
+    num_kv_heads: int
+    head_dim: int
+    eos_token_ids: frozenset[int]
+    bos_token_id: int | None
+
+    @classmethod
+    def read(cls, model_dir: Path) -> ModelSpec:
+        config: dict[str, Any] = json.loads((model_dir / "config.json").read_text())
+        heads = int(config["num_attention_heads"])
+        head_dim = config.get("head_dim") or int(config["hidden_size"]) // heads
+        eos = config.get("eos_token_id")
+        eos_ids = eos if isinstance(eos, list) else [] if eos is None else [eos]
+        bos = config.get("bos_token_id")
+        return cls(
+            num_layers=int(config["num_hidden_layers"]),
+            num_kv_heads=int(config.get("num_key_value_heads") or heads),
+            head_dim=int(head_dim),
+            eos_token_ids=frozenset(int(i) for i in eos_ids),
+            bos_token_id=None if bos is None else int(bos),
+        )
+
+
+def model_dir_problem(model_dir: Path, needs: Sequence[str]) -> str | None:
+    """Why `model_dir` cannot be served (one line for a user), or None if every file is there."""
+    if not model_dir.is_dir():
+        return f"model directory {model_dir} does not exist"
+    missing = [name for name in needs if not (model_dir / name).is_file()]
+    if missing:
+        return f"model directory {model_dir} lacks {', '.join(missing)}"
+    return None

@@ -1,0 +1,71 @@
+"""Config and adapter shared by the built-in model servers (ONNX Runtime, PyTorch).
+
+Imported by the load generator, so only pydantic and the stdlib here: the runtimes load in the
+server process (`servers/engines/serve_model.py`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from servers.base import LaunchSpec, ProcessAdapter, free_port
+from servers.config import StrictModel
+from servers.engines.modeldir import BUNDLED_MODEL
+from servers.units import Duration
+
+
+class LocalModelConfig(StrictModel):
+    model: Path = BUNDLED_MODEL  # a directory: config.json, tokenizer.json and the weights
+    served_model_name: str | None = None  # the API's model id; default the directory name
+    max_batch_size: int = Field(default=8, ge=1)
+    max_wait: Duration = 0.005  # when idle, how long a first request waits to fill a batch
+    threads: int = Field(default=1, ge=1)  # runtime CPU threads; 1 leaves a core to the load generator
+    port: int | Literal["auto"] = "auto"
+    host: str = "127.0.0.1"
+    startup_timeout: Duration = 300.0
+
+    @property
+    def model_name(self) -> str:
+        return self.served_model_name or self.model.name
+
+    def server_args(self) -> list[str]:
+        """Command-line flags for the server module; subclasses add their own."""
+        return [
+            f"--model={self.model}",
+            f"--served-model-name={self.model_name}",
+            f"--max-batch-size={self.max_batch_size}",
+            f"--max-wait={self.max_wait}",
+            f"--threads={self.threads}",
+        ]
+
+
+class LocalModelAdapter(ProcessAdapter):
+    """Runs `python -m <server_module>` for one LocalModelConfig."""
+
+    server_module: ClassVar[str]
+
+    def __init__(self, config: LocalModelConfig) -> None:
+        super().__init__(config, startup_timeout=config.startup_timeout, model=config.model_name)
+        self.local = config
+
+    def launch_spec(self) -> LaunchSpec:
+        cfg = self.local
+        port = free_port(cfg.host) if cfg.port == "auto" else cfg.port
+        argv = [
+            sys.executable,
+            "-m",
+            self.server_module,
+            f"--host={cfg.host}",
+            f"--port={port}",
+            *cfg.server_args(),
+        ]
+        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        base_url = f"http://{host}:{port}"
+        # Unbuffered, so server.log is current when a start-up failure quotes it.
+        return LaunchSpec(
+            argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env={"PYTHONUNBUFFERED": "1"}
+        )

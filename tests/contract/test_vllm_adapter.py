@@ -1,0 +1,149 @@
+"""The adapter contract for `kind: vllm`: a real vLLM server on the bundled tiny model.
+
+vLLM lives in its own venv; these tests find its interpreter in LOADTEST_VLLM_PYTHON (.ci/run
+creates `.venv-vllm/` and exports it) and skip when it is unset. LOADTEST_VLLM_MODEL points them
+at another model directory than the bundled one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servers.base import Adapter
+from servers.registry import make_adapter
+from servers.vllm import VllmAdapter, VllmServerConfig, bundled_model_dir
+from tests.contract.adapter_contract import AdapterContract, FailingStart, MetricNames
+
+PYTHON_ENV = "LOADTEST_VLLM_PYTHON"
+MODEL_ENV = "LOADTEST_VLLM_MODEL"
+
+VLLM_METRICS = MetricNames(
+    present=(
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:time_to_first_token_seconds_bucket",
+        "vllm:inter_token_latency_seconds_bucket",
+        "vllm:e2e_request_latency_seconds_bucket",
+        "vllm:prompt_tokens_total",
+    ),
+    generated_tokens="vllm:generation_tokens_total",
+    running="vllm:num_requests_running",
+)
+
+
+def vllm(**options: object) -> Adapter:
+    return make_adapter(VllmServerConfig.model_validate({"kind": "vllm", **options}))
+
+
+@pytest.fixture(scope="module")
+def vllm_python() -> str:
+    python = os.environ.get(PYTHON_ENV)
+    if not python:
+        pytest.skip(f"{PYTHON_ENV} is not set: the interpreter of a venv with vLLM (.ci/run makes one)")
+    return python
+
+
+@pytest.fixture(scope="module")
+def vllm_model() -> str:
+    model = os.environ.get(MODEL_ENV) or str(bundled_model_dir())
+    if not (Path(model) / "config.json").is_file():
+        pytest.skip(f"no model at {model} (build the bundled one, or set {MODEL_ENV})")
+    return model
+
+
+def _not_a_model_case(python: str, tmp_path: Path) -> FailingStart:
+    # An existing directory without config.json: vLLM itself starts and then gives up.
+    (tmp_path / "README").write_text("not a model\n")
+    return FailingStart(
+        make=lambda: vllm(python=python, model=str(tmp_path), startup_timeout="5m"),
+        expect=["exited with code 1 during startup"],
+        within_s=180,
+    )
+
+
+def _missing_model_dir_case(python: str, tmp_path: Path) -> FailingStart:
+    missing = str(tmp_path / "no-such-model")
+    return FailingStart(
+        make=lambda: vllm(python=python, model=missing),
+        expect=[f"model directory {missing} does not exist"],
+        expect_log_tail=False,
+        within_s=1,
+    )
+
+
+def _missing_python_case(python: str, tmp_path: Path) -> FailingStart:
+    return FailingStart(
+        make=lambda: vllm(python=str(tmp_path / "bin" / "python")),
+        expect=["python interpreter", "not found (server.python)"],
+        expect_log_tail=False,
+        within_s=1,
+    )
+
+
+@pytest.mark.vllm
+class TestVllmAdapter(AdapterContract):
+    ready_within_s = 300.0  # CPU build: ~40 s on two cores, more when the machine is busy
+    metrics = VLLM_METRICS
+    prompt_tokens = None  # the model's own tokenizer and chat template
+    long_max_tokens = 480  # within the CPU default --max-model-len 512
+    disconnect_frees_within_s = 5.0
+
+    def tokens_in_stream(self, chunks: list[dict[str, Any]]) -> int:
+        # vLLM sends one chunk per token, with empty content where a token completes no
+        # character (a partial UTF-8 sequence); only the chat role announcement carries none.
+        return sum(1 for c in chunks if c["choices"] and "role" not in c["choices"][0].get("delta", {}))
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def adapter_factory(cls, vllm_python: str, vllm_model: str) -> Callable[[], Adapter]:
+        return lambda: vllm(python=vllm_python, model=vllm_model, served_model_name="tiny")
+
+    @pytest.fixture(
+        params=[_not_a_model_case, _missing_model_dir_case, _missing_python_case],
+        ids=["not-a-model", "missing-model-dir", "missing-python"],
+    )
+    def failing_start(
+        self, request: pytest.FixtureRequest, vllm_python: str, tmp_path: Path
+    ) -> Iterator[FailingStart]:
+        yield request.param(vllm_python, tmp_path)
+
+
+# Launch arguments: pure, no vLLM needed.
+
+
+def _argv(**options: Any) -> list[str]:
+    adapter = vllm(**options)
+    assert isinstance(adapter, VllmAdapter)
+    return list(adapter.launch_spec().argv)
+
+
+def test_cpu_defaults_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m").mkdir()
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    adapter = vllm(model=str(tmp_path / "m"), device="cpu", args=["--dtype=bfloat16"], env={"A": "1"})
+    assert isinstance(adapter, VllmAdapter)
+    spec = adapter.launch_spec()
+    argv = list(spec.argv)
+    assert argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    assert argv[argv.index("--model") + 1] == str(tmp_path / "m")
+    assert argv[argv.index("--served-model-name") + 1] == "m"
+    assert "--enforce-eager" in argv and argv[argv.index("--max-model-len") + 1] == "512"
+    assert "--dtype" not in argv and argv[-1] == "--dtype=bfloat16"  # the user's, last
+    assert spec.env is not None and spec.env["VLLM_CPU_KVCACHE_SPACE"] == "1" and spec.env["A"] == "1"
+    assert spec.env["HF_HUB_OFFLINE"] == "1"
+    assert spec.ready_url == f"{spec.base_url}/health"
+
+
+def test_gpu_adds_nothing_and_a_name_is_passed_as_is() -> None:
+    argv = _argv(model="org/some-model", device="gpu", port=8123)
+    assert argv[3:] == ["--model", "org/some-model", "--host", "127.0.0.1", "--port", "8123"]
+
+
+def test_default_model_is_the_bundled_one() -> None:
+    assert bundled_model_dir() == Path(__file__).resolve().parents[2] / "servers" / "models" / "tiny"
