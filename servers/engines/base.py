@@ -12,7 +12,7 @@ queued requests into the running batch, `generate` as an async generator fed by 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
 
@@ -56,6 +56,11 @@ class Engine(ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release resources when the server shuts down; a no-op by default."""
+
+    def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
+        """The prompt text for a conversation of (role, content) pairs. By default the contents
+        joined by newlines; an engine with a real model renders the model's chat template."""
+        return "\n".join(content for _, content in messages)
 
     @abstractmethod
     def ready(self) -> bool:

@@ -120,6 +120,14 @@ class BatchingEngine(Engine):
     def ready(self) -> bool:
         return self._loop_task is not None
 
+    def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
+        """Through the model's own chat template, as a real server does; plain joining if the
+        model has none."""
+        tokenizer = self._loaded.tokenizer
+        if not tokenizer.has_chat_template:
+            return super().chat_prompt(messages)
+        return tokenizer.render_chat([{"role": role, "content": content} for role, content in messages])
+
     def count_tokens(self, text: str) -> int:
         return len(self._loaded.tokenizer.encode(text))
 

@@ -101,7 +101,10 @@ class OpenAIFront:
             return _error(404, message, "not_found_error")
         if not self.engine.ready():
             return _error(503, "the model is still loading", "service_unavailable")
-        prompt = body.prompt_text()
+        # A chat goes through the engine's chat template (when its model has one), like vLLM.
+        prompt = (
+            self.engine.chat_prompt(body.conversation()) if isinstance(body, ChatBody) else body.prompt_text()
+        )
         req = GenerationRequest(
             prompt=prompt,
             prompt_tokens=self.engine.count_tokens(prompt),

@@ -81,8 +81,11 @@ class ChatBody(RequestBody):
         return super().output_limit
 
     def prompt_text(self) -> str:
-        # All messages form the prompt; no chat template, so token counts stay predictable.
+        # Without an engine's chat template: the messages' contents, one a line.
         return "\n".join(message.text() for message in self.messages)
+
+    def conversation(self) -> list[tuple[str, str]]:
+        return [(message.role, message.text()) for message in self.messages]
 
 
 class BadRequest(Exception):

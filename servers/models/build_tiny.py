@@ -43,9 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,22 +51,19 @@ from typing import Any
 from servers.models import (
     BOS_TOKEN,
     EOS_TOKEN,
-    MODELS_DIR,
-    ONNX_FILE,
     PAD_TOKEN,
     SMALL_MODEL_DIR,
     TINY_MODEL_DIR,
-    onnx_io_names,
 )
+from servers.models.corpus import CORPUS_PATH, SEED, write_corpus
+from servers.models.onnx_export import export_onnx
+from servers.models.verify import verify
 
-SEED = 0
 INIT_STD = 0.02
 VOCAB_SIZE = 2048
 MAX_POSITIONS = 2048
 ROLE_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>"]
 SPECIAL_TOKENS = [PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, *ROLE_TOKENS]  # ids 0..5 in this order
-CORPUS_PATH = MODELS_DIR / "corpus.txt"
-ONNX_OPSET = 18
 
 # `<s>` then `<|role|>\n{content}</s>` per message, then `<|assistant|>\n` when asked.
 # Literal tokens (no bos_token/eos_token variables) so any Jinja renderer needs only `messages`.
@@ -96,133 +91,6 @@ SIZES: dict[str, dict[str, int]] = {
     },
 }
 DEFAULT_OUT = {"tiny": TINY_MODEL_DIR, "small": SMALL_MODEL_DIR}
-
-# ---------------------------------------------------------------------------------------------
-# Corpus
-# ---------------------------------------------------------------------------------------------
-
-CORPUS_MODULES = [
-    "json",
-    "textwrap",
-    "string",
-    "collections",
-    "functools",
-    "heapq",
-    "bisect",
-    "random",
-    "statistics",
-    "fractions",
-    "calendar",
-    "difflib",
-    "argparse",
-    "shutil",
-    "pathlib",
-    "logging",
-    "csv",
-    "queue",
-    "threading",
-    "contextlib",
-    "dataclasses",
-    "tempfile",
-    "zipfile",
-    "urllib.parse",
-    "pprint",
-    "fnmatch",
-    "shlex",
-    "configparser",
-    "subprocess",
-    "datetime",
-]
-
-_SUBJECTS = [
-    "the server", "a client", "the scheduler", "every request", "the load balancer", "our team",
-    "the model", "a replica", "the operator", "the queue", "this service", "the cache",
-    "the gateway", "a worker", "the cluster", "the engineer", "the benchmark", "each user",
-]  # fmt: skip
-_VERBS = [
-    "answers", "sends", "measures", "waits for", "starts", "stops", "reads", "writes", "counts",
-    "checks", "drops", "retries", "streams", "batches", "schedules", "reports", "records",
-    "restarts", "accepts", "rejects", "compares", "forgets", "remembers", "explains",
-]  # fmt: skip
-_OBJECTS = [
-    "the first token", "a long prompt", "the latency budget", "every response", "a small batch",
-    "the error rate", "the memory graph", "a cold start", "the slowest request", "the report",
-    "a new replica", "the token stream", "the request log", "a short answer", "the next level",
-    "the warm-up phase", "a timeout", "the throughput curve", "the percentile", "a failure",
-]  # fmt: skip
-_ADVERBS = [
-    "quickly", "slowly", "carefully", "again", "twice", "at night", "under load", "in order",
-    "without delay", "every minute", "before noon", "after the deploy", "on time", "at once",
-]  # fmt: skip
-_CONNECTIVES = ["and then", "but", "because", "while", "so", "although", "until", "before", "after"]
-_OPENERS = [
-    "Today", "Yesterday", "In the morning", "Later", "Sometimes", "Often", "Meanwhile",
-    "At the end of the day", "During the test", "When traffic grows", "If nothing fails",
-]  # fmt: skip
-_QUESTIONS = [
-    "What is the capital of France?", "How many requests per second can one replica serve?",
-    "Why did the latency grow?", "Can you summarise the report?", "Where are the logs?",
-    "Who owns this service?", "When does the next deploy start?", "Is the cache warm yet?",
-]  # fmt: skip
-
-
-def _clause(rng: random.Random) -> str:
-    parts = [rng.choice(_SUBJECTS), rng.choice(_VERBS), rng.choice(_OBJECTS)]
-    if rng.random() < 0.5:
-        parts.append(rng.choice(_ADVERBS))
-    return " ".join(parts)
-
-
-def _sentence(rng: random.Random) -> str:
-    roll = rng.random()
-    if roll < 0.1:
-        return rng.choice(_QUESTIONS)
-    text = _clause(rng)
-    if roll < 0.5:
-        text = f"{text} {rng.choice(_CONNECTIVES)} {_clause(rng)}"
-    if rng.random() < 0.3:
-        text = f"{rng.choice(_OPENERS)}, {text}"
-    if rng.random() < 0.2:
-        text = f"{text}, {rng.randint(2, 999)} times out of {rng.randint(1000, 9999)}"
-    return text[0].upper() + text[1:] + "."
-
-
-def synthetic_paragraphs(count: int, seed: int = SEED) -> list[str]:
-    """Paragraphs of simple English from a fixed grammar and a seeded RNG."""
-    rng = random.Random(seed)
-    return [" ".join(_sentence(rng) for _ in range(rng.randint(3, 8))) for _ in range(count)]
-
-
-def _module_docstrings(name: str) -> list[str]:
-    import importlib
-    import inspect
-
-    module = importlib.import_module(name)
-    docs = [inspect.getdoc(module) or ""]
-    for attr, obj in sorted(vars(module).items()):
-        if attr.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
-            continue
-        docs.append(inspect.getdoc(obj) or "")
-    return [d for d in docs if d]
-
-
-def write_corpus(path: Path = CORPUS_PATH) -> int:
-    """Regenerate the tokenizer corpus (plain English); returns its size in bytes."""
-    import codecs
-    import contextlib
-    import importlib
-    import io
-
-    with contextlib.redirect_stdout(io.StringIO()):  # importing `this` prints the Zen
-        zen = codecs.decode(importlib.import_module("this").s, "rot13")
-    sections = [zen]
-    for name in CORPUS_MODULES:
-        sections.extend(_module_docstrings(name))
-    sections.extend(synthetic_paragraphs(300))
-    text = "\n\n".join(s.strip() for s in sections) + "\n"
-    path.write_text(text, encoding="utf-8")
-    return len(text.encode("utf-8"))
-
 
 # ---------------------------------------------------------------------------------------------
 # Tokenizer
@@ -351,210 +219,6 @@ def save_hf(model: Any, config: dict[str, Any], out: Path) -> None:
 
 def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-# ---------------------------------------------------------------------------------------------
-# ONNX export
-# ---------------------------------------------------------------------------------------------
-
-
-def _onnx_wrapper(model: Any) -> Any:
-    """nn.Module with flat tensor inputs/outputs around the HF model and a DynamicCache.
-
-    It builds the 4-D additive attention mask itself (causal + padding) and hands it to eager
-    attention, so the graph holds no transformers mask-construction code and accepts past_seq = 0.
-    """
-    import torch
-    from transformers import DynamicCache
-
-    num_layers = int(model.config.num_hidden_layers)
-
-    class OnnxWrapper(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(
-            self,
-            input_ids: torch.Tensor,
-            attention_mask: torch.Tensor,
-            position_ids: torch.Tensor,
-            *past: torch.Tensor,
-        ) -> tuple[torch.Tensor, ...]:
-            seq = input_ids.shape[1]
-            total = attention_mask.shape[1]
-            # query i sits at cache index (total - seq + i); it may see keys j <= that index
-            q_index = torch.arange(seq, device=input_ids.device) + (total - seq)
-            k_index = torch.arange(total, device=input_ids.device)
-            causal = k_index[None, :] <= q_index[:, None]  # [seq, total]
-            allowed = causal[None, None, :, :] & (attention_mask[:, None, None, :] > 0)
-            mask = torch.zeros(allowed.shape, dtype=torch.float32)
-            mask = mask.masked_fill(~allowed, torch.finfo(torch.float32).min)
-            cache = DynamicCache(config=self.model.config)
-            for i in range(num_layers):
-                cache.update(past[2 * i], past[2 * i + 1], i)
-            out = self.model(
-                input_ids=input_ids,
-                attention_mask=mask,
-                position_ids=position_ids,
-                past_key_values=cache,
-                use_cache=True,
-            )
-            present: list[torch.Tensor] = []
-            for i in range(num_layers):
-                layer = out.past_key_values.layers[i]
-                present += [layer.keys, layer.values]
-            return (out.logits, *present)
-
-    return OnnxWrapper().eval()
-
-
-def export_onnx(model: Any, out: Path) -> None:
-    import onnx
-    import torch
-
-    model.config._attn_implementation = "eager"
-    cfg = model.config
-    num_layers, kv_heads, head_dim = cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim
-    input_names, output_names = onnx_io_names(num_layers)
-    batch, past_len, seq = 2, 3, 4  # example sizes; all three axes are dynamic
-    ids = torch.randint(3, cfg.vocab_size, (batch, seq))
-    mask = torch.ones(batch, past_len + seq, dtype=torch.int64)
-    pos = torch.arange(past_len, past_len + seq).expand(batch, seq).contiguous()
-    past = [torch.randn(batch, kv_heads, past_len, head_dim) for _ in range(2 * num_layers)]
-
-    dyn = torch.export.Dim.DYNAMIC
-    dynamic_shapes = (
-        {0: dyn, 1: dyn},
-        {0: dyn, 1: dyn},
-        {0: dyn, 1: dyn},
-        tuple({0: dyn, 2: dyn} for _ in past),  # torch.export sees *past as one tuple argument
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / ONNX_FILE
-        torch.onnx.export(
-            _onnx_wrapper(model),
-            (ids, mask, pos, *past),
-            str(path),
-            input_names=input_names,
-            output_names=output_names,
-            dynamic_shapes=dynamic_shapes,
-            opset_version=ONNX_OPSET,
-            dynamo=True,
-            external_data=False,
-        )
-        proto = onnx.load(str(path))
-    _name_dynamic_axes(proto, num_layers)
-    onnx.checker.check_model(proto)
-    onnx.save(proto, str(out / ONNX_FILE))
-
-
-def _name_dynamic_axes(proto: Any, num_layers: int) -> None:
-    """Give graph inputs/outputs readable symbolic dims: batch, seq, past_seq, total_seq."""
-    axes: dict[str, list[str | None]] = {
-        "input_ids": ["batch", "seq"],
-        "attention_mask": ["batch", "total_seq"],
-        "position_ids": ["batch", "seq"],
-        "logits": ["batch", "seq", None],
-    }
-    for i in range(num_layers):
-        for kind in ("key", "value"):
-            axes[f"past_key_values.{i}.{kind}"] = ["batch", None, "past_seq", None]
-            axes[f"present.{i}.{kind}"] = ["batch", None, "total_seq", None]
-    for value in [*proto.graph.input, *proto.graph.output]:
-        names = axes[value.name]
-        for dim, name in zip(value.type.tensor_type.shape.dim, names, strict=True):
-            if name is not None:
-                dim.dim_param = name
-
-
-# ---------------------------------------------------------------------------------------------
-# Verification
-# ---------------------------------------------------------------------------------------------
-
-
-def verify(out: Path, decode_steps: int = 5) -> dict[str, float]:
-    """ORT vs torch (reloaded from ``out``): prefill + greedy decode on a left-padded batch of 2."""
-    import numpy as np
-    import onnxruntime as ort
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model: Any = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
-    model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(out))
-    cfg = model.config
-    session = ort.InferenceSession(str(out / ONNX_FILE), providers=["CPUExecutionProvider"])
-    input_names, output_names = onnx_io_names(cfg.num_hidden_layers)
-    assert [i.name for i in session.get_inputs()] == input_names
-    assert [o.name for o in session.get_outputs()] == output_names
-
-    prompts = [
-        tokenizer.apply_chat_template([{"role": "user", "content": "Hello there!"}], tokenize=False),
-        "The server answers the first token quickly, and then the client measures the latency.",
-    ]
-    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    width = max(len(e) for e in encoded)
-    ids = np.array([[0] * (width - len(e)) + e for e in encoded], dtype=np.int64)
-    mask = (np.arange(width)[None, :] >= (width - np.array([len(e) for e in encoded]))[:, None]).astype(
-        np.int64
-    )
-    pos = np.clip(np.cumsum(mask, axis=1) - 1, 0, None)
-    empty = np.zeros((2, cfg.num_key_value_heads, 0, cfg.head_dim), dtype=np.float32)
-    feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "position_ids": pos}
-    feed.update({name: empty for name in input_names[3:]})
-
-    worst_torch = worst_recompute = 0.0
-    tokens_ort: list[list[int]] = []
-    tokens_torch: list[list[int]] = []
-    all_ids, all_mask = ids, mask
-    cache = None
-    t_ids, t_mask, t_pos = torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(pos)
-    with torch.no_grad():
-        for step in range(decode_steps + 1):
-            outputs = session.run(None, feed)
-            logits = outputs[0]
-            t_out = model(
-                input_ids=t_ids,
-                attention_mask=t_mask,
-                position_ids=t_pos,
-                past_key_values=cache,
-                use_cache=True,
-            )
-            cache = t_out.past_key_values
-            t_logits = t_out.logits.numpy()
-            # padding query rows are junk by construction; compare real positions only
-            real = all_mask[:, -logits.shape[1] :].astype(bool)
-            worst_torch = max(worst_torch, float(np.abs(logits - t_logits)[real].max()))
-            assert np.isfinite(logits[real]).all() and all(np.isfinite(o).all() for o in outputs[1:])
-            next_ort = logits[:, -1].argmax(-1)
-            next_torch = t_logits[:, -1].argmax(-1)
-            tokens_ort.append(next_ort.tolist())
-            tokens_torch.append(next_torch.tolist())
-            if step > 0:  # cached decode vs full recomputation without cache (both in torch)
-                full = model(
-                    input_ids=torch.from_numpy(all_ids),
-                    attention_mask=torch.from_numpy(all_mask),
-                    position_ids=torch.from_numpy(np.clip(np.cumsum(all_mask, axis=1) - 1, 0, None)),
-                    use_cache=False,
-                ).logits[:, -1]
-                worst_recompute = max(worst_recompute, float((full - t_out.logits[:, -1]).abs().max()))
-            new = next_ort[:, None].astype(np.int64)
-            all_ids = np.concatenate([all_ids, new], axis=1)
-            all_mask = np.concatenate([all_mask, np.ones((2, 1), dtype=np.int64)], axis=1)
-            new_pos = feed["position_ids"][:, -1:] + 1
-            feed = {"input_ids": new, "attention_mask": all_mask, "position_ids": new_pos}
-            feed.update(dict(zip(input_names[3:], outputs[1:], strict=True)))
-            t_ids, t_mask, t_pos = (
-                torch.from_numpy(new),
-                torch.from_numpy(all_mask),
-                torch.from_numpy(new_pos),
-            )
-    if tokens_ort != tokens_torch:
-        raise AssertionError(f"greedy tokens differ: ort {tokens_ort} torch {tokens_torch}")
-    if worst_torch >= 1e-3 or worst_recompute >= 1e-3:
-        raise AssertionError(f"logits differ: ort-vs-torch {worst_torch}, cache-vs-full {worst_recompute}")
-    return {"ort_vs_torch_max_abs": worst_torch, "cache_vs_recompute_max_abs": worst_recompute}
 
 
 # ---------------------------------------------------------------------------------------------

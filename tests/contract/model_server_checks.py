@@ -14,28 +14,30 @@ import shutil
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import pytest
 
-from servers.base import Adapter
+from servers.base import Adapter, ServerStartError
 from servers.engines.base import GenerationRequest
 from servers.engines.batching import BatchingEngine
 from servers.engines.decoder import Decoder, FloatArray
 from servers.engines.kvbatch import KVBatch
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.engines.tokenizer import TextTokenizer
-from tests.contract.adapter_contract import REQUESTS, FailingStart
+from servers.registry import make_adapter
+from tests.contract.adapter_contract import REQUESTS, AdapterContract, FailingStart
 
 # --- start-up failures ---------------------------------------------------------------------------
 
 
 def expected_prompt_tokens() -> dict[str, int]:
-    """What the model's tokenizer makes of the contract's prompts (the front joins chat messages
-    with newlines)."""
+    """What the model's tokenizer makes of the contract's prompts; a chat is rendered through the
+    model's chat template first, as the engines do."""
     tokenizer = TextTokenizer.from_dir(BUNDLED_MODEL)
     completion = REQUESTS["/v1/completions"]["prompt"]
-    chat = "\n".join(m["content"] for m in REQUESTS["/v1/chat/completions"]["messages"])
+    chat = tokenizer.render_chat(REQUESTS["/v1/chat/completions"]["messages"])
     return {
         "/v1/completions": len(tokenizer.encode(completion)),
         "/v1/chat/completions": len(tokenizer.encode(chat)),
@@ -173,3 +175,77 @@ def check_engine_greedy_matches_reference(
         assert len(pieces_alone) == 10
         assert "".join(pieces_alone) == expected, prompt
         assert pieces_together == pieces_alone, prompt
+
+
+# --- the suite every built-in engine passes --------------------------------------------------------
+
+
+class ModelServerContract(AdapterContract):
+    """The adapter contract plus decoding correctness with the real runtime, on the bundled model.
+    A subclass names its kind, config class, weights file and decoder class."""
+
+    kind: ClassVar[str]
+    config_class: ClassVar[type[Any]]
+    weights_file: ClassVar[str]
+    decoder_class: ClassVar[Callable[[Path], Decoder[Any]]]
+    prompt_tokens = expected_prompt_tokens()
+
+    @classmethod
+    def server(cls, **options: object) -> Adapter:
+        return make_adapter(cls.config_class.model_validate({"kind": cls.kind, **options}))
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def adapter_factory(cls) -> Callable[[], Adapter]:
+        return cls.server
+
+    @pytest.fixture(params=["missing-dir", "broken-model", "port-taken"])
+    def failing_start(self, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FailingStart]:
+        if request.param == "missing-dir":
+            yield missing_dir_case(self.server, tmp_path)
+        elif request.param == "broken-model":
+            yield broken_model_case(self.server, tmp_path, [self.weights_file])
+        else:
+            yield from port_taken_case(self.server)
+
+    def test_missing_model_dir_is_named_in_the_log(self, tmp_path: Path) -> None:
+        adapter = self.server(model=str(tmp_path / "nowhere"))
+        with pytest.raises(ServerStartError) as caught:
+            adapter.start(tmp_path / "server.log")
+        assert f"model directory {tmp_path / 'nowhere'} does not exist" in caught.value.log_tail
+
+    def test_served_model_name_defaults_to_the_directory_name(self) -> None:
+        config = self.config_class.model_validate({"kind": self.kind})
+        assert config.model == BUNDLED_MODEL and config.model_name == "tiny"
+        assert config.max_batch_size == 8 and config.max_wait == 0.005 and config.threads == 1
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def decoder(cls) -> Decoder[Any]:
+        return cls.decoder_class(BUNDLED_MODEL)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def tokenizer(cls) -> TextTokenizer:
+        return TextTokenizer.from_dir(BUNDLED_MODEL)
+
+    def test_cached_decode_matches_full_recomputation(
+        self, decoder: Decoder[Any], tokenizer: TextTokenizer
+    ) -> None:
+        check_cached_decode_matches_recomputation(decoder, tokenizer)
+
+    def test_rows_joining_and_leaving_a_batch_decode_as_alone(
+        self, decoder: Decoder[Any], tokenizer: TextTokenizer
+    ) -> None:
+        check_batched_rows_match_solo(decoder, tokenizer)
+
+    def test_engine_greedy_output_matches_reference(
+        self, decoder: Decoder[Any], tokenizer: TextTokenizer
+    ) -> None:
+        def make_engine() -> BatchingEngine:
+            def load() -> tuple[Any, TextTokenizer]:
+                return self.decoder_class(BUNDLED_MODEL), tokenizer
+
+            return BatchingEngine("tiny", load, max_batch_size=8, max_wait=0.05)
+
+        check_engine_greedy_matches_reference(make_engine, decoder, tokenizer)
