@@ -33,6 +33,7 @@ from pydantic import Field
 
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.config import StrictModel
+from servers.models import TINY_MODEL_DIR
 from servers.units import Duration
 
 CPU_ARGS: tuple[tuple[str, str | None], ...] = (
@@ -43,12 +44,6 @@ CPU_ARGS: tuple[tuple[str, str | None], ...] = (
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
 # Always: a current server.log, and no usage reporting from a test bench.
 BASE_ENV = {"PYTHONUNBUFFERED": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-
-
-def bundled_model_dir() -> Path:
-    import servers
-
-    return Path(servers.__file__).resolve().parent / "models" / "tiny"
 
 
 class VllmServerConfig(StrictModel):
@@ -87,7 +82,7 @@ class VllmAdapter(ProcessAdapter):
         """(what to pass as --model, whether it is a local directory)."""
         name = self.vllm.model
         if name is None:
-            path = bundled_model_dir()
+            path = TINY_MODEL_DIR
             if not (path / "config.json").is_file():
                 raise ServerStartError(f"the bundled tiny model is missing at {path}; set server.model")
             return str(path), True

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from servers.base import Adapter
+from servers.models import TINY_MODEL_DIR
 from servers.registry import make_adapter
-from servers.vllm import VllmAdapter, VllmServerConfig, bundled_model_dir
+from servers.vllm import VllmAdapter, VllmServerConfig
 from tests.contract.adapter_contract import AdapterContract, FailingStart, MetricNames
 
 PYTHON_ENV = "LOADTEST_VLLM_PYTHON"
@@ -51,7 +52,7 @@ def vllm_python() -> str:
 
 @pytest.fixture(scope="module")
 def vllm_model() -> str:
-    model = os.environ.get(MODEL_ENV) or str(bundled_model_dir())
+    model = os.environ.get(MODEL_ENV) or str(TINY_MODEL_DIR)
     if not (Path(model) / "config.json").is_file():
         pytest.skip(f"no model at {model} (build the bundled one, or set {MODEL_ENV})")
     return model
@@ -146,4 +147,4 @@ def test_gpu_adds_nothing_and_a_name_is_passed_as_is() -> None:
 
 
 def test_default_model_is_the_bundled_one() -> None:
-    assert bundled_model_dir() == Path(__file__).resolve().parents[2] / "servers" / "models" / "tiny"
+    assert Path(__file__).resolve().parents[2] / "servers" / "models" / "tiny" == TINY_MODEL_DIR
