@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from servers.config import StrictModel
 from servers.proctree import die_with_parent_hook, log_tail, terminate_tree
@@ -126,6 +128,19 @@ class LaunchSpec:
     ready_url: str  # answers HTTP 200 once the server takes requests
     env: Mapping[str, str] | None = None  # added to this process's environment
     cwd: Path | None = None
+
+
+def module_server_spec(
+    module: str, host: str, port: int | Literal["auto"], args: Sequence[str]
+) -> LaunchSpec:
+    """A built-in server: `python -m MODULE --host H --port P ARGS`, ready when /health answers."""
+    port = free_port(host) if port == "auto" else port
+    argv = [sys.executable, "-m", module, f"--host={host}", f"--port={port}", *args]
+    base_url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    # Unbuffered, so server.log is current when a start-up failure quotes it.
+    return LaunchSpec(
+        argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env={"PYTHONUNBUFFERED": "1"}
+    )
 
 
 class ProcessAdapter(Adapter):

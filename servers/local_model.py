@@ -6,13 +6,12 @@ server process (`servers/engines/serve_model.py`).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from servers.base import LaunchSpec, ProcessAdapter, free_port
+from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.config import StrictModel
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.units import Duration
@@ -54,18 +53,4 @@ class LocalModelAdapter(ProcessAdapter):
 
     def launch_spec(self) -> LaunchSpec:
         cfg = self.local
-        port = free_port(cfg.host) if cfg.port == "auto" else cfg.port
-        argv = [
-            sys.executable,
-            "-m",
-            self.server_module,
-            f"--host={cfg.host}",
-            f"--port={port}",
-            *cfg.server_args(),
-        ]
-        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
-        base_url = f"http://{host}:{port}"
-        # Unbuffered, so server.log is current when a start-up failure quotes it.
-        return LaunchSpec(
-            argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env={"PYTHONUNBUFFERED": "1"}
-        )
+        return module_server_spec(self.server_module, cfg.host, cfg.port, cfg.server_args())

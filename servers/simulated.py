@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from servers.base import LaunchSpec, ProcessAdapter, free_port
+from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.config import StrictModel
 from servers.units import Duration, PositiveDuration, Size, parse_duration, parse_size
 
@@ -40,13 +40,7 @@ class SimulatedAdapter(ProcessAdapter):
 
     def launch_spec(self) -> LaunchSpec:
         cfg = self.sim
-        port = free_port(cfg.host) if cfg.port == "auto" else cfg.port
-        argv = [
-            sys.executable,
-            "-m",
-            "servers.simulated",
-            f"--host={cfg.host}",
-            f"--port={port}",
+        args = [
             f"--ttft={cfg.ttft}",
             f"--itl={cfg.itl}",
             f"--slots={cfg.slots}",
@@ -55,12 +49,7 @@ class SimulatedAdapter(ProcessAdapter):
             f"--model={cfg.model}",
             f"--keepalive-timeout={cfg.keepalive_timeout}",
         ]
-        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
-        base_url = f"http://{host}:{port}"
-        # Unbuffered, so server.log is current when a start-up failure quotes it.
-        return LaunchSpec(
-            argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env={"PYTHONUNBUFFERED": "1"}
-        )
+        return module_server_spec("servers.simulated", cfg.host, cfg.port, args)
 
 
 def _duration(text: str) -> float:
