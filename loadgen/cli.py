@@ -15,7 +15,7 @@ from pathlib import Path
 from loadgen.scenario_loader import ScenarioError, load_scenario
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("run", "validate", "report")
+SUBCOMMANDS = ("run", "validate", "report", "compare")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.command is None:
         parser.print_help()
         return EXIT_ERROR
-    handler = {"run": _run, "validate": _validate, "report": _report}[options.command]
+    handler = {"run": _run, "validate": _validate, "report": _report, "compare": _compare}[options.command]
     return handler(options)
 
 
@@ -53,6 +53,16 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("file", type=Path)
     report = commands.add_parser("report", help="re-render the reports of a run from its requests.jsonl")
     report.add_argument("run_dir", type=Path)
+    compare = commands.add_parser(
+        "compare", help="release gate: exit 1 when CURRENT regressed against BASELINE (significantly)"
+    )
+    compare.add_argument("baseline", type=Path, help="baseline run directory or its report.json")
+    compare.add_argument("current", type=Path, help="current run directory or its report.json")
+    compare.add_argument(
+        "--max-regression", default="10%", help="allowed move, e.g. 10%% or 0.1 (default 10%%)"
+    )
+    compare.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
+    compare.add_argument("--json", type=Path, dest="json_path", help="also write the comparison as JSON here")
     return parser
 
 
@@ -122,6 +132,31 @@ def _report(options: argparse.Namespace) -> int:
     report = render_reports(run_dir, scenario, build_schedule(scenario), meta)
     _print_verdict(report, run_dir)
     return exit_code(report)
+
+
+def _compare(options: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from loadgen.evaluate.compare import CompareInputError, Settings, compare_runs, load_run
+    from loadgen.report.compare_report import print_comparison, write_comparison_json
+    from servers.units import parse_fraction
+
+    try:
+        raw = options.max_regression
+        max_regression = parse_fraction(raw if raw.strip().endswith("%") else float(raw))
+    except ValueError:
+        return _fail(f"--max-regression {raw!r}: give a percentage like 10% or a fraction like 0.1")
+    if not 0 < options.alpha < 1:
+        return _fail(f"--alpha must lie between 0 and 1, not {options.alpha}")
+    try:
+        baseline, current = load_run(options.baseline), load_run(options.current)
+    except CompareInputError as exc:
+        return _fail(str(exc))
+    comparison = compare_runs(baseline, current, Settings(max_regression=max_regression, alpha=options.alpha))
+    print_comparison(comparison, Console(width=100), str(options.baseline), str(options.current))
+    if options.json_path is not None:
+        write_comparison_json(comparison, options.json_path)
+    return EXIT_FAIL if comparison.regressed else EXIT_PASS
 
 
 def _print_verdict(report: dict[str, object], run_dir: Path) -> None:

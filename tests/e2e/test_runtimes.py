@@ -56,9 +56,18 @@ def test_quickstart_runs_on_onnxruntime_and_passes(tmp_path: Path):
     assert "onnxruntime" in (run.run_dir / "scenario.yaml").read_text()
 
 
+def _passed_or_untrusted(run: CliRun) -> None:
+    """A real server shares this 2-core machine with the load generator: when something else
+    also wants the cores, the run may rightly say it could not keep up (exit 2), never more."""
+    if run.code == 2:
+        assert "could not keep up" in run.report["reason"], run.stderr
+    else:
+        assert run.code == 0, run.stderr
+
+
 def test_same_scenario_runs_on_torch(tmp_path: Path):
     run = run_cli(tmp_path, _with_server(tmp_path, {"kind": "torch"}))
-    assert run.code == 0, run.stderr
+    _passed_or_untrusted(run)
     report = _check_ran_end_to_end(run)
     assert report["server"]["kind"] == "torch"
 
@@ -74,7 +83,4 @@ def test_same_scenario_runs_on_vllm(tmp_path: Path):
     assert report["server"]["kind"] == "vllm"
     # On a 2-core machine vLLM's CPU engine stalls every process, the load generator included
     # (see README): the run must then say its numbers are untrustworthy rather than pass them off.
-    if run.code == 2:
-        assert "could not keep up" in report["reason"], report["reason"]
-    else:
-        assert run.code in (0, 1), run.stderr
+    _passed_or_untrusted(run)

@@ -1,0 +1,369 @@
+"""Release gate: compare a current run with a baseline and say which metric regressed.
+
+A metric *regresses* when it moved the wrong way (latency up, tokens/s or capacity down, error
+rate up) by more than the allowed fraction AND the move is statistically significant, so that
+run-to-run noise is not called a regression. What "significant" means per metric:
+
+- **Latency percentiles** (TTFT, ITL, TPOT, e2e at p50/p95/p99, ms from the scheduled send):
+  both must hold, at level `alpha`:
+  1. a one-sided Mann–Whitney U test on one value per request says the current requests are
+     slower (faster, for an improvement). For TTFT, TPOT and e2e the value is the request's own
+     number; for ITL it is the request's mean gap, since gaps within one request are not
+     independent;
+  2. a seeded bootstrap over requests (requests resampled with replacement, in each run
+     separately; for ITL a resampled request brings all its gaps) gives the ratio
+     current/baseline of that percentile; its one-sided `1 − alpha` bound must lie beyond the
+     threshold (lower bound > 1 + max for a regression, upper bound < 1 − max for an improvement).
+- **Error rate**: a one-sided Fisher exact test on the error/ok counts of the two runs.
+- **Capacity** (`capacity.rate_rps`, when both reports have it): the two `ci95` intervals must not
+  overlap; without intervals the threshold alone decides.
+- **Output tokens/s** is one number per run with no per-request spread: the threshold alone decides.
+
+Per-request values come from `requests.jsonl` beside each report: records past warm-up with status
+ok (failures are judged by the error rate). Without that file for either run, only the summary
+numbers of report.json are compared, by threshold alone, and the result says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from loadgen.collect.records import RequestRecord, read_records
+from loadgen.fmt import format_number
+
+Verdict = Literal["ok", "regression", "improvement", "not significant", "n/a"]
+LATENCY_METRICS: tuple[str, ...] = ("ttft", "itl", "tpot", "e2e")
+LATENCY_PERCENTILES: tuple[str, ...] = ("p50", "p95", "p99")
+_QUANTILE = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
+
+
+class CompareInputError(Exception):
+    """A path is not a run directory or report.json (one-line reason)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    max_regression: float = 0.10
+    alpha: float = 0.01
+    resamples: int = 1000
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class LatencySample:
+    """One latency metric of one run: every value, and the request each value came from."""
+
+    values: np.ndarray  # ms; one per request, or a request's gaps for ITL
+    owner: np.ndarray  # index of the request each value belongs to
+    per_request: np.ndarray  # one value per request (its mean): what the rank test uses
+
+    @classmethod
+    def of(cls, groups: Sequence[Sequence[float]]) -> LatencySample:
+        groups = [group for group in groups if len(group) > 0]
+        values = np.asarray([value for group in groups for value in group], dtype=float)
+        owner = np.repeat(np.arange(len(groups)), [len(group) for group in groups])
+        per_request = np.asarray([float(np.mean(group)) for group in groups], dtype=float)
+        return cls(values, owner, per_request)
+
+    @classmethod
+    def single(cls, values: Sequence[float]) -> LatencySample:
+        return cls.of([[value] for value in values])
+
+    @property
+    def requests(self) -> int:
+        return len(self.per_request)
+
+
+@dataclass(frozen=True)
+class RunData:
+    """What a comparison needs from one run."""
+
+    source: Path
+    report: Mapping[str, Any]
+    latencies: dict[str, LatencySample] | None  # None without requests.jsonl
+    requests: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    unit: str
+    baseline: float | None
+    current: float | None
+    change: float | None  # current / baseline − 1; inf when the baseline was 0
+    p_value: float | None  # of the one-sided test in the direction of the change
+    verdict: Verdict
+    test: str
+
+    def to_dict(self) -> dict[str, Any]:
+        change = self.change if self.change is None or math.isfinite(self.change) else None
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "baseline": self.baseline,
+            "current": self.current,
+            "change": change,
+            "p_value": self.p_value,
+            "verdict": self.verdict,
+            "test": self.test,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    rows: list[Row]
+    settings: Settings
+    per_request: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Row]:
+        return [row for row in self.rows if row.verdict == "regression"]
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions)
+
+    def summary(self) -> str:
+        limits = f"max regression {format_number(self.settings.max_regression * 100)}%"
+        if self.per_request:
+            limits += f", alpha {format_number(self.settings.alpha)}"
+        if not self.regressed:
+            return f"no regression ({limits})"
+        moved = ", ".join(f"{row.metric} {format_change(row.change)}" for row in self.regressions)
+        count = len(self.regressions)
+        return f"{count} regression{'s' if count > 1 else ''}: {moved} ({limits})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "regressed": self.regressed,
+            "summary": self.summary(),
+            "max_regression": self.settings.max_regression,
+            "alpha": self.settings.alpha,
+            "per_request": self.per_request,
+            "notes": self.notes,
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+
+def format_change(change: float | None) -> str:
+    if change is None:
+        return "—"
+    if not math.isfinite(change):
+        return "+∞"
+    return f"{change * 100:+.1f}%"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_run(path: Path) -> RunData:
+    """A run directory or its report.json; per-request data from the requests.jsonl beside it."""
+    report_path = path / "report.json" if path.is_dir() else path
+    if not report_path.is_file():
+        raise CompareInputError(f"{report_path} does not exist (give a run directory or its report.json)")
+    try:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CompareInputError(f"{report_path} is not a readable JSON report: {exc}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("metrics"), dict):
+        raise CompareInputError(f"{report_path} is not a loadtest report (no 'metrics' object)")
+    records_path = report_path.parent / "requests.jsonl"
+    if not records_path.is_file():
+        metrics = report["metrics"]
+        requests, errors = int(metrics.get("requests") or 0), int(metrics.get("errors") or 0)
+        return RunData(report_path, report, None, requests, errors)
+    counted = [record for record in read_records(records_path) if not record.warmup]
+    ok = [record for record in counted if record.status == "ok"]
+    return RunData(report_path, report, latency_samples(ok), len(counted), len(counted) - len(ok))
+
+
+def _ms(end: float | None, start: float | None) -> float | None:
+    return None if end is None or start is None else (end - start) * 1000.0
+
+
+def _tpot(record: RequestRecord) -> float | None:
+    gap = _ms(record.done_s, record.first_token_s)
+    return None if gap is None or record.output_tokens < 2 else gap / (record.output_tokens - 1)
+
+
+def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:
+    """Per-request latencies (ms, from the scheduled send) of successful records."""
+
+    def present(values: list[float | None]) -> list[float]:
+        return [value for value in values if value is not None]
+
+    # ITL summaries (very long outputs) cannot be pooled, as in the report's statistics.
+    gaps = [record.itl_ms for record in ok if isinstance(record.itl_ms, list)]
+    return {
+        "ttft": LatencySample.single(present([_ms(r.first_token_s, r.scheduled_s) for r in ok])),
+        "itl": LatencySample.of(gaps),
+        "tpot": LatencySample.single(present([_tpot(r) for r in ok])),
+        "e2e": LatencySample.single(present([_ms(r.done_s, r.scheduled_s) for r in ok])),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging
+
+
+def _judge(change: float | None, worse_if_up: bool, worse: bool, better: bool, threshold: float) -> Verdict:
+    """`worse`/`better`: the move in that direction is significant (True when nothing is tested)."""
+    if change is None:
+        return "n/a"
+    signed = change if worse_if_up else -change
+    if signed > threshold:
+        return "regression" if worse else "not significant"
+    if signed < -threshold:
+        return "improvement" if better else "not significant"
+    return "ok"
+
+
+def _change(baseline: float | None, current: float | None) -> float | None:
+    if baseline is None or current is None:
+        return None
+    if baseline == 0:
+        return 0.0 if current == 0 else math.inf
+    return current / baseline - 1.0
+
+
+def _bootstrap(sample: LatencySample, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """(resamples, percentiles): the percentiles of the sample with requests resampled."""
+    n = sample.requests
+    out = np.empty((resamples, len(LATENCY_PERCENTILES)))
+    quantiles = [_QUANTILE[key] for key in LATENCY_PERCENTILES]
+    for index in range(resamples):
+        counts = np.bincount(rng.integers(0, n, n), minlength=n)
+        out[index] = np.percentile(np.repeat(sample.values, counts[sample.owner]), quantiles)
+    return out
+
+
+def compare_latency(name: str, base: LatencySample, cur: LatencySample, settings: Settings) -> list[Row]:
+    """Rows `<name> p50/p95/p99` judged by the rank test and the bootstrap (module docstring)."""
+    if base.requests == 0 or cur.requests == 0:
+        return [
+            Row(f"{name} {key}", "ms", None, None, None, None, "n/a", "no data")
+            for key in LATENCY_PERCENTILES
+        ]
+    quantiles = [_QUANTILE[key] for key in LATENCY_PERCENTILES]
+    base_q = np.percentile(base.values, quantiles)
+    cur_q = np.percentile(cur.values, quantiles)
+    p_up = float(scipy_stats.mannwhitneyu(cur.per_request, base.per_request, alternative="greater").pvalue)
+    p_down = float(scipy_stats.mannwhitneyu(cur.per_request, base.per_request, alternative="less").pvalue)
+    rng = np.random.default_rng(settings.seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = _bootstrap(cur, rng, settings.resamples) / _bootstrap(base, rng, settings.resamples)
+    lower = np.nanquantile(ratios, settings.alpha, axis=0)
+    upper = np.nanquantile(ratios, 1.0 - settings.alpha, axis=0)
+    threshold = settings.max_regression
+    rows = []
+    for index, key in enumerate(LATENCY_PERCENTILES):
+        change = _change(float(base_q[index]), float(cur_q[index]))
+        worse = p_up < settings.alpha and bool(lower[index] > 1.0 + threshold)
+        better = p_down < settings.alpha and bool(upper[index] < 1.0 - threshold)
+        p_value = p_down if change is not None and change < 0 else p_up
+        verdict = _judge(change, True, worse, better, threshold)
+        rows.append(
+            Row(
+                f"{name} {key}",
+                "ms",
+                float(base_q[index]),
+                float(cur_q[index]),
+                change,
+                p_value,
+                verdict,
+                "mann-whitney + bootstrap",
+            )
+        )
+    return rows
+
+
+def compare_error_rate(base: RunData, cur: RunData, settings: Settings) -> Row:
+    """Error rate with a one-sided Fisher exact test on the counts (threshold only without counts)."""
+    if base.requests == 0 or cur.requests == 0:
+        return Row("error rate", "", None, None, None, None, "n/a", "no data")
+    base_rate, cur_rate = base.errors / base.requests, cur.errors / cur.requests
+    change = _change(base_rate, cur_rate)
+    table = [[cur.errors, cur.requests - cur.errors], [base.errors, base.requests - base.errors]]
+    p_up = float(scipy_stats.fisher_exact(table, alternative="greater").pvalue)
+    p_down = float(scipy_stats.fisher_exact(table, alternative="less").pvalue)
+    worse, better = p_up < settings.alpha, p_down < settings.alpha
+    p_value = p_down if change is not None and change < 0 else p_up
+    verdict = _judge(change, True, worse, better, settings.max_regression)
+    return Row("error rate", "", base_rate, cur_rate, change, p_value, verdict, "fisher exact")
+
+
+def compare_threshold(
+    metric: str, unit: str, base: Any, cur: Any, worse_if_up: bool, settings: Settings
+) -> Row:
+    """A summary number judged by the threshold alone (no per-request data behind it)."""
+    base_value = float(base) if isinstance(base, int | float) else None
+    cur_value = float(cur) if isinstance(cur, int | float) else None
+    change = _change(base_value, cur_value)
+    verdict = _judge(change, worse_if_up, True, True, settings.max_regression)
+    return Row(metric, unit, base_value, cur_value, change, None, verdict, "threshold only")
+
+
+def compare_capacity(base: Mapping[str, Any], cur: Mapping[str, Any], settings: Settings) -> Row:
+    """capacity.rate_rps: significant when the two ci95 intervals do not overlap."""
+    row = compare_threshold("capacity", "req/s", base.get("rate_rps"), cur.get("rate_rps"), False, settings)
+    base_ci, cur_ci = base.get("ci95"), cur.get("ci95")
+    if not (isinstance(base_ci, list) and isinstance(cur_ci, list) and len(base_ci) == len(cur_ci) == 2):
+        return row
+    worse = cur_ci[1] < base_ci[0]
+    better = cur_ci[0] > base_ci[1]
+    verdict = _judge(row.change, False, worse, better, settings.max_regression)
+    return Row(row.metric, row.unit, row.baseline, row.current, row.change, None, verdict, "ci95 overlap")
+
+
+def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
+    """Every row of the release gate for two loaded runs."""
+    notes = [
+        f"{run.source} has verdict {run.report.get('verdict')!r}: {run.report.get('reason', '')}"
+        for run in (base, cur)
+        if run.report.get("verdict") == "error"
+    ]
+    rows: list[Row] = []
+    per_request = base.latencies is not None and cur.latencies is not None
+    if base.latencies is not None and cur.latencies is not None:
+        for name in LATENCY_METRICS:
+            rows += compare_latency(name, base.latencies[name], cur.latencies[name], settings)
+        rows.append(compare_error_rate(base, cur, settings))
+    else:
+        missing = [str(run.source.parent) for run in (base, cur) if run.latencies is None]
+        notes.append(
+            f"no requests.jsonl in {', '.join(missing)}: compared the summary numbers only, "
+            "by threshold, without a statistical test"
+        )
+        base_m, cur_m = base.report["metrics"], cur.report["metrics"]
+        for name in LATENCY_METRICS:
+            for key in LATENCY_PERCENTILES:
+                base_v = (base_m.get(f"{name}_ms") or {}).get(key)
+                cur_v = (cur_m.get(f"{name}_ms") or {}).get(key)
+                rows.append(compare_threshold(f"{name} {key}", "ms", base_v, cur_v, True, settings))
+        base_e, cur_e = base_m.get("error_rate"), cur_m.get("error_rate")
+        rows.append(compare_threshold("error rate", "", base_e, cur_e, True, settings))
+    rows.append(
+        compare_threshold(
+            "output tokens/s",
+            "tok/s",
+            base.report["metrics"].get("output_tokens_per_s"),
+            cur.report["metrics"].get("output_tokens_per_s"),
+            False,
+            settings,
+        )
+    )
+    base_cap, cur_cap = base.report.get("capacity"), cur.report.get("capacity")
+    if isinstance(base_cap, dict) and isinstance(cur_cap, dict):
+        rows.append(compare_capacity(base_cap, cur_cap, settings))
+    return Comparison(rows, settings, per_request, notes)

@@ -1,0 +1,104 @@
+"""Replica planning: `ceil(peak_rate / (capacity_at_slo × target_utilization)) + redundancy`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from loadgen.fmt import format_number
+from servers.config import StrictModel
+from servers.units import Fraction, PositiveDuration
+
+TraceFormat = Literal["azure", "burstgpt", "mooncake", "jsonl"]
+HOURS_PER_MONTH = 730.0  # 365 days × 24 h / 12 months = 730 h: the average month cloud bills use
+
+
+class TraceWindow(StrictModel):
+    path: str
+    format: TraceFormat = "jsonl"
+    window: PositiveDuration = 60.0
+
+
+class PeakFromTrace(StrictModel):
+    """`peak_rate: {from_trace: {...}}`: the busiest `window` of a replayed trace."""
+
+    from_trace: TraceWindow
+
+
+class CapacitySpec(StrictModel):
+    """The scenario's `capacity:` section."""
+
+    peak_rate: Annotated[float, Field(gt=0)] | PeakFromTrace
+    target_utilization: Annotated[Fraction, Field(gt=0)] = 0.8
+    redundancy: int = Field(default=0, ge=0)
+    cost_per_replica_hour: float | None = Field(default=None, ge=0)
+
+
+def busiest_window_rate(arrival_times_s: Sequence[float], window_s: float) -> float:
+    """Highest request rate over any `window_s`-long window [t, t + window_s) of a trace.
+
+    Two pointers over the sorted times: O(n) (O(n log n) if the input needs sorting). A trace
+    shorter than the window still divides by the full window, as a sustained rate must.
+    """
+    if window_s <= 0:
+        raise ValueError("window must be positive")
+    times = list(arrival_times_s)
+    if any(later < earlier for earlier, later in pairwise(times)):
+        times.sort()
+    best, start = 0, 0
+    for end, t in enumerate(times):
+        while t - times[start] >= window_s:
+            start += 1
+        best = max(best, end - start + 1)
+    return best / window_s
+
+
+def replica_count(peak_rate: float, capacity_rps: float, target_utilization: float, redundancy: int) -> int:
+    """ceil(peak / (capacity × utilization)) + redundancy."""
+    if capacity_rps <= 0:
+        raise ValueError("capacity at SLO is 0: no replica count can serve the peak")
+    if not 0 < target_utilization <= 1:
+        raise ValueError("target_utilization must lie in (0, 1]")
+    # Round before ceil so float error (400 / (20 × 0.8) = 25.000000000000004) doesn't add one.
+    needed = round(peak_rate / (capacity_rps * target_utilization), 9)
+    return math.ceil(needed) + redundancy
+
+
+def plan_replicas(
+    peak_rate: float,
+    capacity_rps: float,
+    target_utilization: float,
+    redundancy: int = 0,
+    output_tokens_per_s: float | None = None,
+    cost_per_replica_hour: float | None = None,
+) -> dict[str, Any]:
+    """report.json's `replicas` object (without `verified`, which comes from running the plan).
+
+    Costs, when a price is given: per million output tokens of one replica running at capacity,
+    cost/h ÷ (tokens/s × 3600) × 10⁶; per month, replicas × cost/h × 730 h.
+    """
+    count = replica_count(peak_rate, capacity_rps, target_utilization, redundancy)
+    formula = (
+        f"ceil({format_number(peak_rate)} / ({format_number(capacity_rps)} × "
+        f"{format_number(target_utilization)})) + {redundancy} = {count}"
+    )
+    per_million: float | None = None
+    monthly: float | None = None
+    if cost_per_replica_hour is not None:
+        monthly = round(count * cost_per_replica_hour * HOURS_PER_MONTH, 2)
+        if output_tokens_per_s:
+            per_million = round(cost_per_replica_hour / (output_tokens_per_s * 3600.0) * 1e6, 4)
+    return {
+        "peak_rate": peak_rate,
+        "capacity_rps": capacity_rps,
+        "target_utilization": target_utilization,
+        "redundancy": redundancy,
+        "count": count,
+        "formula": formula,
+        "cost_per_million_tokens": per_million,
+        "monthly_cost": monthly,
+    }

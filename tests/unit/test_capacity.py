@@ -1,0 +1,94 @@
+"""Capacity at SLO from level results, its bootstrap interval, and the simulated server's formula."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadgen.evaluate.capacity import (
+    bootstrap_ci95,
+    capacity_at_slo,
+    simulated_capacity,
+    simulated_closed_loop,
+    simulated_service_time,
+)
+from loadgen.evaluate.search import LevelResult, SearchSpec, run_search, search_levels
+
+
+def level(rate: float, passed: bool, failed: tuple[str, ...] = (), trials: tuple[float, ...] = ()):
+    return LevelResult(rate, rate, rate * 32, slo_passed=passed, failed_slos=failed, trial_rps=trials)
+
+
+def test_highest_passing_level_and_the_slo_that_broke_next() -> None:
+    levels = [level(4, True), level(16, False, ("ttft p95", "e2e p99")), level(8, True), level(12, True)]
+    cap = capacity_at_slo(levels)
+    assert cap == {
+        "rate_rps": 12,
+        "output_tokens_per_s": 384,
+        "ci95": None,
+        "limiting_slo": "ttft p95",
+        "level": 12,
+    }
+
+
+def test_a_pass_above_a_failure_is_not_sustained_capacity() -> None:
+    levels = [level(4, True), level(8, False, ("itl p95",)), level(10, True)]
+    cap = capacity_at_slo(levels)
+    assert cap is not None
+    assert (cap["rate_rps"], cap["limiting_slo"]) == (4, "itl p95")
+
+
+def test_nothing_failed_and_nothing_passed() -> None:
+    assert capacity_at_slo([level(2, True), level(4, True)])["limiting_slo"] is None  # type: ignore[index]
+    none = capacity_at_slo([level(2, False, ("error_rate",))])
+    assert none is not None
+    assert (none["rate_rps"], none["limiting_slo"], none["level"]) == (0.0, "error_rate", None)
+    assert capacity_at_slo([]) is None
+
+
+def test_bootstrap_interval_when_trials_repeat_a_level() -> None:
+    trials = (20.9, 21.4, 21.5, 21.9, 22.0)
+    cap = capacity_at_slo([level(21.5, True, trials=trials), level(30, False, ("ttft p95",))], seed=42)
+    assert cap is not None
+    low, high = cap["ci95"]
+    assert 20.9 <= low < sum(trials) / len(trials) < high <= 22.0
+    assert bootstrap_ci95(trials, seed=42) == cap["ci95"]  # seeded: reproducible
+    assert bootstrap_ci95((21.0,)) is None
+
+
+def test_bootstrap_interval_narrows_with_more_trials() -> None:
+    few = bootstrap_ci95([10.0, 12.0, 11.0, 9.0], seed=0)
+    many = bootstrap_ci95([10.0, 12.0, 11.0, 9.0] * 25, seed=0)
+    assert few is not None and many is not None
+    assert many[1] - many[0] < (few[1] - few[0]) / 3
+
+
+def test_simulated_capacity_formula() -> None:
+    # T = t + (N − 1)·i = 0.05 + 63 × 0.01 = 0.68 s; S / T = 8 / 0.68.
+    assert simulated_service_time(0.05, 0.01, 64) == pytest.approx(0.68)
+    rate, tokens = simulated_capacity(8, 0.05, 0.01, 64, ttft_p95_slo_s=0.2)
+    assert rate == pytest.approx(11.7647, abs=1e-4)
+    assert tokens == pytest.approx(rate * 64)
+    assert simulated_capacity(8, 0.05, 0.01, 64, ttft_p95_slo_s=0.04) == (0.0, 0.0)
+    assert simulated_capacity(4, 0.1, 0.0, 1)[0] == pytest.approx(40.0)
+
+
+@pytest.mark.parametrize(("slots", "ttft", "itl", "tokens"), [(8, 0.05, 0.01, 64), (3, 0.2, 0.02, 16)])
+def test_search_on_the_simulated_curve_measures_the_formula(slots, ttft, itl, tokens) -> None:
+    slo = ttft * 2  # admits some queueing, but never more throughput than S / T
+    results = run_search(
+        search_levels(SearchSpec(start=1, max=256)),
+        lambda c: simulated_closed_loop(c, slots, ttft, itl, tokens, ttft_p95_slo_s=slo),
+    )
+    cap = capacity_at_slo(results)
+    expected_rate, expected_tokens = simulated_capacity(slots, ttft, itl, tokens, slo)
+    assert cap is not None
+    assert cap["rate_rps"] == pytest.approx(expected_rate)
+    assert cap["output_tokens_per_s"] == pytest.approx(expected_tokens)
+
+
+def test_closed_loop_model_follows_littles_law() -> None:
+    at_16 = simulated_closed_loop(16, 8, 0.05, 0.01, 64)
+    assert at_16.throughput_rps == pytest.approx(8 / 0.68)
+    assert at_16.e2e_ms["p95"] == pytest.approx(16 / at_16.throughput_rps * 1000)  # e2e = c / X
+    assert at_16.ttft_ms["p95"] == pytest.approx(50 + 680)  # one full service time of queueing
+    assert simulated_closed_loop(4, 8, 0.05, 0.01, 64).ttft_ms["p95"] == pytest.approx(50)

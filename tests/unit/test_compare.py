@@ -1,0 +1,194 @@
+"""The release gate's judgement on synthetic samples (ms): noise is not a regression."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from loadgen.collect.records import RequestRecord
+from loadgen.evaluate.compare import (
+    CompareInputError,
+    LatencySample,
+    Row,
+    RunData,
+    Settings,
+    compare_capacity,
+    compare_error_rate,
+    compare_latency,
+    compare_runs,
+    compare_threshold,
+    latency_samples,
+    load_run,
+)
+
+SETTINGS = Settings(max_regression=0.10, alpha=0.01, resamples=400)
+
+
+def lognormal(seed: int, n: int, median_ms: float, sigma: float = 0.2) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(median_ms * np.exp(rng.normal(0.0, sigma, n)))
+
+
+def verdicts(rows: list[Row]) -> dict[str, str]:
+    return {row.metric: row.verdict for row in rows}
+
+
+def test_same_distribution_is_no_regression():
+    base = LatencySample.single(lognormal(1, 400, 100.0))
+    cur = LatencySample.single(lognormal(2, 400, 100.0))
+    rows = compare_latency("e2e", base, cur, SETTINGS)
+    assert [row.metric for row in rows] == ["e2e p50", "e2e p95", "e2e p99"]
+    assert "regression" not in verdicts(rows).values()
+    assert all(row.p_value is not None and row.p_value > 0.01 for row in rows)
+
+
+def test_a_30_percent_shift_is_a_regression():
+    base = LatencySample.single(lognormal(1, 300, 100.0))
+    cur = LatencySample.single(lognormal(2, 300, 130.0))
+    rows = compare_latency("ttft", base, cur, SETTINGS)
+    assert verdicts(rows)["ttft p50"] == "regression"
+    assert verdicts(rows)["ttft p95"] == "regression"
+    p50 = rows[0]
+    assert p50.change == pytest.approx(0.30, abs=0.06)
+    assert p50.p_value is not None and p50.p_value < 1e-6
+
+
+def test_a_30_percent_p95_move_on_tiny_samples_is_not_significant():
+    base = LatencySample.single(lognormal(3, 6, 100.0, sigma=0.4))
+    cur = LatencySample.single([value * 1.3 for value in lognormal(4, 6, 100.0, sigma=0.4)])
+    rows = compare_latency("e2e", base, cur, SETTINGS)
+    p95 = rows[1]
+    assert p95.change is not None and p95.change > 0.10
+    assert p95.verdict == "not significant"
+
+
+def test_an_improvement_is_not_flagged():
+    base = LatencySample.single(lognormal(1, 300, 130.0))
+    cur = LatencySample.single(lognormal(2, 300, 100.0))
+    rows = compare_latency("tpot", base, cur, SETTINGS)
+    assert verdicts(rows)["tpot p50"] == "improvement"
+    assert "regression" not in verdicts(rows).values()
+
+
+def test_itl_is_tested_per_request_and_bootstrapped_by_request():
+    rng = np.random.default_rng(5)
+    base = LatencySample.of([list(10.0 + rng.normal(0, 0.5, 31)) for _ in range(80)])
+    cur = LatencySample.of([list(13.0 + rng.normal(0, 0.5, 31)) for _ in range(80)])
+    assert base.requests == 80 and len(base.values) == 80 * 31
+    rows = compare_latency("itl", base, cur, SETTINGS)
+    assert set(verdicts(rows).values()) == {"regression"}
+    # The same gaps as 31 "requests" of many gaps each: far fewer independent samples.
+    few = LatencySample.of([list(10.0 + rng.normal(0, 3, 80)) for _ in range(2)])
+    few_cur = LatencySample.of([list(13.0 + rng.normal(0, 3, 80)) for _ in range(2)])
+    assert "regression" not in verdicts(compare_latency("itl", few, few_cur, SETTINGS)).values()
+
+
+def test_tokens_per_second_falling_is_the_regression():
+    assert compare_threshold("output tokens/s", "tok/s", 1000, 850, False, SETTINGS).verdict == "regression"
+    assert compare_threshold("output tokens/s", "tok/s", 1000, 1200, False, SETTINGS).verdict == "improvement"
+    assert compare_threshold("output tokens/s", "tok/s", 1000, 950, False, SETTINGS).verdict == "ok"
+    assert compare_threshold("ttft p95", "ms", 100, 120, True, SETTINGS).verdict == "regression"
+    assert compare_threshold("ttft p95", "ms", None, 120, True, SETTINGS).verdict == "n/a"
+
+
+def _run(requests: int, errors: int, report: dict[str, Any] | None = None) -> RunData:
+    return RunData(Path("x/report.json"), report or {"metrics": {}}, None, requests, errors)
+
+
+def test_error_rate_uses_an_exact_test_on_the_counts():
+    assert compare_error_rate(_run(500, 0), _run(500, 1), SETTINGS).verdict == "not significant"
+    assert compare_error_rate(_run(500, 0), _run(500, 25), SETTINGS).verdict == "regression"
+    assert compare_error_rate(_run(500, 0), _run(500, 0), SETTINGS).verdict == "ok"
+
+
+def test_capacity_needs_disjoint_intervals():
+    base = {"rate_rps": 20.0, "ci95": [19.0, 21.0]}
+    assert (
+        compare_capacity(base, {"rate_rps": 17.5, "ci95": [16.0, 19.5]}, SETTINGS).verdict
+        == "not significant"
+    )
+    assert compare_capacity(base, {"rate_rps": 15.0, "ci95": [14.0, 16.0]}, SETTINGS).verdict == "regression"
+    assert compare_capacity({"rate_rps": 20.0}, {"rate_rps": 15.0}, SETTINGS).verdict == "regression"
+
+
+def _record(index: int, itl_ms: float, warmup: bool = False, status: str = "ok") -> RequestRecord:
+    sent = index * 0.05
+    first = sent + 0.020
+    return RequestRecord(
+        id=index,
+        phase=0,
+        scheduled_s=sent,
+        sent_s=sent,
+        first_token_s=first,
+        done_s=first + 31 * itl_ms / 1000,
+        output_tokens=32,
+        itl_ms=[itl_ms] * 31,
+        status=status,  # type: ignore[arg-type]
+        warmup=warmup,
+    )
+
+
+def test_latency_samples_from_records():
+    samples = latency_samples([_record(0, 10.0), _record(1, 10.0)])
+    assert samples["ttft"].per_request == pytest.approx([20.0, 20.0])
+    assert samples["tpot"].per_request == pytest.approx([10.0, 10.0])
+    assert samples["e2e"].per_request == pytest.approx([330.0, 330.0])
+    assert len(samples["itl"].values) == 62 and samples["itl"].requests == 2
+
+
+def _write_run(run_dir: Path, itl_ms: float, with_records: bool = True) -> Path:
+    run_dir.mkdir(parents=True)
+    records = [_record(i, itl_ms * (1 + 0.01 * (i % 7)), warmup=i < 5) for i in range(120)]
+    metrics = {
+        "requests": 115,
+        "errors": 0,
+        "error_rate": 0.0,
+        "output_tokens_per_s": 640.0,
+        "ttft_ms": {"p50": 20.0, "p95": 20.0, "p99": 20.0},
+        "itl_ms": {"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
+        "tpot_ms": {"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
+        "e2e_ms": {"p50": 20 + 31 * itl_ms, "p95": 20 + 31 * itl_ms, "p99": 20 + 31 * itl_ms},
+    }
+    (run_dir / "report.json").write_text(json.dumps({"verdict": "pass", "metrics": metrics}))
+    if with_records:
+        lines = [json.dumps(record.to_dict()) for record in records]
+        (run_dir / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    return run_dir
+
+
+def test_compare_runs_from_files(tmp_path: Path):
+    base = load_run(_write_run(tmp_path / "base", 10.0))
+    same = load_run(_write_run(tmp_path / "same", 10.0) / "report.json")
+    slower = load_run(_write_run(tmp_path / "slow", 13.0))
+    assert base.requests == 115 and base.latencies is not None
+    assert not compare_runs(base, same, SETTINGS).regressed
+    comparison = compare_runs(base, slower, SETTINGS)
+    assert comparison.regressed and comparison.per_request
+    regressed = {row.metric.split()[0] for row in comparison.regressions}
+    assert regressed == {"itl", "tpot", "e2e"}
+    assert comparison.summary().startswith("9 regressions: itl p50 +30.0%")
+    assert json.loads(json.dumps(comparison.to_dict()))["regressed"] is True
+
+
+def test_without_records_only_summary_numbers_are_compared(tmp_path: Path):
+    base = load_run(_write_run(tmp_path / "base", 10.0, with_records=False))
+    slower = load_run(_write_run(tmp_path / "slow", 13.0))
+    comparison = compare_runs(base, slower, SETTINGS)
+    assert not comparison.per_request and comparison.regressed
+    assert "summary numbers only" in comparison.notes[0]
+    assert all(row.p_value is None for row in comparison.rows)
+
+
+def test_bad_input_is_a_one_line_error(tmp_path: Path):
+    with pytest.raises(CompareInputError, match="does not exist"):
+        load_run(tmp_path / "missing")
+    (tmp_path / "notes.json").write_text('{"hello": 1}')
+    with pytest.raises(CompareInputError, match="not a loadtest report"):
+        load_run(tmp_path / "notes.json")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(CompareInputError, match="not a readable JSON report"):
+        load_run(tmp_path / "broken.json")

@@ -1,0 +1,138 @@
+"""The search policy against synthetic server curves: which levels it visits, and how many."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from loadgen.evaluate.capacity import simulated_closed_loop
+from loadgen.evaluate.knee import find_knee
+from loadgen.evaluate.search import LevelResult, SearchSpec, run_search, search_levels
+
+# The simulated server: 8 slots, TTFT 50 ms, ITL 10 ms, 64 output tokens (T = 0.68 s).
+SLOTS, TTFT, ITL, TOKENS = 8, 0.05, 0.01, 64
+
+
+def simulated(level: float) -> LevelResult:
+    return simulated_closed_loop(level, SLOTS, TTFT, ITL, TOKENS)
+
+
+def rate_server(capacity: float, ttft_slo_ms: float = 200.0):
+    """Open loop: achieved rate = min(rate, capacity); past capacity the queue breaks the SLO."""
+
+    def measure(rate: float) -> LevelResult:
+        overload = max(rate / capacity - 1.0, 0.0)
+        ttft = 50.0 + 5000.0 * overload
+        return LevelResult(
+            level=rate,
+            throughput_rps=min(rate, capacity),
+            output_tokens_per_s=min(rate, capacity) * 64,
+            ttft_ms={"p95": ttft},
+            e2e_ms={"p95": ttft + 630.0},
+            slo_passed=ttft <= ttft_slo_ms,
+            failed_slos=() if ttft <= ttft_slo_ms else ("ttft p95",),
+        )
+
+    return measure
+
+
+def test_concurrency_search_finds_the_slot_count_within_eight_levels() -> None:
+    results = run_search(search_levels(SearchSpec(over="concurrency", start=1, max=256)), simulated)
+    visited = [r.level for r in results]
+    assert visited == [1, 2, 4, 8, 16, 12, 10, 9]
+    assert len(visited) <= 8
+    knee = find_knee(results, "concurrency")
+    assert abs(knee["level"] - SLOTS) <= 1
+    assert knee["throughput_rps"] == pytest.approx(SLOTS / 0.68)
+
+
+def test_concurrency_levels_are_whole_numbers_and_never_exceed_max() -> None:
+    results = run_search(search_levels(SearchSpec(start=3, max=20, growth=1.5)), simulated)
+    visited = [r.level for r in results]
+    assert all(isinstance(level, int) for level in visited)
+    assert max(visited) <= 20
+    assert visited[:4] == [3, 5, 8, 12]  # ceil(3 × 1.5) = 5, ceil(7.5) = 8, ...
+
+
+def test_search_stops_at_max_when_everything_scales() -> None:
+    def linear(level: float) -> LevelResult:
+        return LevelResult(level, level * 2.0, level * 128.0, e2e_ms={"p95": 100.0})
+
+    results = run_search(search_levels(SearchSpec(start=1, max=10)), linear)
+    assert [r.level for r in results] == [1, 2, 4, 8, 10]
+
+
+def test_rate_search_brackets_capacity_to_resolution() -> None:
+    spec = SearchSpec(over="rate", start=1, max=1000, resolution=0.5)
+    results = run_search(search_levels(spec), rate_server(capacity=11.7))
+    visited = [r.level for r in results]
+    # 16 breaks the SLO; 12 is still inside it (3% overload) and scaled; 12.5 breaks it.
+    assert visited == [1, 2, 4, 8, 16, 12, 14, 13, 12.5]
+    passing = max(r.level for r in results if r.slo_passed)
+    failing = min(r.level for r in results if not r.slo_passed)
+    assert (passing, failing) == (12, 12.5)
+
+
+def test_first_level_failing_bisects_downwards_for_rate() -> None:
+    spec = SearchSpec(over="rate", start=8, max=100, resolution=1)
+    visited = [r.level for r in run_search(search_levels(spec), rate_server(capacity=2.5))]
+    assert visited == [8, 4, 2, 3]
+
+
+def test_first_level_failing_at_concurrency_one_stops() -> None:
+    def broken(level: float) -> LevelResult:
+        return LevelResult(level, 1.0, 64.0, slo_passed=False, failed_slos=("ttft p95",))
+
+    assert [r.level for r in run_search(search_levels(SearchSpec()), broken)] == [1]
+
+
+def test_throughput_flattening_without_slo_break_triggers_bisection() -> None:
+    # Throughput saturates at 5 users; latency stays inside every SLO.
+    def saturating(level: float) -> LevelResult:
+        rps = min(level, 5) * 3.0
+        return LevelResult(level, rps, rps * 64, e2e_ms={"p95": 300.0 * max(1.0, level / 5)})
+
+    results = run_search(search_levels(SearchSpec(max=64)), saturating)
+    assert [r.level for r in results] == [1, 2, 4, 8, 6, 7]  # 4 → 8: latency outgrew throughput
+    assert abs(find_knee(results, "concurrency")["level"] - 5) <= 1
+
+
+def test_fixed_grid_is_run_as_given_and_capped_at_max() -> None:
+    spec = SearchSpec(levels=[1, 2, 4, 8, 16, 32], max=16)
+    assert [r.level for r in run_search(search_levels(spec), simulated)] == [1, 2, 4, 8, 16]
+
+
+def test_min_gain_is_a_parameter() -> None:
+    # 20% gain per doubling: stops growing only when the required gain is above that.
+    def slow(level: float) -> LevelResult:
+        return LevelResult(level, 1.2 ** (level.bit_length()), 1.0, e2e_ms={"p95": 100.0})
+
+    loose = run_search(search_levels(SearchSpec(max=16), min_gain=0.05), slow)
+    strict = run_search(search_levels(SearchSpec(max=16), min_gain=0.25), slow)
+    assert [r.level for r in loose] == [1, 2, 4, 8, 16]
+    assert [r.level for r in strict][:2] == [1, 2] and len(strict) == 2
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"start": 10, "max": 5},
+        {"start": 1.5},
+        {"levels": [4, 2]},
+        {"levels": []},
+        {"growth": 1},
+        {"level_duration": "5s", "level_warmup": "5s"},
+        {"over": "rps"},
+        {"unknown": 1},
+    ],
+)
+def test_search_spec_rejects_bad_input(data: dict) -> None:
+    with pytest.raises(ValidationError):
+        SearchSpec.model_validate(data)
+
+
+def test_search_spec_parses_durations() -> None:
+    spec = SearchSpec.model_validate(
+        {"over": "rate", "start": 0.5, "level_duration": "20s", "level_warmup": "500ms", "levels": [0.5, 1.5]}
+    )
+    assert (spec.level_duration, spec.level_warmup, spec.levels) == (20.0, 0.5, (0.5, 1.5))
