@@ -59,7 +59,7 @@ def counted_records(records: Iterable[RequestRecord], windows: Sequence[PhaseWin
     return [record for record in records if not record.warmup and record.phase in phases]
 
 
-def _ms(end: float | None, start: float | None) -> float | None:
+def elapsed_ms(end: float | None, start: float | None) -> float | None:
     return None if end is None or start is None else (end - start) * 1000.0
 
 
@@ -72,14 +72,14 @@ def _ttft_end(record: RequestRecord) -> float | None:
     return None  # an error without a token says nothing about TTFT
 
 
-def _present(values: Iterable[float | None]) -> list[float]:
+def present(values: Iterable[float | None]) -> list[float]:
     return [value for value in values if value is not None]
 
 
-def _tpot_ms(record: RequestRecord) -> float | None:
+def tpot_ms(record: RequestRecord) -> float | None:
     if record.status != "ok" or record.output_tokens < 2:
         return None
-    gap = _ms(record.done_s, record.first_token_s)
+    gap = elapsed_ms(record.done_s, record.first_token_s)
     return None if gap is None else gap / (record.output_tokens - 1)
 
 
@@ -136,12 +136,12 @@ def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWin
         "target_rate": target_rate(windows),
         "achieved_rate": sent / elapsed if elapsed > 0 else None,
         "output_tokens_per_s": tokens / elapsed if elapsed > 0 else None,
-        "ttft_ms": percentiles(_present(_ms(_ttft_end(r), r.scheduled_s) for r in counted)),
-        "ttft_from_send_ms": percentiles(_present(_ms(_ttft_end(r), r.sent_s) for r in counted)),
+        "ttft_ms": percentiles(present(elapsed_ms(_ttft_end(r), r.scheduled_s) for r in counted)),
+        "ttft_from_send_ms": percentiles(present(elapsed_ms(_ttft_end(r), r.sent_s) for r in counted)),
         "itl_ms": percentiles(_pooled_itl(counted)),
-        "tpot_ms": percentiles(_present(_tpot_ms(r) for r in counted)),
-        "e2e_ms": percentiles(_present(_ms(r.done_s, r.scheduled_s) for r in counted)),
-        "e2e_from_send_ms": percentiles(_present(_ms(r.done_s, r.sent_s) for r in counted)),
+        "tpot_ms": percentiles(present(tpot_ms(r) for r in counted)),
+        "e2e_ms": percentiles(present(elapsed_ms(r.done_s, r.scheduled_s) for r in counted)),
+        "e2e_from_send_ms": percentiles(present(elapsed_ms(r.done_s, r.sent_s) for r in counted)),
         "schedule_lag_ms": percentiles([r.lag_ms for r in counted]),
         "slot_wait_ms": percentiles([r.slot_wait_ms for r in counted]),
         "tokens_source": _tokens_source(counted),

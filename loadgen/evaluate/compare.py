@@ -37,6 +37,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.stats import elapsed_ms, present, tpot_ms
 from loadgen.fmt import format_number
 
 Verdict = Literal["ok", "regression", "improvement", "not significant", "n/a"]
@@ -188,28 +189,15 @@ def load_run(path: Path) -> RunData:
     return RunData(report_path, report, latency_samples(ok), len(counted), len(counted) - len(ok))
 
 
-def _ms(end: float | None, start: float | None) -> float | None:
-    return None if end is None or start is None else (end - start) * 1000.0
-
-
-def _tpot(record: RequestRecord) -> float | None:
-    gap = _ms(record.done_s, record.first_token_s)
-    return None if gap is None or record.output_tokens < 2 else gap / (record.output_tokens - 1)
-
-
 def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:
     """Per-request latencies (ms, from the scheduled send) of successful records."""
-
-    def present(values: list[float | None]) -> list[float]:
-        return [value for value in values if value is not None]
-
     # ITL summaries (very long outputs) cannot be pooled, as in the report's statistics.
     gaps = [record.itl_ms for record in ok if isinstance(record.itl_ms, list)]
     return {
-        "ttft": LatencySample.single(present([_ms(r.first_token_s, r.scheduled_s) for r in ok])),
+        "ttft": LatencySample.single(present([elapsed_ms(r.first_token_s, r.scheduled_s) for r in ok])),
         "itl": LatencySample.of(gaps),
-        "tpot": LatencySample.single(present([_tpot(r) for r in ok])),
-        "e2e": LatencySample.single(present([_ms(r.done_s, r.scheduled_s) for r in ok])),
+        "tpot": LatencySample.single(present([tpot_ms(r) for r in ok])),
+        "e2e": LatencySample.single(present([elapsed_ms(r.done_s, r.scheduled_s) for r in ok])),
     }
 
 
