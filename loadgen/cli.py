@@ -49,6 +49,17 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="live progress display (auto: only when stdout is a terminal)",
     )
+    run.add_argument(
+        "--prometheus-port",
+        type=int,
+        metavar="P",
+        help="serve live metrics on this port (overrides prometheus.port; 0 picks a free one)",
+    )
+    run.add_argument(
+        "--no-linger",
+        action="store_true",
+        help="stop the metrics exporter as soon as the run ends (default: keep it up prometheus.linger)",
+    )
     validate = commands.add_parser("validate", help="check a scenario file; print OK or located errors")
     validate.add_argument("file", type=Path)
     report = commands.add_parser("report", help="re-render the reports of a run from its requests.jsonl")
@@ -97,12 +108,15 @@ def _run(options: argparse.Namespace) -> int:
     import gevent.event
 
     from loadgen.run import run_scenario
+    from loadgen.wiring import LiveOptions, build_observers
 
     stop = gevent.event.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         gevent.signal_handler(signum, stop.set)
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
-    result = run_scenario(scenario, out_dir=options.out, stop=stop, show_progress=show)
+    live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
+    observers = build_observers(scenario, live)
+    result = run_scenario(scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers)
     if show:
         from rich.console import Console
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
 from loadgen.collect.memory import RESOURCES_FILE
 from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
+from loadgen.observe import Observers, PhaseInfo, RunInfo, RunObserver
 from loadgen.probe import ProbeError, first_token_ns
 from loadgen.progress import LiveStats, ProgressView
 from loadgen.report.build import exit_code
@@ -50,21 +52,28 @@ class RunAborted(Exception):
 
 
 def run_scenario(
-    scenario: Scenario, *, out_dir: Path | None, stop: gevent.event.Event, show_progress: bool
+    scenario: Scenario,
+    *,
+    out_dir: Path | None,
+    stop: gevent.event.Event,
+    show_progress: bool,
+    observers: Sequence[RunObserver] = (),
 ) -> RunResult:
     run_dir = create_run_dir(out_dir or scenario.report.dir, scenario.name)
     write_scenario(scenario, run_dir)
     schedule = build_schedule(scenario)
     meta = RunMeta(started_at=utc_now().isoformat(), server=_server_section(scenario))
     meta.save(run_dir)
+    watch = Observers(observers)
+    watch.run_started(RunInfo(run_id=run_dir.name, run_dir=run_dir, scenario=scenario))
     started = time.monotonic()
     adapter = make_adapter(scenario.server)
     writer = RecordWriter(run_dir / "requests.jsonl")
-    resources = ResourceSampler(run_dir / RESOURCES_FILE)
+    resources = ResourceSampler(run_dir / RESOURCES_FILE, on_sample=watch.server_sample)
     try:
         endpoint = _cold_starts(adapter, scenario, run_dir, meta, resources, stop)
         meta.client_cpu_percent = _run_traffic(
-            scenario, schedule, endpoint, writer, resources, stop, show_progress
+            scenario, schedule, endpoint, writer, resources, stop, show_progress, watch
         )
         if stop.is_set():
             meta.run_error = "interrupted: the run was stopped before it finished"
@@ -78,6 +87,8 @@ def run_scenario(
         meta.finished = True
         meta.save(run_dir)
     report = render_reports(run_dir, scenario, schedule, meta)
+    watch.run_finished(report)
+    watch.close()
     return RunResult(run_dir, report, exit_code(report))
 
 
@@ -161,6 +172,7 @@ def _run_traffic(
     resources: ResourceSampler,
     stop: gevent.event.Event,
     show_progress: bool,
+    watch: Observers,
 ) -> float:
     """Run the traffic; return the load generator's CPU use meanwhile, in % of one core."""
     live = LiveStats()
@@ -168,6 +180,7 @@ def _run_traffic(
     def sink(record: RequestRecord) -> None:
         writer.write(record)
         live.observe(record)
+        watch.request_done(record)
 
     runner = TrafficRunner(schedule, endpoint, scenario.workload, sink)
     environment = runner.spawn(scenario.max_concurrency)
@@ -194,7 +207,12 @@ def _run_traffic(
     try:
         t0_ns = planned_t0_ns()
         resources.set_origin(t0_ns)  # memory samples share requests.jsonl's clock
-        runner.run(environment, stop, t0_ns=t0_ns)
+        watch.traffic_started(lambda: runner.dispatcher.in_flight)
+        announcer = gevent.spawn(_announce_phases, scenario, schedule, t0_ns, watch)
+        try:
+            runner.run(environment, stop, t0_ns=t0_ns)
+        finally:
+            announcer.kill()
         cpu_used = sum(process.cpu_times()[:2]) - cpu_before
         return round(100 * cpu_used / max(time.monotonic() - wall_before, 1e-9), 1)
     finally:
@@ -202,6 +220,14 @@ def _run_traffic(
             ticker.kill()
         if view is not None:
             view.close()
+
+
+def _announce_phases(scenario: Scenario, schedule: Schedule, t0_ns: int, watch: Observers) -> None:
+    """Tell the observers when each phase begins, on absolute deadlines from t0."""
+    for index, (phase, start_s) in enumerate(zip(scenario.traffic, schedule.phase_starts, strict=True)):
+        gevent.sleep(max(0.0, (t0_ns + start_s * 1e9 - time.perf_counter_ns()) / 1e9))
+        label = f"phase {index}: {phase.kind} {phase.rate:g} req/s"
+        watch.phase_started(PhaseInfo(index=index, kind=phase.kind, target_rate=phase.rate, label=label))
 
 
 def _tick_forever(view: ProgressView) -> None:

@@ -148,6 +148,7 @@ class ResourceSampler:
         interval_s: float = SAMPLE_INTERVAL_S,
         *,
         gpu_factory: Callable[[], GpuMemory | None] = GpuMemory.open,
+        on_sample: Callable[[dict[str, float]], None] | None = None,
     ) -> None:
         self.path = path
         self.interval_ns = round(interval_s * 1e9)
@@ -158,6 +159,8 @@ class ResourceSampler:
         self._origin_ns: int | None = None
         self._pending: list[tuple[int, float, int, float | None]] = []
         self._greenlet: gevent.Greenlet | None = None
+        # Live watchers (the exporter) get each sample as taken, in bytes: rss_bytes, gpu_bytes.
+        self._on_sample = on_sample
 
     def start(self, pid: int) -> None:
         if self._greenlet is not None:
@@ -199,6 +202,11 @@ class ResourceSampler:
             gevent.sleep(max(0, start_ns + tick * self.interval_ns - time.perf_counter_ns()) / 1e9)
 
     def _record(self, taken_ns: int, rss_mb: float, processes: int, gpu_mb: float | None) -> None:
+        if self._on_sample is not None:
+            live = {"rss_bytes": rss_mb * MB}
+            if gpu_mb is not None:
+                live["gpu_bytes"] = gpu_mb * MB
+            self._on_sample(live)
         if self._origin_ns is None:
             self._pending.append((taken_ns, rss_mb, processes, gpu_mb))
         else:

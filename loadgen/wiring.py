@@ -1,0 +1,22 @@
+"""Builds the run's live observers from the scenario and the command line (the CLI calls this).
+
+Objects are made here and passed down; nothing is registered globally.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loadgen.observe import RunObserver
+from loadgen.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    prometheus_port: int | None = None  # --prometheus-port: overrides scenario.prometheus.port
+    linger: bool = True  # --no-linger: stop the exporter as soon as the run ends
+
+
+def build_observers(scenario: Scenario, options: LiveOptions) -> list[RunObserver]:
+    observers: list[RunObserver] = []
+    return observers
