@@ -107,8 +107,30 @@ class ReportConfig(StrictModel):
 
 
 class PrometheusConfig(StrictModel):
+    """The live exporter: served while the run lasts, and `linger` after it (0 picks a free port)."""
+
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str = "127.0.0.1"
+    # Kept up this long after the run so a scraper still sees a run shorter than its interval.
+    linger: Duration = 15.0
+
+
+class ServerMetricsConfig(StrictModel):
+    """Scraping the server's own Prometheus metrics into resources.jsonl during the run."""
+
+    # auto: scrape when GET <base_url><path> answers with Prometheus text; true: it must.
+    enabled: bool | Literal["auto"] = "auto"
+    path: str = "/metrics"
+    interval: PositiveDuration = 1.0
+
+
+class GrafanaConfig(StrictModel):
+    """Annotations on a Grafana during the run (run start/end, each phase or search level)."""
+
+    url: str
+    token_env: str = "GRAFANA_TOKEN"  # the *name* of an env var holding the API token
+    dashboard_uid: str | None = None  # annotate this dashboard only; None: organisation-wide
+    tags: list[str] = Field(default_factory=lambda: ["loadtest"])
 
 
 class ClientConfig(StrictModel):
@@ -135,6 +157,8 @@ class Scenario(StrictModel):
     slo: SLOSpec = SLOSpec()
     report: ReportConfig = ReportConfig()
     prometheus: PrometheusConfig = PrometheusConfig()
+    server_metrics: ServerMetricsConfig = ServerMetricsConfig()
+    grafana: GrafanaConfig | None = None
     client: ClientConfig = ClientConfig()
 
     @model_validator(mode="after")
