@@ -11,11 +11,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from loadgen import cli_dashboards, cli_worker
 from loadgen.scenario_loader import ScenarioError, load_scenario
 
+if TYPE_CHECKING:
+    from loadgen.distributed.protocol import DistributedOptions
+
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("run", "validate", "report", "compare")
+SUBCOMMANDS = ("run", "validate", "report", "compare", "dashboards", "worker")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,7 +32,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.command is None:
         parser.print_help()
         return EXIT_ERROR
-    handler = {"run": _run, "validate": _validate, "report": _report, "compare": _compare}[options.command]
+    handler = {
+        "run": _run,
+        "validate": _validate,
+        "report": _report,
+        "compare": _compare,
+        "dashboards": cli_dashboards.handle,
+        "worker": cli_worker.handle,
+    }[options.command]
     return handler(options)
 
 
@@ -60,6 +72,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop the metrics exporter as soon as the run ends (default: keep it up prometheus.linger)",
     )
+    run.add_argument(
+        "--workers", type=int, default=0, metavar="N", help="send the load from N local worker processes"
+    )
+    run.add_argument(
+        "--remote-workers",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also wait for K workers from elsewhere (`loadtest worker --master HOST:PORT`)",
+    )
+    run.add_argument(
+        "--master-bind",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where the master listens for workers (default 127.0.0.1, a free port)",
+    )
     validate = commands.add_parser("validate", help="check a scenario file; print OK or located errors")
     validate.add_argument("file", type=Path)
     report = commands.add_parser("report", help="re-render the reports of a run from its requests.jsonl")
@@ -74,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
     compare.add_argument("--json", type=Path, dest="json_path", help="also write the comparison as JSON here")
+    cli_dashboards.add_parser(commands)
+    cli_worker.add_parser(commands)
     return parser
 
 
@@ -98,6 +128,10 @@ def _run(options: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
         return EXIT_ERROR
+    try:
+        workers = _distributed_options(options, scenario.search is not None)
+    except ValueError as exc:
+        return _fail(str(exc))
     # The gevent world starts here and only here (Locust needs a patched stdlib).
     from gevent import monkey
 
@@ -116,7 +150,9 @@ def _run(options: argparse.Namespace) -> int:
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
     observers = build_observers(scenario, live)
-    result = run_scenario(scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers)
+    result = run_scenario(
+        scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers, workers=workers
+    )
     if show:
         from rich.console import Console
 
@@ -125,6 +161,22 @@ def _run(options: argparse.Namespace) -> int:
         print_summary(result.report, Console())
     _print_verdict(result.report, result.run_dir)
     return result.exit_code
+
+
+def _distributed_options(options: argparse.Namespace, search: bool) -> DistributedOptions | None:
+    """--workers/--remote-workers/--master-bind as options for the master; None: one process."""
+    from loadgen.distributed.protocol import DistributedOptions
+
+    if options.workers < 0 or options.remote_workers < 0:
+        raise ValueError("--workers and --remote-workers count processes: give 0 or more")
+    if options.workers + options.remote_workers == 0:
+        return None
+    if search:
+        raise ValueError("--workers does not run search: scenarios (run them in one process)")
+    host, _, port_text = options.master_bind.rpartition(":")
+    if not host or not port_text.isdigit():
+        raise ValueError(f"--master-bind {options.master_bind!r}: give HOST:PORT (PORT 0: a free one)")
+    return DistributedOptions(options.workers, options.remote_workers, host, int(port_text))
 
 
 def _report(options: argparse.Namespace) -> int:

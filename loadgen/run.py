@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,15 +24,24 @@ from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
 from loadgen.collect.memory import RESOURCES_FILE
 from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
+from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
+from loadgen.distributed.protocol import DistributedOptions, max_worker_cpu
+from loadgen.evaluate.capacity import capacity_at_slo
+from loadgen.evaluate.knee import find_knee
+from loadgen.evaluate.levels import LevelWindow
+from loadgen.evaluate.plan import replica_plan
+from loadgen.evaluate.replicas import CapacitySpec, peak_rate_of
 from loadgen.observe import Observers, PhaseInfo, RunInfo, RunObserver
 from loadgen.probe import ProbeError, first_token_ns
 from loadgen.progress import LiveStats, ProgressView
 from loadgen.report.build import exit_code
 from loadgen.report.render import render_reports
 from loadgen.rundir import RunMeta, create_run_dir, utc_now, write_scenario
-from loadgen.scenario import Scenario
+from loadgen.scenario import Scenario, phase_label
+from loadgen.search_run import LevelRunner, SearchStopped, print_line, run_search
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import Schedule, build_schedule
+from loadgen.verify_run import verify_plan
 from servers.base import Adapter, Endpoint, ServerStartError
 from servers.registry import make_adapter
 
@@ -58,7 +67,9 @@ def run_scenario(
     stop: gevent.event.Event,
     show_progress: bool,
     observers: Sequence[RunObserver] = (),
+    workers: DistributedOptions | None = None,
 ) -> RunResult:
+    """`workers`: run the traffic on worker processes (loadgen.distributed); None: in this one."""
     run_dir = create_run_dir(out_dir or scenario.report.dir, scenario.name)
     write_scenario(scenario, run_dir)
     schedule = build_schedule(scenario)
@@ -70,18 +81,35 @@ def run_scenario(
     adapter = make_adapter(scenario.server)
     writer = RecordWriter(run_dir / "requests.jsonl")
     resources = ResourceSampler(run_dir / RESOURCES_FILE, on_sample=watch.server_sample)
+    scraper = _server_metrics_scraper(scenario, run_dir, watch)
+    replicas: list[Adapter] = []  # more servers started to verify a replica plan
     try:
-        endpoint = _cold_starts(adapter, scenario, run_dir, meta, resources, stop)
-        meta.client_cpu_percent = _run_traffic(
-            scenario, schedule, endpoint, writer, resources, stop, show_progress, watch
-        )
+        if scenario.capacity is not None:
+            meta.peak_rate = _peak_rate(scenario.capacity)
+        endpoint = _cold_starts(adapter, scenario, run_dir, meta, resources, stop, scraper=scraper)
+        if scenario.search is not None:
+            meta.client_cpu_percent = _run_evaluator(
+                scenario, endpoint, run_dir, meta, writer, (resources, scraper), stop, watch, replicas
+            )
+        elif workers is not None:
+            samplers = (resources, scraper)
+            meta.client_cpu_percent = _run_distributed(
+                scenario, schedule, endpoint, writer, samplers, stop, watch, run_dir, meta, workers
+            )
+        else:
+            meta.client_cpu_percent = _run_traffic(
+                scenario, schedule, endpoint, writer, resources, stop, show_progress, watch, scraper=scraper
+            )
         if stop.is_set():
             meta.run_error = "interrupted: the run was stopped before it finished"
     except RunAborted as exc:
         meta.run_error = str(exc)
     finally:
+        scraper.stop()  # one last scrape while the server is still up
         resources.stop()  # before the server goes: its exit is no memory sample
         writer.close()
+        for replica in replicas:
+            replica.stop()
         adapter.stop()
         meta.duration_s = round(time.monotonic() - started, 3)
         meta.finished = True
@@ -107,6 +135,8 @@ def _cold_starts(
     meta: RunMeta,
     resources: ResourceSampler,
     stop: gevent.event.Event,
+    *,
+    scraper: ServerMetricsScraper | None = None,
 ) -> Endpoint:
     """Start the server `cold_starts` times, timing each; every start but the last is stopped
     again. Memory sampling begins as soon as the last start is ready. A server that was not
@@ -121,6 +151,8 @@ def _cold_starts(
         last = number == total or not spawned
         if last and adapter.pid is not None:
             resources.start(adapter.pid)
+        if last and scraper is not None:
+            _start_scraper(scraper, endpoint)
         start = _measure_cold_start(adapter, endpoint, scenario)
         if spawned:
             starts.append(start)
@@ -132,14 +164,35 @@ def _cold_starts(
     raise AssertionError("unreachable: the last start returns")
 
 
+def _server_metrics_scraper(scenario: Scenario, run_dir: Path, watch: Observers) -> ServerMetricsScraper:
+    config = scenario.server_metrics
+    return ServerMetricsScraper(
+        run_dir / RESOURCES_FILE,
+        enabled=config.enabled,
+        metrics_path=config.path,
+        interval_s=config.interval,
+        on_values=watch.server_sample,
+    )
+
+
+def _start_scraper(scraper: ServerMetricsScraper, endpoint: Endpoint) -> None:
+    """Scrape the server's /metrics from now on (`auto`: only where it has them)."""
+    try:
+        scraper.start(endpoint)
+    except ServerMetricsUnavailable as exc:
+        raise RunAborted(str(exc)) from None
+
+
 def _log_line(path: Path, line: str) -> None:
     with path.open("a", encoding="utf-8") as log:
         log.write(line + "\n")
 
 
-def _start_server(adapter: Adapter, run_dir: Path, stop: gevent.event.Event) -> Endpoint:
+def _start_server(
+    adapter: Adapter, run_dir: Path, stop: gevent.event.Event, log_name: str = "server.log"
+) -> Endpoint:
     """Start the server in a greenlet so Ctrl-C during a long startup still stops the run."""
-    starting = gevent.spawn(adapter.start, run_dir / "server.log")
+    starting = gevent.spawn(adapter.start, run_dir / log_name)
     while not starting.ready():
         if stop.wait(0.05):
             starting.kill()
@@ -173,6 +226,8 @@ def _run_traffic(
     stop: gevent.event.Event,
     show_progress: bool,
     watch: Observers,
+    *,
+    scraper: ServerMetricsScraper | None = None,
 ) -> float:
     """Run the traffic; return the load generator's CPU use meanwhile, in % of one core."""
     live = LiveStats()
@@ -207,6 +262,8 @@ def _run_traffic(
     try:
         t0_ns = planned_t0_ns()
         resources.set_origin(t0_ns)  # memory samples share requests.jsonl's clock
+        if scraper is not None:
+            scraper.set_origin(t0_ns)
         watch.traffic_started(lambda: runner.dispatcher.in_flight)
         announcer = gevent.spawn(_announce_phases, scenario, schedule, t0_ns, watch)
         try:
@@ -222,11 +279,105 @@ def _run_traffic(
             view.close()
 
 
+def _run_distributed(
+    scenario: Scenario,
+    schedule: Schedule,
+    endpoint: Endpoint,
+    writer: RecordWriter,
+    samplers: tuple[ResourceSampler, ServerMetricsScraper],
+    stop: gevent.event.Event,
+    watch: Observers,
+    run_dir: Path,
+    meta: RunMeta,
+    options: DistributedOptions,
+) -> float | None:
+    """The traffic on worker processes; returns the busiest worker's CPU use (% of one core)."""
+    from loadgen.distributed.master import DistributedError, run_distributed
+
+    def sink(record: RequestRecord) -> None:
+        writer.write(record)
+        watch.request_done(record)
+
+    def on_start(t0_ns: int) -> Callable[[], None]:
+        for sampler in samplers:
+            sampler.set_origin(t0_ns)  # samples share requests.jsonl's clock
+        watch.traffic_started(lambda: 0)  # in-flight counts live in the workers
+        announcer = gevent.spawn(_announce_phases, scenario, schedule, t0_ns, watch)
+        return lambda: announcer.kill()
+
+    try:
+        summary = run_distributed(scenario, schedule, endpoint, sink, stop, run_dir, meta, options, on_start)
+        meta.workers = {**(meta.workers or {}), **summary}
+    except DistributedError as exc:
+        raise RunAborted(str(exc)) from None
+    return max_worker_cpu(summary)
+
+
+def _peak_rate(capacity: CapacitySpec) -> float:
+    """The replica plan's peak rate, known before anything starts (a broken trace stops the run)."""
+    try:
+        return peak_rate_of(capacity)
+    except ValueError as exc:
+        raise RunAborted(f"capacity.peak_rate: {exc}") from None
+
+
+def _run_evaluator(
+    scenario: Scenario,
+    endpoint: Endpoint,
+    run_dir: Path,
+    meta: RunMeta,
+    writer: RecordWriter,
+    samplers: tuple[ResourceSampler, ServerMetricsScraper],
+    stop: gevent.event.Event,
+    watch: Observers,
+    replicas: list[Adapter],
+) -> float | None:
+    """The search, then the plan's verification; returns the client's highest CPU use of any level."""
+    assert scenario.search is not None
+
+    def sink(record: RequestRecord) -> None:
+        writer.write(record)
+        watch.request_done(record)
+
+    def keep(windows: list[LevelWindow]) -> None:
+        meta.levels = [window.to_dict() for window in windows]
+        meta.save(run_dir)
+
+    def start_replica(number: int) -> Endpoint:
+        replica = make_adapter(scenario.server)
+        replicas.append(replica)
+        return _start_server(replica, run_dir, stop, log_name=f"server-replica-{number}.log")
+
+    origin_ns = planned_t0_ns()
+    for sampler in samplers:
+        sampler.set_origin(origin_ns)  # samples share requests.jsonl's clock
+    levels = LevelRunner(scenario, scenario.search, endpoint, sink, stop, watch, origin_ns, on_window=keep)
+    watch.traffic_started(levels.in_flight)
+    gc.collect()
+    gc.freeze()  # as in _run_traffic: no full collection stalls the streams mid-level
+    try:
+        results = run_search(levels, print_line)
+        capacity = capacity_at_slo(results, scenario.seed)
+        knee = find_knee(results, scenario.search.over)["level"] if results else None
+        watch.evaluation(knee, capacity["rate_rps"] if capacity else None)
+        verify = scenario.verify_spec
+        if verify is not None and not stop.is_set():
+            plan = replica_plan(capacity, scenario.capacity, meta.peak_rate)
+            meta.verify = verify_plan(levels, scenario, verify, plan, start_replica, print_line)
+            meta.save(run_dir)
+            if meta.verify.get("skipped"):
+                print_line(f"verify skipped: {meta.verify['skipped']}")
+    except SearchStopped as exc:
+        raise RunAborted(str(exc)) from None
+    cpu = [window.cpu_percent for window in levels.windows if window.cpu_percent is not None]
+    return max(cpu, default=None)
+
+
 def _announce_phases(scenario: Scenario, schedule: Schedule, t0_ns: int, watch: Observers) -> None:
     """Tell the observers when each phase begins, on absolute deadlines from t0."""
     for index, (phase, start_s) in enumerate(zip(scenario.traffic, schedule.phase_starts, strict=True)):
         gevent.sleep(max(0.0, (t0_ns + start_s * 1e9 - time.perf_counter_ns()) / 1e9))
-        label = f"phase {index}: {phase.kind} {phase.rate:g} req/s"
+        label = f"phase {index}: {phase_label(phase)}"
         watch.phase_started(PhaseInfo(index=index, kind=phase.kind, target_rate=phase.rate, label=label))
 
 

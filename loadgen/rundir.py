@@ -27,6 +27,13 @@ class RunMeta:
     run_error: str | None = None
     server: dict[str, Any] = field(default_factory=dict)
     client_cpu_percent: float | None = None  # the load generator's CPU use during the traffic
+    # Search runs: every level run's window (LevelWindow.to_dict), the peak rate the replica plan
+    # used, and the verification's setup (or why it was skipped). Reports are recomputed from these.
+    levels: list[dict[str, Any]] = field(default_factory=list)
+    peak_rate: float | None = None
+    verify: dict[str, Any] | None = None
+    # Distributed runs (--workers): the master's address, local worker pids, then client.workers.
+    workers: dict[str, Any] | None = None
 
     def save(self, run_dir: Path) -> None:
         path = run_dir / RUN_META

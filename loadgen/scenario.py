@@ -7,61 +7,36 @@ Every plug-in is chosen by a `kind:` field through a pydantic discriminated unio
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+import numpy as np
+from pydantic import (
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from loadgen.evaluate.replicas import CapacitySpec
+from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
+from loadgen.traffic.traces import TraceError, TraceFormat, TraceRow, load_window, scaled_count
+from loadgen.workload import (  # the workload models live there; re-exported (`X as X`) from here
+    BASE_DIR_CONTEXT as BASE_DIR_CONTEXT,
+)
+from loadgen.workload import FixedLength as FixedLength
+from loadgen.workload import Length as Length
+from loadgen.workload import LognormalLength as LognormalLength
+from loadgen.workload import NormalLength as NormalLength
+from loadgen.workload import UniformLength as UniformLength
+from loadgen.workload import Workload as Workload
+from loadgen.workload import WorkloadField, workload_classes
 from servers.config import StrictModel
 from servers.registry import ServerConfig
 from servers.units import Duration, Fraction, PositiveDuration
-
-# ---- request lengths ---------------------------------------------------------------------------
-
-
-class FixedLength(StrictModel):
-    kind: Literal["fixed"]
-    value: int = Field(ge=1)
-
-
-class UniformLength(StrictModel):
-    kind: Literal["uniform"]
-    min: int = Field(ge=1)
-    max: int = Field(ge=1)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformLength:
-        if self.max < self.min:
-            raise ValueError("max must be >= min")
-        return self
-
-
-class NormalLength(StrictModel):
-    kind: Literal["normal"]
-    mean: float = Field(gt=0)
-    std: float = Field(ge=0)
-
-
-class LognormalLength(StrictModel):
-    """`mean` is the mean token count; `sigma` the spread of its logarithm."""
-
-    kind: Literal["lognormal"]
-    mean: float = Field(gt=0)
-    sigma: float = Field(ge=0)
-
-
-Length = Annotated[FixedLength | UniformLength | NormalLength | LognormalLength, Field(discriminator="kind")]
-
-
-class Workload(StrictModel):
-    api: Literal["chat", "completions"] = "chat"
-    stream: bool = True
-    prompt_tokens: Length = FixedLength(kind="fixed", value=128)
-    output_tokens: Length = FixedLength(kind="fixed", value=64)
-    ignore_eos: bool = True
-    # Longest a single request may take before it is recorded as a timeout.
-    request_timeout: PositiveDuration = 300.0
-
 
 # ---- traffic phases ----------------------------------------------------------------------------
 
@@ -91,7 +66,157 @@ class GammaPhase(_RatePhase):
     cv: float = Field(gt=0, le=100)
 
 
-Phase = Annotated[ConstantPhase | PoissonPhase | GammaPhase, Field(discriminator="kind")]
+class ShapedPhase(StrictModel):
+    """A rate that changes along the phase (piecewise linear): arrivals from a non-homogeneous
+    Poisson process by thinning, conditioned on sending round(∫ rate dt) (loadgen.traffic.arrivals)."""
+
+    duration: PositiveDuration
+    max_concurrency: int = Field(default=256, ge=1, le=100_000)
+
+    def rate_profile(self) -> tuple[list[float], list[float]]:
+        """Corners (times, rates) of the rate over [0, duration]; a repeated time is a step."""
+        raise NotImplementedError
+
+    def rate_at(self, t: float) -> float:
+        """The target rate `t` seconds into the phase (requests/s; right-continuous at a step)."""
+        times, rates = self.rate_profile()
+        return float(np.interp(t, times, rates))
+
+    def expected_count(self, start: float, end: float) -> float:
+        """∫ rate dt over [start, end]: how many requests are due in that stretch."""
+        times, rates = self.rate_profile()
+        total = 0.0
+        for i in range(len(times) - 1):
+            a, b = max(times[i], start), min(times[i + 1], end)
+            if b > a:  # the trapezoid of this segment's overlap with [start, end]
+                slope = (rates[i + 1] - rates[i]) / (times[i + 1] - times[i])
+                total += (b - a) * (rates[i] + slope * ((a + b) / 2 - times[i]))
+        return total
+
+    @property
+    def rate(self) -> float:
+        """The mean target rate over the phase."""
+        return self.expected_count(0.0, self.duration) / self.duration
+
+
+class RampPhase(ShapedPhase):
+    """A rate changing linearly from `from_rate` to `to_rate` over `duration`."""
+
+    kind: Literal["ramp"]
+    from_rate: float = Field(ge=0, description="requests per second at the phase start")
+    to_rate: float = Field(ge=0, description="requests per second at the phase end")
+
+    @model_validator(mode="after")
+    def _some_traffic(self) -> RampPhase:
+        if self.from_rate == 0 and self.to_rate == 0:
+            raise ValueError("from_rate and to_rate cannot both be 0")
+        return self
+
+    def rate_profile(self) -> tuple[list[float], list[float]]:
+        return [0.0, self.duration], [self.from_rate, self.to_rate]
+
+
+class SpikePhase(ShapedPhase):
+    """`base_rate`, except `spike_rate` (the burst's whole rate, not an addition) for
+    `spike_duration` from `at` seconds into the phase."""
+
+    kind: Literal["spike"]
+    base_rate: float = Field(ge=0)
+    spike_rate: float = Field(gt=0)
+    at: Duration
+    spike_duration: PositiveDuration
+
+    @model_validator(mode="after")
+    def _spike_inside(self) -> SpikePhase:
+        if self.at + self.spike_duration > self.duration:
+            raise ValueError(
+                f"the spike ({self.at:g}s + {self.spike_duration:g}s) must end within the phase's "
+                f"duration ({self.duration:g}s)"
+            )
+        return self
+
+    def rate_profile(self) -> tuple[list[float], list[float]]:
+        end = self.at + self.spike_duration
+        times = [0.0, self.at, self.at, end, end, self.duration]
+        base, spike = self.base_rate, self.spike_rate
+        return times, [base, base, spike, spike, base, base]
+
+
+class TracePhase(StrictModel):
+    """Replays a recorded trace: arrival times and token counts come from its rows. The file is
+    read when the scenario is validated. time_scale multiplies every offset (0.5 = twice as
+    fast); start/duration select [start, start + duration) of the scaled offsets; rate_scale
+    thins (< 1) or duplicates (> 1) rows, seeded. See loadgen/traffic/traces.py."""
+
+    kind: Literal["trace"]
+    path: str  # relative: from the scenario file's folder; stored resolved
+    format: TraceFormat
+    time_scale: float = Field(default=1.0, gt=0)
+    start: Duration = 0.0
+    # Omitted: to the trace's end; filled in when validated (the last row plus one mean gap).
+    duration: PositiveDuration = 0.0
+    rate_scale: float = Field(default=1.0, gt=0, le=1000)
+    max_concurrency: int = Field(default=256, ge=1, le=100_000)
+    _rows: tuple[TraceRow, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_trace(
+        cls, data: Any, handler: ModelWrapValidatorHandler[TracePhase], info: ValidationInfo
+    ) -> TracePhase:
+        phase = handler(data)
+        base_dir = (info.context or {}).get(BASE_DIR_CONTEXT)
+        given = phase.duration if "duration" in phase.model_fields_set else None
+        try:
+            window = load_window(
+                phase.path,
+                phase.format,
+                base_dir=Path(base_dir) if base_dir is not None else None,
+                time_scale=phase.time_scale,
+                start=phase.start,
+                duration=given,
+                rate_scale=phase.rate_scale,
+            )
+        except TraceError as exc:
+            raise _field_error("path", f"trace {exc}", phase.path) from None
+        loaded = phase.model_copy(update={"path": window.path, "duration": window.duration})
+        loaded._rows = window.rows
+        return loaded
+
+    @property
+    def rows(self) -> tuple[TraceRow, ...]:
+        """The window's rows, timed from the phase start (before rate_scale)."""
+        return self._rows
+
+    @property
+    def rate(self) -> float:
+        """The mean rate the phase sends: its requests over its duration."""
+        return scaled_count(len(self._rows), self.rate_scale) / self.duration
+
+
+def _field_error(field: str | tuple[str, ...], message: str, value: object) -> ValidationError:
+    """A validation error located at `field` (so the loader points at that key's line)."""
+    loc = field if isinstance(field, tuple) else (field,)
+    error = PydanticCustomError("trace_error", "{message}", {"message": message})
+    details = InitErrorDetails(type=error, loc=loc, input=value)
+    return ValidationError.from_exception_data("TracePhase", [details])
+
+
+Phase = Annotated[
+    ConstantPhase | PoissonPhase | GammaPhase | RampPhase | SpikePhase | TracePhase,
+    Field(discriminator="kind"),
+]
+
+
+def phase_label(phase: Phase) -> str:
+    """A phase in a few words for logs and annotations: 'ramp 10→100 req/s'."""
+    if isinstance(phase, RampPhase):
+        return f"ramp {phase.from_rate:g}→{phase.to_rate:g} req/s"
+    if isinstance(phase, SpikePhase):
+        return f"spike {phase.base_rate:g}→{phase.spike_rate:g} req/s at {phase.at:g}s"
+    if isinstance(phase, TracePhase):
+        return f"trace {Path(phase.path).name} ({phase.rate:.3g} req/s)"
+    return f"{phase.kind} {phase.rate:g} req/s"
 
 
 # ---- run settings ------------------------------------------------------------------------------
@@ -131,6 +256,8 @@ class GrafanaConfig(StrictModel):
     token_env: str = "GRAFANA_TOKEN"  # the *name* of an env var holding the API token
     dashboard_uid: str | None = None  # annotate this dashboard only; None: organisation-wide
     tags: list[str] = Field(default_factory=lambda: ["loadtest"])
+    # Per request; a Grafana that does not answer in time switches annotations off for the run.
+    timeout: PositiveDuration = 3.0
 
 
 class ClientConfig(StrictModel):
@@ -144,12 +271,26 @@ class ClientConfig(StrictModel):
     max_cpu: Fraction = 0.80
 
 
+class VerifySpec(StrictModel):
+    """`verify:` — run the replica plan at the peak rate and check the SLOs hold. `true` takes the
+    defaults; the durations default to the search's level duration and warm-up."""
+
+    duration: PositiveDuration | None = None
+    warmup: Duration | None = None
+    # Also run one replica fewer, to show the plan is not wasteful (it should fail there).
+    one_fewer: bool = True
+    # More replicas than this are not started (one machine may not hold them): skipped, and said.
+    max_replicas: int = Field(default=8, ge=1, le=64)
+
+
 class Scenario(StrictModel):
     name: str = Field(pattern=r"^[a-z0-9_-]+$", max_length=100)
     seed: int = 0
     server: ServerConfig
-    workload: Workload = Workload()
-    traffic: list[Phase] = Field(min_length=1)
+    # One workload (the class "default") or a list of classes drawn by weight (loadgen/workload.py).
+    workload: WorkloadField = Workload()
+    # Phases run in order. Not given with `search:`, which runs its own load levels.
+    traffic: list[Phase] = Field(default_factory=list)
     warmup: Duration = 0.0
     # Start the server this many times before the load (start → ready → first token → stop; the
     # last start stays up for the load): `server.cold_start_s` reports every start.
@@ -160,14 +301,48 @@ class Scenario(StrictModel):
     server_metrics: ServerMetricsConfig = ServerMetricsConfig()
     grafana: GrafanaConfig | None = None
     client: ClientConfig = ClientConfig()
+    # The evaluator: a load-level search (knee, capacity at SLO), a replica plan, its check.
+    search: SearchSpec | None = None
+    capacity: CapacitySpec | None = None
+    verify: bool | VerifySpec = False
+
+    @model_validator(mode="after")
+    def _evaluator_parts_fit(self) -> Scenario:
+        if self.search is not None and self.traffic:
+            raise ValueError("give either traffic: (phases) or search: (load levels), not both")
+        if self.search is not None and self.warmup > 0:
+            raise ValueError("with search:, set search.level_warmup instead of warmup")
+        if self.capacity is not None and self.search is None:
+            raise ValueError("capacity: needs search: (the plan divides by the capacity it measures)")
+        if self.verify_spec is not None and self.capacity is None:
+            raise ValueError("verify: needs capacity: (it runs the replica plan at the peak rate)")
+        return self
 
     @model_validator(mode="after")
     def _warmup_inside_traffic(self) -> Scenario:
+        if self.search is not None:
+            return self
+        if not self.traffic:
+            raise ValueError("traffic: give at least one phase (or a search: section)")
         if self.warmup >= self.total_duration:
             raise ValueError(
                 f"warmup ({self.warmup:g}s) must be shorter than the traffic ({self.total_duration:g}s)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _slo_classes_known(self) -> Scenario:
+        names = [name for name, _, _ in self.classes]
+        unknown = [name for name in self.slo.classes if name not in names]
+        if unknown:
+            message = f"unknown class '{unknown[0]}'; the workload's classes: {', '.join(names)}"
+            raise _field_error(("slo", "classes", unknown[0]), message, unknown[0])
+        return self
+
+    @property
+    def classes(self) -> list[tuple[str, float, Workload]]:
+        """(name, weight, workload) of every workload class (one workload: "default")."""
+        return workload_classes(self.workload)
 
     @property
     def total_duration(self) -> float:
@@ -175,4 +350,11 @@ class Scenario(StrictModel):
 
     @property
     def max_concurrency(self) -> int:
-        return max(phase.max_concurrency for phase in self.traffic)
+        return max((phase.max_concurrency for phase in self.traffic), default=1)
+
+    @property
+    def verify_spec(self) -> VerifySpec | None:
+        """`verify: true` → the defaults; `false` → None."""
+        if self.verify is True:
+            return VerifySpec()
+        return self.verify or None

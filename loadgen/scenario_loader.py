@@ -16,7 +16,11 @@ from typing import Any, Literal, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from loadgen.scenario import Scenario
+from loadgen.scenario import BASE_DIR_CONTEXT, Scenario
+from loadgen.workload import WORKLOAD_TAGS, Workload, WorkloadClass
+
+# Tags pydantic puts into a path for `workload:` (one mapping or a list): no key in the file.
+_TAGGED_MODELS: dict[str, type[BaseModel]] = {WORKLOAD_TAGS[0]: Workload, WORKLOAD_TAGS[1]: WorkloadClass}
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,11 @@ def load_scenario(path: Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError([ScenarioIssue(name, 1, 1, "", f"cannot read file: {exc.strerror}")]) from None
-    return parse_scenario(text, name)
+    return parse_scenario(text, name, base_dir=path.parent)
 
 
-def parse_scenario(text: str, name: str = "scenario.yaml") -> Scenario:
+def parse_scenario(text: str, name: str = "scenario.yaml", base_dir: Path | None = None) -> Scenario:
+    """`base_dir`: where relative paths in the scenario (traces) count from; default: the cwd."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -62,7 +67,7 @@ def parse_scenario(text: str, name: str = "scenario.yaml") -> Scenario:
     if not isinstance(data, dict) or root is None:
         raise ScenarioError([ScenarioIssue(name, 1, 1, "", "a scenario must be a mapping of keys")])
     try:
-        return Scenario.model_validate(data)
+        return Scenario.model_validate(data, context={BASE_DIR_CONTEXT: base_dir})
     except ValidationError as exc:
         issues = [_locate(error, root, name) for error in exc.errors()]
         raise ScenarioError(_dedupe(issues)) from None
@@ -74,6 +79,8 @@ def _locate(error: Any, root: yaml.Node, name: str) -> ScenarioIssue:
     model: type[BaseModel] | None = Scenario
     key_node: yaml.Node | None = None
     for part in loc:
+        if part in _TAGGED_MODELS:
+            continue
         if isinstance(node, yaml.MappingNode):
             match = _mapping_entry(node, part)
             if match is None:
@@ -112,7 +119,7 @@ def _is_kind_tag(node: yaml.MappingNode, part: Any) -> bool:
 
 def _is_tag(part: str, loc: tuple[Any, ...]) -> bool:
     # pydantic inserts the chosen `kind` value (e.g. 'gamma') or a function name into the path
-    return part in _kind_values() or part.startswith("function-")
+    return part in _kind_values() or part in _TAGGED_MODELS or part.startswith("function-")
 
 
 def _format_path(parts: Sequence[Any]) -> str:
@@ -175,6 +182,9 @@ def _model_at(model: type[BaseModel], names: Sequence[Any]) -> type[BaseModel] |
     """Follow field names and kind tags from Scenario down to the model that holds the last one."""
     annotation: Any = model
     for name in names:
+        if name in _TAGGED_MODELS:
+            annotation = _TAGGED_MODELS[name]
+            continue
         candidates = _models_in(annotation)
         tagged = [m for m in candidates if _kind_of(m) == str(name)]
         owners = [m for m in candidates if str(name) in m.model_fields]

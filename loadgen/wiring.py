@@ -19,4 +19,16 @@ class LiveOptions:
 
 def build_observers(scenario: Scenario, options: LiveOptions) -> list[RunObserver]:
     observers: list[RunObserver] = []
+    port = options.prometheus_port if options.prometheus_port is not None else scenario.prometheus.port
+    if port is not None:
+        from prometheus_client import CollectorRegistry
+
+        from loadgen.collect.exporter import LiveExporter
+
+        linger = scenario.prometheus.linger if options.linger else 0.0
+        observers.append(LiveExporter(CollectorRegistry(), scenario.prometheus.host, port, linger))
+    if scenario.grafana is not None:
+        from loadgen.grafana.annotations import GrafanaAnnotator
+
+        observers.append(GrafanaAnnotator(scenario.grafana))
     return observers

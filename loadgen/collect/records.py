@@ -43,6 +43,7 @@ class RequestRecord:
     # and time spent waiting for a concurrency slot (what the cap causes); both in ms.
     lag_ms: float = 0.0
     slot_wait_ms: float = 0.0
+    level: float | None = None  # the load level of a search run (concurrency or requests/s)
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.

@@ -5,22 +5,41 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Annotated, Any, Literal
+from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, model_validator
 
 from loadgen.fmt import format_number
+from loadgen.traffic.trace_formats import TraceFormat
 from servers.config import StrictModel
 from servers.units import Fraction, PositiveDuration
 
-TraceFormat = Literal["azure", "burstgpt", "mooncake", "jsonl"]
+# The validation context key with the scenario file's folder (= loadgen.scenario.BASE_DIR_CONTEXT;
+# not imported from there: the scenario module imports this one).
+BASE_DIR_CONTEXT = "base_dir"
 HOURS_PER_MONTH = 730.0  # 365 days × 24 h / 12 months = 730 h: the average month cloud bills use
 
 
 class TraceWindow(StrictModel):
-    path: str
+    path: str  # relative: from the scenario file's folder; stored resolved
     format: TraceFormat = "jsonl"
     window: PositiveDuration = 60.0
+
+    @model_validator(mode="after")
+    def _readable(self, info: ValidationInfo) -> TraceWindow:
+        """Resolve the path and read the trace now: a broken trace is a scenario error."""
+        from loadgen.traffic.traces import TraceError, read_trace  # the readers, only when used
+
+        base_dir = (info.context or {}).get(BASE_DIR_CONTEXT)
+        path = Path(self.path).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        try:
+            read_trace(path.resolve(), self.format)
+        except TraceError as exc:
+            raise ValueError(f"trace {exc}") from None
+        return self.model_copy(update={"path": str(path.resolve())})
 
 
 class PeakFromTrace(StrictModel):
@@ -36,6 +55,21 @@ class CapacitySpec(StrictModel):
     target_utilization: Annotated[Fraction, Field(gt=0)] = 0.8
     redundancy: int = Field(default=0, ge=0)
     cost_per_replica_hour: float | None = Field(default=None, ge=0)
+
+
+def peak_rate_of(spec: CapacitySpec) -> float:
+    """The peak rate to plan for: the number given, or the busiest window of the trace (read and
+    validated here, so a broken trace stops the run before anything starts: ValueError)."""
+    if not isinstance(spec.peak_rate, PeakFromTrace):
+        return float(spec.peak_rate)
+    from loadgen.traffic.traces import TraceError, read_trace  # the trace readers, only when used
+
+    source = spec.peak_rate.from_trace
+    try:
+        trace = read_trace(source.path, source.format)
+    except TraceError as exc:
+        raise ValueError(str(exc)) from None
+    return busiest_window_rate(trace.arrival_times_s, source.window)
 
 
 def busiest_window_rate(arrival_times_s: Sequence[float], window_s: float) -> float:

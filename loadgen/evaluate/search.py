@@ -41,6 +41,11 @@ class LevelResult:
     slo_passed: bool = True
     failed_slos: tuple[str, ...] = ()  # names of the SLO checks that failed, e.g. "ttft p95"
     trial_rps: tuple[float, ...] = ()  # throughput of each trial when trials > 1 (for CIs)
+    # Steady state: relative change of the completion rate between the measured window's two
+    # halves (None: too few requests to tell), and whether it stayed under the bound.
+    drift: float | None = None
+    steady: bool | None = None
+    requests: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """One entry of report.json's `knee.levels`."""
@@ -55,6 +60,9 @@ class LevelResult:
             "slo_passed": self.slo_passed,
             "failed_slos": list(self.failed_slos),
             "trial_rps": list(self.trial_rps),
+            "drift": self.drift,
+            "steady": self.steady,
+            "requests": self.requests,
         }
 
 
@@ -68,8 +76,16 @@ class SearchSpec(StrictModel):
     resolution: float = Field(default=1, gt=0)
     level_duration: PositiveDuration = 20.0
     level_warmup: Duration = 5.0
-    trials: int = Field(default=1, ge=1)
+    trials: int = Field(default=1, ge=1, le=20)
     levels: tuple[float, ...] | None = None
+    # Open-loop (rate) levels only: how arrivals are spaced and the cap on in-flight requests.
+    arrival: Literal["poisson", "constant"] = "poisson"
+    max_concurrency: int = Field(default=256, ge=1, le=100_000)
+    # A level whose completion rate differs by more than this between the two halves of its
+    # measured window is still drifting: it is extended once (closed loop) and flagged if it
+    # still drifts.
+    max_drift: float = Field(default=0.10, gt=0, le=1)
+    max_levels: int = Field(default=30, ge=1, le=200)  # a hard bound on how long a search runs
 
     @model_validator(mode="after")
     def _consistent(self) -> SearchSpec:

@@ -71,8 +71,8 @@ class MaxDuration(StrictModel):
     max: Duration
 
 
-class SLOSpec(StrictModel):
-    """The scenario's `slo:` section. Entries are checked in this field order."""
+class ClassSLOSpec(StrictModel):
+    """The SLOs one workload class may have (`slo.classes.<name>`): those over its requests."""
 
     ttft: LatencySLO | None = None
     itl: LatencySLO | None = None
@@ -81,8 +81,15 @@ class SLOSpec(StrictModel):
     error_rate: MaxFraction | None = None
     output_tokens_per_s: MinRate | None = None
     request_rate: MinRate | None = None
+
+
+class SLOSpec(ClassSLOSpec):
+    """The scenario's `slo:` section. Entries are checked in this field order; then each class's,
+    on that class's requests only, named '<class>: <check>'."""
+
     memory_growth: MaxGrowth | None = None
     cold_start: MaxDuration | None = None
+    classes: dict[str, ClassSLOSpec] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,7 +157,7 @@ def _get(data: Mapping[str, Any] | None, *path: str) -> Any:
     return data
 
 
-def _latency_checks(spec: SLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
+def _latency_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
     results = []
     for section, metric in _LATENCY_METRICS.items():
         slo: LatencySLO | None = getattr(spec, section)
@@ -167,8 +174,29 @@ def _percent(value: float | None) -> float | None:
     return None if value is None else value * 100.0
 
 
-def check_slos(spec: SLOSpec, metrics: Mapping[str, Any], server: Mapping[str, Any]) -> list[SLOResult]:
-    """One result per SLO entry. `metrics` is report.json's `metrics`; `server` its `server`."""
+def check_slos(
+    spec: SLOSpec,
+    metrics: Mapping[str, Any],
+    server: Mapping[str, Any],
+    class_metrics: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[SLOResult]:
+    """One result per SLO entry. `metrics` is report.json's `metrics`; `server` its `server`;
+    `class_metrics` the metrics of each class's requests (a class without any: not measured)."""
+    results = _request_checks(spec, metrics)
+    if spec.memory_growth is not None:
+        observed = _get(server, "memory", "growth_mb_per_min")
+        results.append(_check("memory_growth", spec.memory_growth.max, observed, "MB/min"))
+    if spec.cold_start is not None:
+        results.append(_cold_start_check(spec.cold_start.max, server))
+    for name, class_spec in spec.classes.items():
+        own = (class_metrics or {}).get(name) or {}
+        checks = _request_checks(class_spec, own)
+        results += [replace(result, name=f"{name}: {result.name}") for result in checks]
+    return results
+
+
+def _request_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
+    """The checks computed from request records (latency, errors, rates)."""
     results = _latency_checks(spec, metrics)
     if spec.error_rate is not None:
         observed = _percent(_get(metrics, "error_rate"))
@@ -179,11 +207,6 @@ def check_slos(spec: SLOSpec, metrics: Mapping[str, Any], server: Mapping[str, A
     if spec.request_rate is not None:
         observed = _get(metrics, "achieved_rate")
         results.append(_check("request_rate", spec.request_rate.min, observed, "req/s", ">="))
-    if spec.memory_growth is not None:
-        observed = _get(server, "memory", "growth_mb_per_min")
-        results.append(_check("memory_growth", spec.memory_growth.max, observed, "MB/min"))
-    if spec.cold_start is not None:
-        results.append(_cold_start_check(spec.cold_start.max, server))
     return results
 
 

@@ -11,7 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loadgen.collect.records import RequestRecord
+from loadgen.collect.server_metrics_summary import with_ttft_gap
 from loadgen.collect.stats import PhaseWindow, client_trust, compute_metrics, phase_metrics
+from loadgen.distributed.protocol import workers_error
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 
 SCHEMA_VERSION = 1
@@ -100,13 +102,23 @@ def build_report(
     run_error: str | None,
     client_cpu_percent: float | None = None,
     max_client_cpu_percent: float | None = None,
+    workers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """report.json as a dict; `knee`, `capacity` and `replicas` are None for a plain run."""
+    """report.json as a dict; `knee`, `capacity` and `replicas` are None for a plain run.
+    `workers`: a distributed run's `client.workers`; a lost worker makes the verdict `error`."""
     records = list(records)
+    run_error = run_error or workers_error(workers)
     metrics = compute_metrics(records, windows)
     server_info = normalize_server(server)
-    slos = check_slos(slo_spec, metrics, server_info) if slo_spec is not None else []
+    if "metrics" in server_info:  # the server's own /metrics (None where not scraped)
+        server_info["metrics"] = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
+    classes = class_metrics(records, windows, list(slo_spec.classes) if slo_spec is not None else [])
+    slos = check_slos(slo_spec, metrics, server_info, classes) if slo_spec is not None else []
     client = client_trust(records, max_lag_p99_ms, client_cpu_percent, max_client_cpu_percent)
+    if workers is not None:
+        client["workers"] = {
+            key: value for key, value in workers.items() if key not in ("local_pids", "pids")
+        }
     verdict, reason = decide_verdict(run_error, client, slos, metrics["requests"])
     report = {
         "schema_version": SCHEMA_VERSION,
@@ -116,6 +128,7 @@ def build_report(
         "started_at": format_started_at(started_at),
         "duration_s": duration_s,
         "metrics": metrics,
+        **({"classes": classes} if len(classes) > 1 else {}),
         "phases": phase_metrics(records, windows),
         "server": server_info,
         "slo": [result.to_dict() for result in slos],
@@ -126,6 +139,23 @@ def build_report(
     }
     rounded: dict[str, Any] = round_floats(report)
     return rounded
+
+
+def class_metrics(
+    records: Sequence[RequestRecord], windows: Sequence[PhaseWindow], named: Sequence[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """Metrics of each workload class's requests (those in the records, by their first request's
+    id, then `named` ones without any). A class's `target_rate` is None: classes are drawn per
+    request, so no rate is set for one."""
+    first: dict[str, int] = {}
+    for record in records:
+        first[record.request_class] = min(first.get(record.request_class, record.id), record.id)
+    names = list(dict.fromkeys([*sorted(first, key=first.__getitem__), *named]))
+    by_class: dict[str, dict[str, Any]] = {}
+    for name in names:
+        own = [record for record in records if record.request_class == name]
+        by_class[name] = {**compute_metrics(own, windows), "target_rate": None}
+    return by_class
 
 
 def exit_code(report: Mapping[str, Any]) -> int:

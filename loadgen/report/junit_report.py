@@ -1,4 +1,5 @@
-"""junit.xml: one test case per SLO, so CI systems show the gate like a test run."""
+"""junit.xml: one test case per SLO (and per evaluator check), so CI systems show the gate like a
+test run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from loadgen.evaluate.slo import SLOResult
 from loadgen.fmt import format_number
+from loadgen.report.evaluation_junit import evaluation_cases
 
 FILENAME = "junit.xml"
 
@@ -17,16 +19,18 @@ def build_junit(report: Mapping[str, Any]) -> ET.Element:
     name = str(report["name"])
     slos = report["slo"]
     is_error = report["verdict"] == "error"
-    failures = sum(1 for slo in slos if not slo["passed"])
+    cases = evaluation_cases(report)
+    failures = sum(1 for slo in slos if not slo["passed"]) + sum(1 for c in cases if c.outcome == "failed")
+    skipped = sum(1 for case in cases if case.outcome == "skipped")
     suites = ET.Element("testsuites", name="loadtest")
     suite = ET.SubElement(
         suites,
         "testsuite",
         name=name,
-        tests=str(len(slos) + int(is_error)),
+        tests=str(len(slos) + len(cases) + int(is_error)),
         failures=str(failures),
         errors=str(int(is_error)),
-        skipped="0",
+        skipped=str(skipped),
         time=format_number(float(report.get("duration_s") or 0.0)),
         timestamp=str(report.get("started_at", "")),
     )
@@ -38,6 +42,16 @@ def build_junit(report: Mapping[str, Any]) -> ET.Element:
             failure.text = text
         else:
             ET.SubElement(case, "system-out").text = text
+    for evaluation in cases:
+        case = ET.SubElement(suite, "testcase", classname=f"loadtest.{name}.evaluator", name=evaluation.name)
+        case.set("time", "0")
+        if evaluation.outcome == "failed":
+            failure = ET.SubElement(case, "failure", message=evaluation.text, type="EvaluatorFailure")
+            failure.text = evaluation.text
+        elif evaluation.outcome == "skipped":
+            ET.SubElement(case, "skipped", message=evaluation.text)
+        else:
+            ET.SubElement(case, "system-out").text = evaluation.text
     if is_error:
         # The run itself failed or cannot be trusted: shown as an errored test, not an SLO failure.
         case = ET.SubElement(suite, "testcase", classname=f"loadtest.{name}", name="run", time="0")

@@ -6,8 +6,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadgen.collect.server_metrics_summary import notable_ttft_gap
 from loadgen.collect.stats import PERCENTILE_KEYS
 from loadgen.fmt import format_number
+from loadgen.report.evaluation_markdown import evaluation_lines
 
 FILENAME = "report.md"
 
@@ -84,7 +86,7 @@ def _phase_table(phases: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = [
         [
             str(phase["index"]),
-            str(phase["kind"]),
+            str(phase["kind"]) + (f" {_num(phase['level'])}" if phase.get("level") is not None else ""),
             _num(phase["target_rate"]),
             _num(phase["achieved_rate"]),
             str(phase["requests"]),
@@ -96,6 +98,28 @@ def _phase_table(phases: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
     header = ["phase", "kind", "target req/s", "achieved req/s", "requests", "errors"]
     return _table([*header, "TTFT p95 ms", "e2e p95 ms"], rows)
+
+
+def _class_table(classes: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """One row per workload class (report.json `classes`, present with more than one class)."""
+    if not classes:
+        return []
+    rows = [
+        [
+            name,
+            str(metrics["requests"]),
+            str(metrics["errors"]),
+            _num(metrics["achieved_rate"]),
+            _num(metrics["output_tokens_per_s"]),
+            _num(metrics["ttft_ms"]["p50"]),
+            _num(metrics["ttft_ms"]["p95"]),
+            _num(metrics["itl_ms"]["p95"]),
+            _num(metrics["e2e_ms"]["p95"]),
+        ]
+        for name, metrics in classes.items()
+    ]
+    header = ["class", "requests", "errors", "req/s", "tok/s", "TTFT p50 ms", "TTFT p95 ms"]
+    return ["## Workload classes", "", *_table([*header, "ITL p95 ms", "e2e p95 ms"], rows)]
 
 
 def _server_lines(server: Mapping[str, Any]) -> list[str]:
@@ -119,6 +143,67 @@ def _server_lines(server: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _bucket(bounds: Sequence[float | None] | None) -> str:
+    if not bounds:
+        return "–"
+    low, high = bounds
+    return f"{_num(low)}–{_num(high) if high is not None else '+Inf'}"
+
+
+def _server_metrics_lines(server_metrics: Mapping[str, Any] | None, metrics: Mapping[str, Any]) -> list[str]:
+    """The server's own /metrics beside the client's view, and a line when they disagree."""
+    if server_metrics is None:
+        return []
+    lines = ["## Server's own metrics", ""]
+    if not server_metrics.get("scrapes"):
+        reason = server_metrics.get("unavailable") or "every scrape failed"
+        return [*lines, f"Not scraped: {reason}.", ""]
+    lines += [
+        f"From the server's /metrics ({server_metrics.get('source')}): {server_metrics['scrapes']} scrapes, "
+        f"{server_metrics.get('failed_scrapes', 0)} failed. Server percentiles are estimates from its "
+        "histogram buckets (the bucket that holds each is shown: a gap inside it is within the "
+        "estimate's error); the server's mean is exact (its histogram's sum).",
+        "",
+    ]
+    server_ttft = server_metrics.get("ttft_ms") or {}
+    client_ttft = metrics.get("ttft_from_send_ms") or {}
+    gap = server_metrics.get("ttft_gap_ms") or {}
+    if server_ttft:
+        rows = [
+            [
+                f"TTFT {pct}",
+                _num(client_ttft.get(pct)),
+                _num(server_ttft.get(pct)),
+                _bucket(server_ttft.get(f"{pct}_bucket_ms")) if pct != "mean" else "exact",
+                _num(gap.get(pct)),
+            ]
+            for pct in ("p50", "p95", "mean")
+        ]
+        lines += _table(["ms", "client (from send)", "server", "server bucket", "gap"], rows)
+    gauges = [
+        f"{label} mean {_num(figure['mean'] * scale)}{unit}, max {_num(figure['max'] * scale)}{unit}"
+        for key, label, scale, unit in (
+            ("requests_running", "running", 1, ""),
+            ("requests_waiting", "waiting", 1, ""),
+            ("kv_cache_usage", "KV cache", 100, "%"),
+        )
+        if (figure := server_metrics.get(key))
+    ]
+    if gauges:
+        lines.append("- Requests: " + " · ".join(gauges))
+    if server_metrics.get("generation_tokens_per_s") is not None:
+        generated = _num(server_metrics["generation_tokens_per_s"], "tok/s")
+        lines.append(f"- Generated: {generated} (the server's own token counter)")
+    if notable_ttft_gap(server_metrics):
+        lines.append(
+            f"- Finding: at p95 the client sees the first token {_num(gap.get('p95'), 'ms')} later than the "
+            f"server reports ({_num(client_ttft.get('p95'), 'ms')} vs {_num(server_ttft.get('p95'), 'ms')}): "
+            "that time goes outside the engine (network, queueing in the HTTP front, or the client), "
+            "not into generation."
+        )
+    return [*lines, ""]
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         f"# loadtest: {report['name']}",
@@ -134,15 +219,18 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "## SLOs",
         "",
         *_slo_table(report["slo"]),
+        *evaluation_lines(report),
         "## Latency",
         "",
         *_latency_table(report["metrics"]),
+        *_class_table(report.get("classes")),
         "## Phases",
         "",
         *_phase_table(report["phases"]),
         "## Server",
         "",
         *_server_lines(report["server"]),
+        *_server_metrics_lines(report["server"].get("metrics"), report["metrics"]),
     ]
     return "\n".join(lines)
 

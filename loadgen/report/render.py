@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
-from loadgen.collect.records import read_records
+from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.server_metrics_summary import read_server_metrics, summarize_server_metrics
+from loadgen.evaluate.levels import LevelWindow
 from loadgen.report.build import build_report
+from loadgen.report.search_report import build_search_report
 from loadgen.report.writers import write_reports
 from loadgen.rundir import RunMeta
 from loadgen.scenario import Scenario
@@ -30,6 +33,12 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
     memory = summarize_memory(
         read_samples(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
+    if scenario.search is not None:
+        return _render_search(run_dir, scenario, meta, records, run_error)
+    # The server's own /metrics over the same window (bracketed by the scrapes around it).
+    server_metrics = summarize_server_metrics(
+        read_server_metrics(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
+    )
     report = build_report(
         name=scenario.name,
         started_at=datetime.fromisoformat(meta.started_at),
@@ -37,11 +46,40 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
         records=records,
         windows=schedule.windows,
         slo_spec=scenario.slo,
-        server={**meta.server, "memory": memory},
+        server={**meta.server, "memory": memory, "metrics": server_metrics},
         max_lag_p99_ms=scenario.client.max_schedule_lag_p99 * 1000,
         run_error=run_error,
         client_cpu_percent=meta.client_cpu_percent,
         max_client_cpu_percent=scenario.client.max_cpu * 100,
+        workers=meta.workers if meta.workers and "count" in meta.workers else None,
+    )
+    write_reports(report, run_dir, scenario.report.formats)
+    return report
+
+
+def _render_search(
+    run_dir: Path, scenario: Scenario, meta: RunMeta, records: list[RequestRecord], run_error: str | None
+) -> dict[str, Any]:
+    """A search run: its levels' windows come from run.json (the schedule is made level by level)."""
+    windows = [LevelWindow.from_dict(data) for data in meta.levels]
+    measured = [window for window in windows if window.role == "search"]
+    start = min((window.start_s for window in measured), default=0.0)
+    end = max((window.end_s for window in measured), default=0.0)
+    memory = summarize_memory(read_samples(run_dir / RESOURCES_FILE), start_s=start, end_s=end)
+    scrapes = read_server_metrics(run_dir / RESOURCES_FILE)
+    report = build_search_report(
+        scenario=scenario,
+        started_at=datetime.fromisoformat(meta.started_at),
+        duration_s=meta.duration_s,
+        records=records,
+        windows=windows,
+        server={**meta.server, "memory": memory},
+        run_error=run_error,
+        client_cpu_percent=meta.client_cpu_percent,
+        peak_rate=meta.peak_rate,
+        verify_setup=meta.verify,
+        # The server's own /metrics over the operating point's window(s).
+        server_metrics=lambda start_s, end_s: summarize_server_metrics(scrapes, start_s=start_s, end_s=end_s),
     )
     write_reports(report, run_dir, scenario.report.formats)
     return report

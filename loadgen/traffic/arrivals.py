@@ -5,13 +5,24 @@ draw n + 1 gaps from their distribution and scale them so the n arrivals fit the
 exponential gaps this is exactly a Poisson process conditioned on its count (the arrival times are
 uniform order statistics), so the burstiness is Poisson's while the rate asked for is the rate
 sent; gamma gaps keep their coefficient of variation the same way.
+
+Ramps and spikes have a rate that changes along the phase, λ(t), piecewise linear. Each piece
+between the corners of λ (a spike's start and end) and the warm-up boundary sends exactly
+round(Λ(b)) − round(Λ(a)) requests, Λ the integral of λ, so the pieces add up to the whole and
+a spike's burst sends exactly spike_rate × spike_duration, as back-to-back `poisson` phases
+would. Within a piece the times come from Lewis–Shedler thinning: candidates uniform in the
+piece, each kept with probability λ(t)/λ_max, until the count is reached. That is a
+non-homogeneous Poisson process conditioned on its count: inside a ramp, a stretch expecting N
+requests still varies by about √N between seeds.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
-from loadgen.scenario import ConstantPhase, GammaPhase, Phase, PoissonPhase
+from loadgen.scenario import ConstantPhase, GammaPhase, Phase, PoissonPhase, ShapedPhase, TracePhase
 
 
 def request_count(rate: float, duration: float) -> int:
@@ -20,6 +31,10 @@ def request_count(rate: float, duration: float) -> int:
 
 def arrival_offsets(phase: Phase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
     """Arrival times in [start, end) for `phase`, in seconds from the phase's start."""
+    if isinstance(phase, TracePhase):
+        raise TypeError("a trace phase replays its rows: see loadgen.traffic.traces")
+    if isinstance(phase, ShapedPhase):
+        return thinned_offsets(phase, start, end, rng)
     span = end - start
     count = request_count(phase.rate, span)
     if count == 0 or span <= 0:
@@ -36,3 +51,37 @@ def arrival_offsets(phase: Phase, start: float, end: float, rng: np.random.Gener
     times: np.ndarray = np.cumsum(gaps)
     scaled: np.ndarray = start + times[:-1] * (span / times[-1])
     return scaled
+
+
+def shaped_count(phase: ShapedPhase, start: float, end: float) -> int:
+    """Requests of a ramp or spike due in [start, end): consecutive stretches add up exactly."""
+    return round(phase.expected_count(0.0, end)) - round(phase.expected_count(0.0, start))
+
+
+def thinned_offsets(phase: ShapedPhase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
+    """Arrivals in [start, end), piece by piece between the rate's corners, each conditioned on its count."""
+    times, _ = phase.rate_profile()
+    cuts = sorted({start, end, *(t for t in times if start < t < end)})
+    pieces = [_thin(phase, a, b, rng) for a, b in pairwise(cuts)]
+    arrivals: np.ndarray = np.concatenate(pieces) if pieces else np.empty(0)
+    return arrivals
+
+
+def _thin(phase: ShapedPhase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
+    """Lewis–Shedler thinning of a uniform proposal at λ_max over one piece, to an exact count."""
+    count = shaped_count(phase, start, end)
+    if count <= 0 or end <= start:
+        return np.empty(0)
+    times, rates = phase.rate_profile()
+    # λ is linear inside a piece: its maximum is at an end (at a step, the side inside the piece).
+    peak = max(phase.rate_at(start), phase.rate_at(float(np.nextafter(end, start))))
+    kept: list[np.ndarray] = []
+    have = 0
+    while have < count:
+        batch = max(64, 2 * (count - have))
+        candidates = rng.uniform(start, end, size=batch)
+        accept = rng.uniform(0.0, peak, size=batch) < np.interp(candidates, times, rates)
+        kept.append(candidates[accept])
+        have += int(accept.sum())
+    chosen: np.ndarray = np.sort(np.concatenate(kept)[:count])
+    return chosen

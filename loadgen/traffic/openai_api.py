@@ -8,6 +8,7 @@ come from the server's `usage` when it sends one, else from the number of conten
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,16 +40,20 @@ def request_body(
     max_tokens: int,
     ignore_eos: bool,
     stream: bool,
+    messages: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The path and JSON body of one request."""
+    """The path and JSON body of one request. `messages` (chat only): sent as given instead of
+    `prompt` as one user message."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": stream, "temperature": 0}
     if ignore_eos:
         body["ignore_eos"] = True  # a vLLM extension that keeps output lengths exact
     if stream:
         body["stream_options"] = {"include_usage": True}
     if api == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
         return "/v1/chat/completions", body
+    if messages:
+        raise ValueError("chat messages need api: chat")
     body["prompt"] = prompt
     return "/v1/completions", body
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import gevent
@@ -17,6 +17,7 @@ from locust.env import Environment
 
 from loadgen.collect.records import RequestRecord
 from loadgen.scenario import Workload
+from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.schedule import Schedule
 from loadgen.traffic.users import OpenAIUser, RunContext
@@ -44,11 +45,16 @@ class TrafficRunner:
         endpoint: Endpoint,
         workload: Workload,
         sink: Callable[[RequestRecord], None],
+        *,
+        dispatcher: Dispatcher | None = None,
+        spread: Sequence[Endpoint] = (),
     ) -> None:
+        """`dispatcher`: a ClosedLoopDispatcher makes a closed-loop run (the schedule is then
+        unused); `spread`: endpoints to balance requests across, round robin."""
         self.schedule = schedule
-        self.dispatcher = Dispatcher()
+        self.dispatcher = dispatcher or Dispatcher()
         self.t0_ns = 0
-        self._context = RunContext(endpoint, workload, self.dispatcher, sink)
+        self._context = RunContext(endpoint, workload, self.dispatcher, sink, spread=tuple(spread))
         # Locust instantiates users from a class, so the run's context rides on a subclass.
         self._user_class = type(
             "OpenAIUser", (OpenAIUser,), {"run_context": self._context, "abstract": False}
@@ -68,18 +74,32 @@ class TrafficRunner:
         return environment
 
     def run(
-        self, environment: Environment, stop: gevent.event.Event, t0_ns: int | None = None
+        self,
+        environment: Environment,
+        stop: gevent.event.Event,
+        t0_ns: int | None = None,
+        *,
+        start_ns: int | None = None,
+        end_at: Callable[[int], int | None] | None = None,
     ) -> TrafficOutcome:
         """Release the schedule, wait for in-flight requests, stop the users. Blocks.
 
-        `t0_ns` (perf_counter_ns) is when the schedule starts; by default shortly from now. A
-        caller that times other things on the run's clock (memory samples) passes its own.
+        `t0_ns` (perf_counter_ns) is the run clock's zero (record times count from it); by
+        default shortly from now. A caller that times other things on the run's clock (memory
+        samples) passes its own. A closed-loop run starts sending at `start_ns` (default t0) and
+        stops at `end_at(0)`; when that time comes, `end_at(planned_end)` may return a later end
+        to keep going (a level that is still drifting) or None to stop.
         """
         if t0_ns is None:
             t0_ns = planned_t0_ns()
         self.t0_ns = self._context.t0_ns = t0_ns
-        scheduler = gevent.spawn(self._release_all, stop)
-        scheduler.join()
+        if isinstance(self.dispatcher, ClosedLoopDispatcher):
+            if end_at is None:
+                raise ValueError("a closed-loop run needs end_at")
+            self._closed_loop(start_ns if start_ns is not None else t0_ns, end_at, stop)
+        else:
+            scheduler = gevent.spawn(self._release_all, stop)
+            scheduler.join()
         self._drain(stop)
         interrupted = stop.is_set()
         ended_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
@@ -101,6 +121,18 @@ class TrafficRunner:
             if not _wait_until(due_ns, stop):
                 return
             self.dispatcher.release(Ticket(planned=planned, scheduled_ns=due_ns))
+
+    def _closed_loop(
+        self, start_ns: int, end_at: Callable[[int], int | None], stop: gevent.event.Event
+    ) -> None:
+        assert isinstance(self.dispatcher, ClosedLoopDispatcher)
+        if not _wait_until(start_ns, stop):
+            return
+        self.dispatcher.open(self.t0_ns)
+        end_ns = end_at(0)
+        while end_ns is not None and _wait_until(end_ns, stop):
+            end_ns = end_at(end_ns)
+        self.dispatcher.close()  # users finish the request in hand, then stop
 
     def _drain(self, stop: gevent.event.Event) -> None:
         deadline = time.monotonic() + self._drain_timeout

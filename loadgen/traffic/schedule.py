@@ -3,17 +3,25 @@
 Pure and seeded: the same scenario always yields the same schedule, so two runs differ only in
 what the server did. Phases run back to back; the warm-up boundary splits a phase into two parts
 that each send exactly their share, so the measured window gets exactly rate × its length.
+A `trace` phase replays its rows instead: their times and token counts (rows before the
+warm-up boundary are warm-up), the workload's length distributions are not used for them, and
+they belong to the first workload class (its API; "default" for a single workload).
+With several workload classes, each request's class is drawn by weight (seeded), then its lengths
+from that class's distributions and, for a class with a dataset, its prompt: a dataset line
+sampled uniformly with replacement. A single workload draws exactly as before classes existed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
-from loadgen.scenario import Length, Scenario
+from loadgen.scenario import Length, Phase, Scenario, ShapedPhase, TracePhase, Workload
 from loadgen.traffic.arrivals import arrival_offsets
+from loadgen.traffic.traces import TraceRow, scale_rate
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,10 @@ class PlannedRequest:
     output_tokens: int
     warmup: bool
     max_concurrency: int
+    level: float | None = None  # the search level this request belongs to (search runs only)
+    prompt: str | None = None  # text to send as is (a trace row's prompt); None: prompt_tokens words
+    request_class: str = "default"  # the workload class it was drawn from
+    dataset_row: int | None = None  # index into its class's dataset entries (sent instead of prompt)
 
 
 @dataclass(frozen=True)
@@ -49,34 +61,101 @@ def build_schedule(scenario: Scenario) -> Schedule:
     phases: list[int] = []
     windows: list[PhaseWindow] = []
     starts: list[float] = []
+    replayed: dict[int, TraceRow] = {}  # request index → the trace row it replays
     offset = 0.0
     for index, phase in enumerate(scenario.traffic):
         starts.append(offset)
+        first = len(times)
         cut = min(max(scenario.warmup - offset, 0.0), phase.duration)
-        for start, end in ((0.0, cut), (cut, phase.duration)):
-            if end > start:
-                arrivals = offset + arrival_offsets(phase, start, end, rng)
-                times.extend(arrivals.tolist())
-                phases.extend([index] * len(arrivals))
+        if isinstance(phase, TracePhase):
+            rows = scale_rate(phase.rows, phase.rate_scale, phase.duration, rng)
+            replayed.update((len(times) + i, row) for i, row in enumerate(rows))
+            times.extend(offset + row.offset_s for row in rows)
+            phases.extend([index] * len(rows))
+        else:
+            for start, end in ((0.0, cut), (cut, phase.duration)):
+                if end > start:
+                    arrivals = offset + arrival_offsets(phase, start, end, rng)
+                    times.extend(arrivals.tolist())
+                    phases.extend([index] * len(arrivals))
         if cut < phase.duration:
-            windows.append(PhaseWindow(index, phase.kind, phase.rate, offset + cut, offset + phase.duration))
+            target = _target_rate(phase, cut, times[first:], offset)
+            windows.append(PhaseWindow(index, phase.kind, target, offset + cut, offset + phase.duration))
         offset += phase.duration
 
-    prompt = sample_lengths(scenario.workload.prompt_tokens, len(times), rng)
-    output = sample_lengths(scenario.workload.output_tokens, len(times), rng)
+    draws = draw_requests(scenario.classes, len(times), rng)
+    first_class = scenario.classes[0][0]
     requests = [
         PlannedRequest(
             id=i,
             phase=phases[i],
             scheduled_s=times[i],
-            prompt_tokens=int(prompt[i]),
-            output_tokens=int(output[i]),
+            prompt_tokens=_replayed_prompt_tokens(replayed[i]) if i in replayed else draws[i].prompt_tokens,
+            output_tokens=max(1, replayed[i].output_tokens) if i in replayed else draws[i].output_tokens,
             warmup=times[i] < scenario.warmup,
             max_concurrency=scenario.traffic[phases[i]].max_concurrency,
+            prompt=replayed[i].prompt if i in replayed else None,
+            request_class=first_class if i in replayed else draws[i].request_class,
+            dataset_row=None if i in replayed else draws[i].dataset_row,
         )
         for i in range(len(times))
     ]
     return Schedule(requests=requests, windows=windows, phase_starts=starts, duration_s=offset)
+
+
+def _target_rate(phase: Phase, cut: float, phase_times: list[float], offset: float) -> float:
+    """The rate a phase's measured part [cut, duration) is meant to send: a ramp's or spike's
+    mean over that part, a trace's requests in it over its length, else the phase's rate."""
+    span = phase.duration - cut
+    if isinstance(phase, ShapedPhase):
+        return phase.expected_count(cut, phase.duration) / span
+    if isinstance(phase, TracePhase):
+        return sum(1 for t in phase_times if t - offset >= cut) / span
+    return phase.rate
+
+
+def _replayed_prompt_tokens(row: TraceRow) -> int:
+    """A trace row's prompt length (a row with prompt text and no count: its word count)."""
+    if row.prompt_tokens is not None:
+        return max(1, row.prompt_tokens)
+    return max(1, len((row.prompt or "").split()))
+
+
+@dataclass(frozen=True)
+class Draw:
+    """What one request asks for, drawn from its workload class."""
+
+    request_class: str
+    prompt_tokens: int
+    output_tokens: int
+    dataset_row: int | None = None
+
+
+def draw_requests(
+    classes: Sequence[tuple[str, float, Workload]], count: int, rng: np.random.Generator
+) -> list[Draw]:
+    """`count` requests' classes (by weight), lengths and dataset lines, seeded. A dataset
+    request's prompt_tokens is its client-side count (tokenizer:) or else its word count."""
+    if len(classes) == 1:
+        picks = np.zeros(count, dtype=int)
+    else:
+        weights = np.array([weight for _, weight, _ in classes], dtype=float)
+        picks = rng.choice(len(classes), size=count, p=weights / weights.sum())
+    draws: list[Draw | None] = [None] * count
+    for index, (name, _, workload) in enumerate(classes):
+        mine = np.flatnonzero(picks == index)
+        prompt = sample_lengths(workload.prompt_tokens, len(mine), rng)
+        output = sample_lengths(workload.output_tokens, len(mine), rng)
+        entries = workload.entries
+        rows = rng.integers(0, len(entries), size=len(mine)) if entries else None
+        for j, position in enumerate(mine.tolist()):
+            if rows is None:
+                draws[position] = Draw(name, int(prompt[j]), int(output[j]))
+            else:
+                entry = entries[int(rows[j])]
+                tokens = entry.tokens if entry.tokens is not None else max(1, len(entry.text.split()))
+                draws[position] = Draw(name, tokens, int(output[j]), int(rows[j]))
+    return [draw for draw in draws if draw is not None]
 
 
 def sample_lengths(spec: Length, count: int, rng: np.random.Generator) -> np.ndarray:

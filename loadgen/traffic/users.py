@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gevent
@@ -22,6 +22,7 @@ from loadgen.collect.records import RequestRecord, Status, summarize_itl
 from loadgen.scenario import Workload
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
+from loadgen.workload import workload_classes
 from servers.base import Endpoint
 
 ERROR_TEXT_LIMIT = 200
@@ -30,13 +31,20 @@ ERROR_TEXT_LIMIT = 200
 @dataclass
 class RunContext:
     """Everything a user needs; set on a per-run subclass (Locust builds users from a class).
-    `t0_ns` is set when the schedule starts, after the users exist."""
+    `t0_ns` is set when the schedule starts, after the users exist. `workload` may be a mix:
+    each request is sent with its class's settings (`classes`, by name)."""
 
     endpoint: Endpoint
     workload: Workload
     dispatcher: Dispatcher
     sink: Callable[[RequestRecord], None]
     t0_ns: int = 0
+    # More than one: requests go round robin by id (client-side balancing across replicas).
+    spread: tuple[Endpoint, ...] = ()
+    classes: dict[str, Workload] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.classes = {name: workload for name, _, workload in workload_classes(self.workload)}
 
 
 class OpenAIUser(FastHttpUser):
@@ -70,26 +78,33 @@ class OpenAIUser(FastHttpUser):
 
     def _perform(self, ticket: Ticket) -> RequestRecord:
         ctx, planned = self.run_context, ticket.planned
+        workload = ctx.classes.get(planned.request_class, ctx.workload)
+        entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
         path, body = request_body(
-            api=ctx.workload.api,
+            api=workload.api,
             model=ctx.endpoint.model,
-            prompt=prompt_text(planned.prompt_tokens, planned.id),
+            prompt=(entry.prompt if entry else planned.prompt)
+            or prompt_text(planned.prompt_tokens, planned.id),
             max_tokens=planned.output_tokens,
-            ignore_eos=ctx.workload.ignore_eos,
-            stream=ctx.workload.stream,
+            ignore_eos=workload.ignore_eos,
+            stream=workload.stream,
+            messages=entry.messages if entry else None,
         )
+        url = path
+        if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
+            url = ctx.spread[planned.id % len(ctx.spread)].base_url + path
         headers = {"Authorization": f"Bearer {ctx.endpoint.api_key}"} if ctx.endpoint.api_key else {}
         parser = StreamParser()
         status: Status = "ok"
         error: str | None = None
         http_status: int | None = None
         done_ns = 0
-        timeout = gevent.Timeout(ctx.workload.request_timeout)
+        timeout = gevent.Timeout(workload.request_timeout)
         timeout.start()
         sent_ns = time.perf_counter_ns()  # after the body is built: from_send is the server's share
         try:
             response = self.client.request(
-                "POST", path, json=body, stream=ctx.workload.stream, headers=headers, name=path
+                "POST", url, json=body, stream=workload.stream, headers=headers, name=path
             )
             try:
                 http_status = response.status_code or None
@@ -98,7 +113,7 @@ class OpenAIUser(FastHttpUser):
                     status, error = "error", _short(f"connection failed: {reason}")
                 elif http_status != 200:
                     status, error = "error", _short(f"HTTP {http_status}: {_body_text(response)}")
-                elif ctx.workload.stream:
+                elif workload.stream:
                     done_ns = _read_stream(response, parser)
                 else:
                     parser.feed_body(response.content or b"", time.perf_counter_ns())
@@ -107,7 +122,7 @@ class OpenAIUser(FastHttpUser):
         except gevent.Timeout as exc:
             if exc is not timeout:
                 raise
-            status, error = "timeout", f"no complete response within {ctx.workload.request_timeout:g}s"
+            status, error = "timeout", f"no complete response within {workload.request_timeout:g}s"
         except (OSError, ValueError) as exc:  # connection reset mid-stream, malformed HTTP
             status, error = "error", _short(f"{type(exc).__name__}: {exc}")
         finally:
@@ -118,7 +133,10 @@ class OpenAIUser(FastHttpUser):
             status, error = "error", _short(result.error)
         elif status == "ok" and not result.done:
             status, error = "error", "response ended before it was complete"
-        streamed = ctx.workload.stream
+        streamed = workload.stream
+        prompt_tokens = result.usage_prompt_tokens
+        if prompt_tokens is None and entry is not None:  # no usage: the client tokenizer's count
+            prompt_tokens = entry.tokens
         return RequestRecord(
             id=planned.id,
             phase=planned.phase,
@@ -128,7 +146,7 @@ class OpenAIUser(FastHttpUser):
                 _seconds(result.first_token_ns, ctx.t0_ns) if streamed and result.first_token_ns else None
             ),
             done_s=_seconds(done_ns, ctx.t0_ns),
-            prompt_tokens=result.usage_prompt_tokens,
+            prompt_tokens=prompt_tokens,
             output_tokens=result.output_tokens,
             tokens_source=result.tokens_source,
             itl_ms=summarize_itl(result.itl_ms()) if streamed else [],
@@ -138,6 +156,8 @@ class OpenAIUser(FastHttpUser):
             warmup=planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
+            level=planned.level,
+            request_class=planned.request_class,
         )
 
     def _failed(self, ticket: Ticket, error: str) -> RequestRecord:
@@ -153,6 +173,8 @@ class OpenAIUser(FastHttpUser):
             warmup=ticket.planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
+            level=ticket.planned.level,
+            request_class=ticket.planned.request_class,
         )
 
 

@@ -42,6 +42,7 @@ class EngineStats:
 
     running: int  # requests in the running batch (holding a slot)
     waiting: int  # requests queued for a slot
+    slots: int = 0  # batch slots, each with room for one request's KV cache (0: unknown)
 
 
 class Engine(ABC):

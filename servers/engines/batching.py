@@ -135,6 +135,7 @@ class BatchingEngine(Engine):
         return EngineStats(
             running=sum(1 for s in self._running if not s.done),
             waiting=sum(1 for s in self._waiting if not s.done),
+            slots=self.max_batch_size,
         )
 
     async def generate(self, req: GenerationRequest) -> AsyncGenerator[str, None]:

@@ -94,6 +94,7 @@ class SimulatedEngine(Engine):
         self.leak_per_request = leak_per_request
         born = time.monotonic() - process_age_s() if spawned_at is None else spawned_at
         self._ready_at = born + startup
+        self.slots = slots
         self._slots = FifoSlots(slots)
         self._running = 0
         self._leaked: list[bytearray] = []
@@ -105,7 +106,7 @@ class SimulatedEngine(Engine):
         return len(text.split())
 
     def stats(self) -> EngineStats:
-        return EngineStats(running=self._running, waiting=self._slots.waiting)
+        return EngineStats(running=self._running, waiting=self._slots.waiting, slots=self.slots)
 
     @property
     def leaked_bytes(self) -> int:

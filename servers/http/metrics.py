@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from servers.engines.base import Engine
+from servers.engines.base import Engine, EngineStats
 
 PREFIX = "loadtest_server_"
 
@@ -38,8 +38,17 @@ class ServerMetrics:
         batch.set_function(lambda: engine.stats().running)
         waiting = Gauge(PREFIX + "queue_size", "Requests waiting for a batch slot", registry=r)
         waiting.set_function(lambda: engine.stats().waiting)
+        # vLLM's kv_cache_usage_perc counterpart: each batch slot holds one request's KV cache.
+        kv_cache = Gauge(
+            PREFIX + "kv_cache_usage_ratio", "Share of batch slots (KV caches) in use", registry=r
+        )
+        kv_cache.set_function(lambda: _usage(engine.stats()))
         ready = Gauge(PREFIX + "ready", "1 once the engine serves requests", registry=r)
         ready.set_function(lambda: 1.0 if engine.ready() else 0.0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _usage(stats: EngineStats) -> float:
+    return stats.running / stats.slots if stats.slots else 0.0

@@ -52,6 +52,7 @@ def test_soak_reports_cold_starts_and_a_leak_and_fails_the_memory_gate(tmp_path)
     assert memory["rss_mb_peak"] - memory["rss_mb_start"] > 0.5 * true_growth * 12 / 60  # 12 s measured
 
     lines = [json.loads(line) for line in (run.run_dir / "resources.jsonl").read_text().splitlines()]
+    lines = [line for line in lines if "rss_mb" in line]  # memory samples; /metrics scrapes have a kind
     assert all({"t_s", "rss_mb", "processes"} <= set(line) for line in lines)
     times = [line["t_s"] for line in lines]
     measured = [t for t in times if scenario.warmup <= t <= scenario.total_duration]

@@ -4,6 +4,7 @@ only `server.kind` changed to PyTorch and to vLLM (vLLM needs its own venv: see 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cli_helpers import ROOT, CliRun, run_cli
+from servers.base import free_port
+from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
+from tests.metrics_helpers import fetch
 
 pytestmark = pytest.mark.slow
 
@@ -21,6 +24,7 @@ QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 def _with_server(tmp_path: Path, server: dict[str, Any]) -> Path:
     scenario = yaml.safe_load(QUICKSTART.read_text())
     scenario["server"] = server
+    scenario["prometheus"] = {"port": 0, "linger": 0}  # tests use free ports, and need no linger
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     return path
@@ -46,10 +50,32 @@ def _check_ran_end_to_end(run: CliRun, max_failed: int = 0) -> dict[str, Any]:
 
 
 def test_quickstart_runs_on_onnxruntime_and_passes(tmp_path: Path):
+    # As a user would: `loadtest scenarios/quickstart.yaml`, and /metrics fetched while it runs
+    # (on a free port here instead of the file's 9646, without the linger).
+    port, out = free_port(), tmp_path / "runs"
+    argv = loadtest_argv(
+        "run", str(QUICKSTART), "--out", str(out), "--prometheus-port", str(port), "--no-linger"
+    )
     started = time.monotonic()
-    run = run_cli(tmp_path, QUICKSTART)
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    live: list[tuple[str, dict[str, str], float]] = []
+    try:
+        while process.poll() is None and time.monotonic() - started < 150:
+            samples = fetch(port) or []
+            if any(name == "loadtest_ttft_seconds_count" and value > 0 for name, _, value in samples):
+                live = samples  # the latest scrape that saw finished requests
+            time.sleep(0.5)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    run = CliRun(process.returncode, stdout, stderr, out)
     assert run.code == 0, run.stderr
     assert time.monotonic() - started < 120
+    labels = {"scenario": "quickstart", "run_id": run.run_dir.name}
+    histograms = [labels_ for name, labels_, _ in live if name == "loadtest_ttft_seconds_bucket"]
+    assert histograms and all(labels.items() <= got.items() for got in histograms)
+    gauges = {name for name, got, _ in live if got == labels}
+    assert {"loadtest_in_flight", "loadtest_target_rate", "loadtest_upstream_rss_bytes"} <= gauges
     report = _check_ran_end_to_end(run)
     assert report["verdict"] == "pass" and report["server"]["kind"] == "onnxruntime"
     assert report["server"]["memory"]["rss_mb_peak"] > 0  # a real server process tree was sampled
@@ -81,6 +107,14 @@ def test_same_scenario_runs_on_vllm(tmp_path: Path):
     # While the machine stalls (see below) a connection can fail now and then (seen: 1 of 200).
     report = _check_ran_end_to_end(run, max_failed=2)
     assert report["server"]["kind"] == "vllm"
+    # vLLM's own /metrics beside the client's view: TTFT p50/p95 from its histogram's buckets.
+    server_metrics = report["server"]["metrics"]
+    assert server_metrics["source"] == "vllm" and server_metrics["scrapes"] >= 10  # ~1/s for 20 s
+    ttft = server_metrics["ttft_ms"]
+    assert ttft["method"] == "histogram buckets" and 0 < ttft["p50"] <= ttft["p95"]
+    assert ttft["count"] > 100 and server_metrics["generation_tokens_per_s"] > 0
+    gap = server_metrics["ttft_gap_ms"]
+    assert gap["p50"] is not None and gap["p95"] is not None
     # On a 2-core machine vLLM's CPU engine stalls every process, the load generator included
     # (see README): the run must then say its numbers are untrustworthy rather than pass them off.
     _passed_or_untrusted(run)

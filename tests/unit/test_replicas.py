@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -75,11 +77,13 @@ def test_capacity_spec() -> None:
         {"peak_rate": 400, "target_utilization": "80%", "redundancy": 1, "cost_per_replica_hour": 2.5}
     )
     assert (spec.peak_rate, spec.target_utilization, spec.redundancy) == (400, 0.8, 1)
+    sample = Path(__file__).resolve().parents[2] / "scenarios" / "traces" / "azure_conv_sample.csv"
     traced = CapacitySpec.model_validate(
-        {"peak_rate": {"from_trace": {"path": "t.jsonl", "format": "azure", "window": "60s"}}}
+        {"peak_rate": {"from_trace": {"path": str(sample), "format": "azure", "window": "60s"}}}
     )
     assert isinstance(traced.peak_rate, PeakFromTrace)
     assert traced.peak_rate.from_trace.window == 60.0
+    assert traced.peak_rate.from_trace.path == str(sample)  # read (and checked) when validated
     assert traced.target_utilization == 0.8 and traced.redundancy == 0
 
 

@@ -1,0 +1,245 @@
+"""The server's own metrics over a run: `server_metrics` lines of resources.jsonl → `server.metrics`.
+
+Pure functions over plain data (no gevent), so `loadtest report` recomputes the summary from the
+file exactly as the run did. Gauges are averaged over the scrapes in the measured window;
+counters become rates between the scrapes that bracket the window; histograms are differenced
+between those scrapes (cumulative buckets at the end minus at the start) and their percentiles
+estimated like Prometheus's `histogram_quantile`: linear interpolation inside the bucket that
+holds the rank. Such a percentile is only known to lie in that bucket, so the bucket's bounds are
+reported beside it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KIND = "server_metrics"  # the `kind` of these lines in resources.jsonl (memory lines have none)
+GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
+COUNTER_RATES = {
+    "generation_tokens_total": "generation_tokens_per_s",
+    "prompt_tokens_total": "prompt_tokens_per_s",
+}
+HISTOGRAM_MS = {
+    "ttft_seconds": "ttft_ms",
+    "itl_seconds": "itl_ms",
+    "e2e_seconds": "e2e_ms",
+    "queue_wait_seconds": "queue_wait_ms",
+}
+METHOD = "histogram buckets"
+# A client-vs-server TTFT gap at p95 above max(this, GAP_SHARE × server p95) is worth a line.
+GAP_MIN_MS = 5.0
+GAP_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative buckets (finite upper bound `le`, count ≤ le), ascending; `count` is +Inf's."""
+
+    buckets: tuple[tuple[float, float], ...]
+    sum: float
+    count: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"buckets": [list(pair) for pair in self.buckets], "sum": self.sum, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Histogram:
+        buckets = tuple((float(le), float(n)) for le, n in data["buckets"])
+        return cls(buckets=buckets, sum=float(data["sum"]), count=float(data["count"]))
+
+
+@dataclass(frozen=True)
+class MetricsSample:
+    """One successful scrape: normalized gauges/counters and histograms, `t_s` on the run's clock."""
+
+    t_s: float
+    source: str
+    values: dict[str, float]
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+
+
+@dataclass
+class MetricsLog:
+    """Everything the scraper wrote: samples, the times of failed scrapes, why it never ran."""
+
+    samples: list[MetricsSample] = field(default_factory=list)
+    failures: list[float] = field(default_factory=list)
+    unavailable: str | None = None
+
+
+def sample_line(sample: MetricsSample) -> dict[str, Any]:
+    return {
+        "t_s": sample.t_s,
+        "kind": KIND,
+        "source": sample.source,
+        "values": sample.values,
+        "histograms": {name: hist.to_dict() for name, hist in sample.histograms.items()},
+    }
+
+
+def read_server_metrics(path: Path) -> MetricsLog:
+    """The server_metrics lines of a resources.jsonl; other lines and torn ones are skipped."""
+    log = MetricsLog()
+    if not path.exists():
+        return log
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict) or data.get("kind") != KIND:
+                    continue
+                if "unavailable" in data:
+                    log.unavailable = str(data["unavailable"])
+                elif "error" in data:
+                    log.failures.append(float(data["t_s"]))
+                else:
+                    hists = {k: Histogram.from_dict(v) for k, v in (data.get("histograms") or {}).items()}
+                    values = {str(k): float(v) for k, v in (data.get("values") or {}).items()}
+                    log.samples.append(MetricsSample(float(data["t_s"]), str(data["source"]), values, hists))
+            except (ValueError, KeyError, TypeError):
+                continue
+    log.samples.sort(key=lambda s: s.t_s)
+    return log
+
+
+def diff_histogram(end: Histogram, start: Histogram | None) -> Histogram | None:
+    """What was observed between two scrapes; None if the bounds differ or counts went down
+    (the server restarted: its counters began again)."""
+    if start is None:
+        return end
+    if [le for le, _ in start.buckets] != [le for le, _ in end.buckets]:
+        return None
+    buckets = tuple((le, n - m) for (le, n), (_, m) in zip(end.buckets, start.buckets, strict=True))
+    diff = Histogram(buckets=buckets, sum=end.sum - start.sum, count=end.count - start.count)
+    counts = [n for _, n in diff.buckets] + [diff.count]
+    if counts[0] < 0 or any(b < a for a, b in itertools.pairwise(counts)):
+        return None
+    return diff
+
+
+def histogram_quantile(q: float, hist: Histogram) -> tuple[float, tuple[float, float | None]] | None:
+    """(estimate, (lower, upper) bounds of the bucket holding it) like Prometheus's
+    histogram_quantile; None without observations. A rank in the +Inf bucket gives the highest
+    finite bound (upper None): the histogram cannot say more."""
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile {q} is not in [0, 1]")
+    if hist.count <= 0:
+        return None
+    rank = q * hist.count
+    lower, below = 0.0, 0.0
+    for le, cumulative in hist.buckets:
+        if cumulative >= rank and cumulative > below:
+            low = lower if le > 0 else le  # the first bucket starts at 0 (at le when le ≤ 0)
+            return low + (le - low) * (rank - below) / (cumulative - below), (low, le)
+        lower, below = le, cumulative
+    return lower, (lower, None)
+
+
+def _ms_percentiles(hist: Histogram) -> dict[str, Any] | None:
+    summary: dict[str, Any] = {}
+    for name, q in (("p50", 0.5), ("p95", 0.95)):
+        found = histogram_quantile(q, hist)
+        if found is None:
+            return None
+        value, (low, high) = found
+        summary[name] = value * 1000
+        summary[f"{name}_bucket_ms"] = [low * 1000, None if high is None else high * 1000]
+    # The mean is exact (the histogram's sum over its count), not a bucket estimate.
+    summary["mean"] = hist.sum / hist.count * 1000
+    return {**summary, "count": round(hist.count), "method": METHOD}
+
+
+def _bracket(samples: Sequence[MetricsSample], start_s: float, end_s: float) -> tuple[MetricsSample, ...]:
+    """The scrapes that bracket the window: the last at or before its start (else the first)
+    and the first at or after its end (else the last)."""
+    before = [s for s in samples if s.t_s <= start_s]
+    after = [s for s in samples if s.t_s >= end_s]
+    first = before[-1] if before else samples[0]
+    last = after[0] if after else samples[-1]
+    return (first, last) if last.t_s > first.t_s else ()
+
+
+def summarize_server_metrics(log: MetricsLog, start_s: float, end_s: float) -> dict[str, Any] | None:
+    """`server.metrics` for the measured window [start_s, end_s]; None when nothing was scraped
+    (scraping off, or an external server without /metrics in `auto` mode and no note of it)."""
+    if not log.samples:
+        if log.unavailable is None and not log.failures:
+            return None
+        return {
+            "source": None,
+            "scrapes": 0,
+            "failed_scrapes": len(log.failures),
+            "unavailable": log.unavailable,
+        }
+    samples = log.samples
+    summary: dict[str, Any] = {
+        "source": samples[-1].source,
+        "scrapes": len(samples),
+        "failed_scrapes": len(log.failures),
+    }
+    window = [s for s in samples if start_s <= s.t_s <= end_s]
+    for name in GAUGES:
+        values = [s.values[name] for s in window if name in s.values]
+        if values:
+            summary[name] = {"mean": sum(values) / len(values), "max": max(values)}
+    bracket = _bracket(samples, start_s, end_s)
+    if bracket:
+        first, last = bracket
+        seconds = last.t_s - first.t_s
+        for counter, rate in COUNTER_RATES.items():
+            if counter in first.values and counter in last.values:
+                delta = last.values[counter] - first.values[counter]
+                summary[rate] = delta / seconds if delta >= 0 else None
+        for name, key in HISTOGRAM_MS.items():
+            if name in last.histograms:
+                diff = diff_histogram(last.histograms[name], first.histograms.get(name))
+                summary[key] = _ms_percentiles(diff) if diff is not None else None
+        summary["window_s"] = [first.t_s, last.t_s]
+    return summary
+
+
+def with_ttft_gap(
+    server_metrics: Mapping[str, Any] | None, client_from_send: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """`server.metrics` plus `ttft_gap_ms`: the client's TTFT from send minus the server's own,
+    at p50, p95 and the mean (what the network, the HTTP front and the client add to the
+    engine's time). The percentiles' gaps carry the server's bucket error; the mean's does not."""
+    if server_metrics is None:
+        return None
+    result = dict(server_metrics)
+    server_ttft = server_metrics.get("ttft_ms") or {}
+    client = client_from_send or {}
+    gap: dict[str, float | None] = {}
+    for pct in ("p50", "p95", "mean"):
+        server_value, client_value = server_ttft.get(pct), client.get(pct)
+        gap[pct] = None if server_value is None or client_value is None else client_value - server_value
+    result["ttft_gap_ms"] = gap if any(value is not None for value in gap.values()) else None
+    return result
+
+
+def notable_ttft_gap(server_metrics: Mapping[str, Any] | None) -> bool:
+    """True when the p95 gap exceeds max(GAP_MIN_MS, GAP_SHARE × the server's p95) and the
+    client's p95 lies above the server's p95 bucket, so the gap is not the bucket estimate's
+    own error (a p95 in the +Inf bucket is a lower bound: no gap can be claimed)."""
+    if not server_metrics:
+        return False
+    gap = (server_metrics.get("ttft_gap_ms") or {}).get("p95")
+    server_ttft = server_metrics.get("ttft_ms") or {}
+    server_p95 = server_ttft.get("p95")
+    if gap is None or server_p95 is None or not math.isfinite(gap):
+        return False
+    bucket_top = (server_ttft.get("p95_bucket_ms") or [None, server_p95])[1]
+    if bucket_top is None or server_p95 + gap <= bucket_top:
+        return False
+    return bool(gap > max(GAP_MIN_MS, GAP_SHARE * server_p95))
+
+
+def values_for_watchers(values: Mapping[str, float]) -> dict[str, float]:
+    """The live figures a RunObserver takes (`server_sample`): running, waiting, KV cache."""
+    return {name: values[name] for name in GAUGES if name in values}

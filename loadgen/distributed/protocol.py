@@ -1,0 +1,190 @@
+"""What the master and its workers say to each other, and the pure parts of it.
+
+Pure (no gevent, no Locust): message names, the exact split of the schedule among workers, the
+wire form of planned requests (columns of plain values) and of records (batches of dicts), the
+clock-offset estimate from a ping-pong, and the `client.workers` summary of the report.
+
+Messages ride on Locust's master/worker channel (ZeroMQ + msgpack), so every payload is plain
+data: dicts, lists, str, int, float, bool, None.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from loadgen.collect.records import RequestRecord
+from loadgen.traffic.schedule import PlannedRequest
+from loadgen.workload import BASE_DIR_CONTEXT, Workload, WorkloadField
+
+# master → worker
+MSG_PING = "loadtest_ping"  # {seq, master_ns}: answered at once with MSG_PONG
+MSG_PLAN = "loadtest_plan"  # the worker's share, the endpoint, the workload and the start time
+MSG_STOP = "loadtest_stop"  # stop now (Ctrl-C on the master): in-flight requests end 'interrupted'
+MSG_QUIT = "loadtest_quit"  # the run is over: exit
+# worker → master
+MSG_PONG = "loadtest_pong"  # {seq, master_ns, worker_ns}
+MSG_RECORDS = "loadtest_records"  # {worker, records: [RequestRecord.to_dict(), ...]}
+MSG_DONE = "loadtest_done"  # {worker, sent, cpu_s, wall_s, cpu_percent}
+
+BATCH_RECORDS = 100  # a batch goes out when it holds this many records…
+BATCH_INTERVAL_S = 0.2  # …or when its oldest record has waited this long
+
+_PLANNED_FIELDS = tuple(f.name for f in fields(PlannedRequest))
+
+
+@dataclass(frozen=True)
+class DistributedOptions:
+    """`--workers N` local worker processes, `--remote-workers K` more expected from elsewhere
+    (`loadtest worker --master HOST:PORT`), the master listening on `bind_host:bind_port`
+    (port 0: a free one)."""
+
+    local: int
+    remote: int = 0
+    bind_host: str = "127.0.0.1"
+    bind_port: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.local + self.remote
+
+
+def split_plan(requests: Sequence[PlannedRequest], workers: int) -> list[list[PlannedRequest]]:
+    """Worker k gets the requests at positions k, k+N, k+2N, …: each request exactly once, each
+    worker's share in schedule order (so a trace's order holds within every worker)."""
+    if workers < 1:
+        raise ValueError(f"need at least one worker, not {workers}")
+    return [list(requests[k::workers]) for k in range(workers)]
+
+
+def worker_cap(max_concurrency: int, workers: int) -> int:
+    """Each worker's share of a phase's concurrency cap (the workers together keep about the cap)."""
+    return max(1, math.ceil(max_concurrency / workers))
+
+
+def encode_requests(requests: Sequence[PlannedRequest]) -> dict[str, list[Any]]:
+    """Columns of plain values, one per PlannedRequest field (smaller on the wire than dicts)."""
+    return {name: [getattr(request, name) for request in requests] for name in _PLANNED_FIELDS}
+
+
+def decode_requests(columns: Mapping[str, Sequence[Any]]) -> list[PlannedRequest]:
+    """The inverse of encode_requests; columns this version does not know are ignored."""
+    known = [name for name in _PLANNED_FIELDS if name in columns]
+    count = len(columns[known[0]]) if known else 0
+    return [PlannedRequest(**{name: columns[name][i] for name in known}) for i in range(count)]
+
+
+def encode_records(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+    return [record.to_dict() for record in records]
+
+
+def decode_records(batch: Sequence[Mapping[str, Any]]) -> list[RequestRecord]:
+    return [RequestRecord.from_dict(dict(data)) for data in batch]
+
+
+class RecordBatcher:
+    """Collects finished records; `add` returns a batch to send when one is full or old enough,
+    `due` one whose oldest record has waited BATCH_INTERVAL_S, `drain` whatever is left."""
+
+    def __init__(self, size: int = BATCH_RECORDS, interval_s: float = BATCH_INTERVAL_S) -> None:
+        self._size = size
+        self._interval_s = interval_s
+        self._pending: list[RequestRecord] = []
+        self._first_s = 0.0
+
+    def add(self, record: RequestRecord, now_s: float) -> list[RequestRecord] | None:
+        if not self._pending:
+            self._first_s = now_s
+        self._pending.append(record)
+        return self.drain() if len(self._pending) >= self._size else self.due(now_s)
+
+    def due(self, now_s: float) -> list[RequestRecord] | None:
+        if self._pending and now_s - self._first_s >= self._interval_s:
+            return self.drain()
+        return None
+
+    def drain(self) -> list[RequestRecord] | None:
+        batch, self._pending = self._pending, []
+        return batch or None
+
+
+@dataclass(frozen=True)
+class ClockSample:
+    """One ping-pong: the master's send and receive times and the worker's time (wall ns)."""
+
+    master_sent_ns: int
+    worker_ns: int
+    master_received_ns: int
+
+    @property
+    def rtt_ns(self) -> int:
+        return self.master_received_ns - self.master_sent_ns
+
+    @property
+    def offset_ns(self) -> int:
+        """Worker clock minus master clock, taking the reply to have left halfway."""
+        return self.worker_ns - (self.master_sent_ns + self.master_received_ns) // 2
+
+
+def clock_offset(samples: Sequence[ClockSample]) -> ClockSample | None:
+    """The sample with the shortest round trip (its offset is off by at most half its RTT)."""
+    return min(samples, key=lambda sample: sample.rtt_ns, default=None)
+
+
+def workers_summary(
+    owned: Sequence[int],
+    received: Sequence[int],
+    done: Sequence[Mapping[str, Any] | None],
+    offsets_ms: Sequence[float | None],
+) -> dict[str, Any]:
+    """`client.workers` of the report: each worker's share, what came back, its CPU use and clock
+    offset, and the workers lost: one that never said it was done lost what it owned and did not
+    send back; one that did (a stopped run sends only part of its share) lost what it said it sent
+    and never arrived."""
+    lost = []
+    for k, report in enumerate(done):
+        expected = owned[k] if report is None else int(report.get("sent", owned[k]))
+        if report is None or received[k] < expected:
+            lost.append({"worker": k, "requests_lost": max(0, expected - received[k])})
+    return {
+        "count": len(owned),
+        "requests": list(owned),
+        "received": list(received),
+        "cpu_percent": [None if d is None else d.get("cpu_percent") for d in done],
+        "cpu_s": [None if d is None else d.get("cpu_s") for d in done],
+        "clock_offset_ms": list(offsets_ms),
+        "lost": lost,
+    }
+
+
+def workers_error(workers: Mapping[str, Any] | None) -> str | None:
+    """The run error a lost worker makes (a gate must not pass on missing data), or None."""
+    lost = list((workers or {}).get("lost") or [])
+    if workers is None or not lost:
+        return None
+    count = sum(int(entry["requests_lost"]) for entry in lost)
+    names = ", ".join(str(entry["worker"]) for entry in lost)
+    return (
+        f"{len(lost)} of {workers['count']} workers lost (worker {names}): {count} requests never came back"
+    )
+
+
+def max_worker_cpu(workers: Mapping[str, Any]) -> float | None:
+    values = [value for value in workers.get("cpu_percent") or [] if value is not None]
+    return max(values, default=None)
+
+
+def dump_workload(workload: Workload) -> Any:
+    """The scenario's workload (one or a mix) as plain data; its dataset path is absolute."""
+    adapter: TypeAdapter[Workload] = TypeAdapter(WorkloadField)
+    return adapter.dump_python(workload, mode="json", by_alias=True)
+
+
+def load_workload(dump: Any) -> Workload:
+    """The inverse of dump_workload, validated here (a dataset is read from its path)."""
+    adapter: TypeAdapter[Workload] = TypeAdapter(WorkloadField)
+    return adapter.validate_python(dump, context={BASE_DIR_CONTEXT: None})

@@ -1,0 +1,146 @@
+"""`loadtest worker --master HOST:PORT`: join a master, run its share of the schedule, send the
+records back.
+
+The share runs through the same TrafficRunner, Dispatcher and users as a single-process run; the
+only difference is the sink, which batches finished records to the master instead of writing
+them. The run clock's zero is the master's start time, given in this worker's wall clock (the
+master corrected it by the offset it measured with a ping-pong), turned into a perf_counter_ns
+origin at receipt: record times are then on the master's clock with no conversion.
+
+Lives in the gevent world: import only after monkey-patching (loadgen.cli_worker does it).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import time
+from typing import Any
+
+import gevent
+import gevent.event
+import psutil
+from locust.env import Environment
+from locust.runners import WorkerRunner
+
+from loadgen.collect.records import RequestRecord
+from loadgen.distributed import protocol
+from loadgen.traffic.runner import TrafficRunner
+from loadgen.traffic.schedule import Schedule
+from servers.base import Endpoint
+
+PLAN_TIMEOUT_S = 300.0  # no plan within this long after joining: give up
+MASTER_SILENT_S = 15.0  # no heartbeat from the master for this long: it is gone, stop
+QUIT_WAIT_S = 30.0  # after the last batch, how long to wait for the master's quit
+
+
+class WorkerError(Exception):
+    """The worker cannot go on; the message is the one-line reason."""
+
+
+def run_worker(master_host: str, master_port: int, stop: gevent.event.Event) -> None:
+    """Join, wait for the plan, run it, report. Blocks until the master says quit (or is gone)."""
+    logging.getLogger("locust").setLevel(logging.ERROR)
+    environment = Environment(user_classes=[])
+    try:
+        runner = environment.create_worker_runner(master_host, master_port)
+    except ConnectionError:
+        raise WorkerError(f"no master answered at {master_host}:{master_port}") from None
+    plan: gevent.event.AsyncResult = gevent.event.AsyncResult()
+    quit_event = gevent.event.Event()
+
+    def on_ping(msg: Any, **_: Any) -> None:
+        runner.send_message(protocol.MSG_PONG, {**msg.data, "worker_ns": time.time_ns(), "pid": os.getpid()})
+
+    runner.register_message(protocol.MSG_PING, on_ping)
+    runner.register_message(protocol.MSG_PLAN, lambda msg, **_: plan.set(msg.data))
+    runner.register_message(protocol.MSG_STOP, lambda msg, **_: stop.set())
+    runner.register_message(protocol.MSG_QUIT, lambda msg, **_: (stop.set(), quit_event.set()))
+    watchdog = gevent.spawn(_watch_master, runner, stop, quit_event)
+    try:
+        data = _wait_plan(plan, stop)
+        if data is not None:
+            _run_share(runner, data, stop)
+            quit_event.wait(QUIT_WAIT_S)
+    finally:
+        watchdog.kill()
+        runner.quit()
+
+
+def _wait_plan(plan: gevent.event.AsyncResult, stop: gevent.event.Event) -> dict[str, Any] | None:
+    deadline = time.monotonic() + PLAN_TIMEOUT_S
+    while not plan.ready():
+        if stop.wait(0.05):
+            return None
+        if time.monotonic() > deadline:
+            raise WorkerError(f"the master sent no plan within {PLAN_TIMEOUT_S:g}s")
+    data: dict[str, Any] = plan.get()
+    return data
+
+
+def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Event) -> None:
+    worker = int(data["worker"])
+    endpoint = Endpoint(**data["endpoint"])
+    workload = protocol.load_workload(data["workload"])
+    requests = protocol.decode_requests(data["requests"])
+    schedule = Schedule(
+        requests=requests, windows=[], phase_starts=list(data["phase_starts"]), duration_s=data["duration_s"]
+    )
+    batcher = protocol.RecordBatcher()
+    sent = 0
+
+    def send(batch: list[RequestRecord] | None) -> None:
+        nonlocal sent
+        if batch:
+            runner.send_message(
+                protocol.MSG_RECORDS, {"worker": worker, "records": protocol.encode_records(batch)}
+            )
+            sent += len(batch)
+
+    def sink(record: RequestRecord) -> None:
+        send(batcher.add(record, time.monotonic()))
+
+    def flush_forever() -> None:
+        while True:
+            gevent.sleep(protocol.BATCH_INTERVAL_S / 2)
+            send(batcher.due(time.monotonic()))
+
+    traffic = TrafficRunner(schedule, endpoint, workload, sink)
+    environment = traffic.spawn(int(data["slots"]))
+    gc.collect()
+    gc.freeze()  # as in a single-process run: no full collection stalls the streams
+    process = psutil.Process()
+    cpu_before, wall_before = sum(process.cpu_times()[:2]), time.monotonic()
+    # The master's start, in this worker's wall clock, as this process's perf_counter origin.
+    t0_ns = time.perf_counter_ns() + (int(data["t0_wall_ns"]) - time.time_ns())
+    flusher = gevent.spawn(flush_forever)
+    try:
+        traffic.run(environment, stop, t0_ns=t0_ns)
+    finally:
+        flusher.kill()
+        send(batcher.drain())
+    cpu_s = sum(process.cpu_times()[:2]) - cpu_before
+    wall_s = max(time.monotonic() - wall_before, 1e-9)
+    runner.send_message(
+        protocol.MSG_DONE,
+        {
+            "worker": worker,
+            "sent": sent,
+            "cpu_s": round(cpu_s, 3),
+            "wall_s": round(wall_s, 3),
+            "cpu_percent": round(100 * cpu_s / wall_s, 1),
+        },
+    )
+
+
+def _watch_master(runner: WorkerRunner, stop: gevent.event.Event, quit_event: gevent.event.Event) -> None:
+    """A master that stopped answering heartbeats is gone: stop the traffic and leave."""
+    while True:
+        gevent.sleep(1.0)
+        last = runner.last_heartbeat_timestamp
+        if last is not None and time.time() - last > MASTER_SILENT_S:
+            logging.getLogger(__name__).error("the master stopped answering; stopping")
+            stop.set()
+            quit_event.set()
+            return

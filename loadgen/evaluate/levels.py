@@ -1,0 +1,184 @@
+"""From records to load-level results: the pure half of the search (no clocks, no I/O).
+
+A search run is a sequence of level runs. Each has a measured window (its warm-up cut off) and
+tags its records with its own phase index, so the same functions serve the live search (which
+picks the next level from them) and `loadtest report` (which recomputes them from the files).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+from loadgen.collect.records import RequestRecord
+from loadgen.collect.stats import PhaseWindow, compute_metrics, counted_records
+from loadgen.evaluate.search import LevelResult, SearchOver
+from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
+
+LevelRole = Literal["search", "verify", "verify_one_fewer"]
+# Fewer completions than this in a half window and drift is not judged (too noisy to tell).
+MIN_DRIFT_COMPLETIONS = 20
+# SLOs that judge one load level. The rest judge the whole run: tokens/s and request-rate floors
+# would fail every low level by design; memory growth and cold start belong to the server.
+_LEVEL_SLO_FIELDS = ("ttft", "itl", "tpot", "e2e", "error_rate")
+
+
+@dataclass(frozen=True)
+class LevelWindow:
+    """One level run (one trial of a level), as saved in run.json."""
+
+    index: int  # the phase index its records carry
+    level: float
+    over: SearchOver
+    start_s: float  # measured window, seconds since the run's start
+    end_s: float
+    target_rate: float | None  # requests/s for rate levels; None for concurrency levels
+    trial: int = 0
+    role: LevelRole = "search"
+    replicas: int = 1
+    extended: bool = False  # the window was moved past a first, still-drifting one
+    cpu_percent: float | None = None  # the load generator's CPU use during this level
+
+    def phase_window(self) -> PhaseWindow:
+        kind = "rate" if self.over == "rate" else "concurrency"
+        return PhaseWindow(self.index, kind, self.target_rate or 0.0, self.start_s, self.end_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LevelWindow:
+        known = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def mark_unmeasured(records: Iterable[RequestRecord], windows: Sequence[LevelWindow]) -> list[RequestRecord]:
+    """Records of an extended level sent before its (moved) window count as warm-up."""
+    starts = {window.index: window.start_s for window in windows if window.extended}
+    if not starts:
+        return list(records)
+    return [
+        replace(record, warmup=True)
+        if record.phase in starts and not record.warmup and record.scheduled_s < starts[record.phase]
+        else record
+        for record in records
+    ]
+
+
+def level_slo_spec(spec: SLOSpec) -> SLOSpec:
+    """The part of the scenario's SLOs that one load level is judged by."""
+    kept = {name: getattr(spec, name) for name in _LEVEL_SLO_FIELDS}
+    return SLOSpec.model_validate({name: value for name, value in kept.items() if value is not None})
+
+
+def goodput(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float, float]:
+    """(requests/s, output tokens/s) completed successfully inside the window, whenever sent.
+
+    What the server delivered: an open-loop level past capacity still *sends* at its rate, but
+    completes only what the server can serve (the rest queues), so throughput is counted here.
+    """
+    duration = window.duration_s
+    if duration <= 0:
+        return 0.0, 0.0
+    done = [
+        r
+        for r in records
+        if r.phase == window.index
+        and r.status == "ok"
+        and r.done_s is not None
+        and window.start_s <= r.done_s < window.end_s
+    ]
+    return len(done) / duration, sum(r.output_tokens for r in done) / duration
+
+
+def completion_drift(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float | None, bool]:
+    """(|b − a| / max(a, b), significant) for the completions in the window's two halves.
+
+    Drift is None with too few completions to tell. It is significant only when the difference
+    is also beyond Poisson noise (3 standard deviations of b − a, i.e. 3·sqrt(a + b)): a short
+    level's halves differ by 10% by chance alone, and batches finishing together make steps.
+    """
+    middle = (window.start_s + window.end_s) / 2
+    first = second = 0
+    for r in records:
+        if r.phase != window.index or r.status != "ok" or r.done_s is None:
+            continue
+        if window.start_s <= r.done_s < middle:
+            first += 1
+        elif middle <= r.done_s < window.end_s:
+            second += 1
+    if min(first, second) < MIN_DRIFT_COMPLETIONS:
+        return None, False
+    difference = abs(second - first)
+    return difference / max(first, second), difference > 3 * math.sqrt(first + second)
+
+
+def is_drifting(records: Iterable[RequestRecord], window: PhaseWindow, max_drift: float) -> bool:
+    drift, significant = completion_drift(records, window)
+    return drift is not None and significant and drift > max_drift
+
+
+def _percentile_subset(values: dict[str, Any]) -> dict[str, float]:
+    keys = ("p50", "p90", "p95", "p99", "mean", "max")
+    return {key: values[key] for key in keys if values.get(key) is not None}
+
+
+def level_result(
+    windows: Sequence[LevelWindow],
+    records: Iterable[RequestRecord],
+    slo: SLOSpec,
+    max_drift: float,
+) -> tuple[LevelResult, list[SLOResult]]:
+    """One level (all its trials pooled): the `LevelResult` the policy and the knee read, and the
+    level's SLO checks. Throughput is the goodput (successful completions in the windows), and
+    latencies those of the requests sent in the windows."""
+    if not windows:
+        raise ValueError("a level needs at least one window")
+    phase_windows = [window.phase_window() for window in windows]
+    records = list(records)
+    counted = counted_records(mark_unmeasured(records, windows), phase_windows)
+    metrics = compute_metrics(counted, phase_windows)
+    checks = check_slos(level_slo_spec(slo), metrics, {})
+    trials = [goodput(records, window) for window in phase_windows]
+    total_s = sum(window.duration_s for window in phase_windows)
+    throughput = sum(rps * w.duration_s for (rps, _), w in zip(trials, phase_windows, strict=True)) / total_s
+    tokens = sum(tps * w.duration_s for (_, tps), w in zip(trials, phase_windows, strict=True)) / total_s
+    drifts = [completion_drift(records, window) for window in phase_windows]
+    judged = [drift for drift, _ in drifts if drift is not None]
+    drift = max(judged) if judged else None
+    moving = any(is_drifting(records, window, max_drift) for window in phase_windows)
+    result = LevelResult(
+        level=windows[0].level,
+        throughput_rps=throughput,
+        output_tokens_per_s=tokens,
+        ttft_ms=_percentile_subset(metrics["ttft_ms"]),
+        itl_ms=_percentile_subset(metrics["itl_ms"]),
+        e2e_ms=_percentile_subset(metrics["e2e_ms"]),
+        error_rate=metrics["error_rate"] or 0.0,
+        # A level that measured nothing holds nothing, SLOs or not.
+        slo_passed=metrics["requests"] > 0 and all(check.passed for check in checks),
+        failed_slos=tuple(check.name for check in checks if not check.passed),
+        trial_rps=tuple(rps for rps, _ in trials) if len(trials) > 1 else (),
+        drift=drift,
+        steady=None if drift is None else not moving,
+        requests=metrics["requests"],
+    )
+    return result, checks
+
+
+def group_levels(windows: Iterable[LevelWindow], role: LevelRole = "search") -> list[list[LevelWindow]]:
+    """The windows of one role grouped by level (trials together), in the order levels first ran."""
+    groups: dict[float, list[LevelWindow]] = {}
+    for window in windows:
+        if window.role == role:
+            groups.setdefault(window.level, []).append(window)
+    return list(groups.values())
+
+
+def search_results(
+    windows: Sequence[LevelWindow], records: Sequence[RequestRecord], slo: SLOSpec, max_drift: float
+) -> list[LevelResult]:
+    """Every searched level's result, in the order the levels were first run."""
+    return [level_result(group, records, slo, max_drift)[0] for group in group_levels(windows)]

@@ -1,0 +1,133 @@
+"""report.md's evaluator sections: the load curve with its knee, capacity at SLO, the replica plan
+and its verification. Empty for a plain run (no `knee`, `capacity` or `replicas`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loadgen.fmt import format_number
+
+
+def _num(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    return f"{format_number(float(value))}{' ' + unit if unit else ''}"
+
+
+def _pair(values: Mapping[str, Any] | None) -> str:
+    values = values or {}
+    return f"{_num(values.get('p50'))} / {_num(values.get('p95'))}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+    return [line(header), line(["---"] * len(header)), *(line(row) for row in rows), ""]
+
+
+def _steady(level: Mapping[str, Any]) -> str:
+    if level.get("steady") is None:
+        return "–"
+    return "yes" if level["steady"] else f"no ({format_number(100 * float(level['drift']))}% drift)"
+
+
+def curve_lines(knee: Mapping[str, Any]) -> list[str]:
+    over = knee["over"]
+    lines = ["## Load curve and knee", ""]
+    if knee.get("level") is None:
+        lines.append(
+            f"No knee found: p95 latency never grew faster than throughput over the {over} levels run."
+        )
+    else:
+        lines.append(
+            f"Knee at {over} **{_num(knee['level'])}** ({_num(knee.get('throughput_rps'), 'req/s')}): "
+            f"from there on {knee.get('latency', 'e2e p95')} grows faster than throughput "
+            "(elasticity > 1) and throughput gains flatten."
+        )
+    kneed = knee.get("kneed_level")
+    agreement = "agrees" if knee.get("agree") else "differs"
+    lines += [
+        f"Cross-check (kneed on {knee.get('kneed_on', 'throughput vs level')}): {_num(kneed)} — {agreement}.",
+        "",
+    ]
+    rows = [
+        [
+            _num(level["level"]),
+            _num(level["throughput_rps"]),
+            _num(level["output_tokens_per_s"]),
+            _pair(level.get("ttft_ms")),
+            _pair(level.get("itl_ms")),
+            _pair(level.get("e2e_ms")),
+            _num(100 * float(level.get("error_rate") or 0.0), "%"),
+            "held" if level["slo_passed"] else "failed: " + ", ".join(level.get("failed_slos") or []),
+            _steady(level),
+        ]
+        for level in knee.get("levels", [])
+    ]
+    header = [over, "req/s", "tok/s", "TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
+    return [*lines, *_table([*header, "SLOs", "steady"], rows)]
+
+
+def capacity_lines(capacity: Mapping[str, Any]) -> list[str]:
+    ci = capacity.get("ci95")
+    interval = f", 95% CI {_num(ci[0])}–{_num(ci[1])} req/s" if ci else ""
+    limiting = capacity.get("limiting_slo")
+    limit = f"; the next level up broke {limiting}" if limiting else ""
+    return [
+        "## Capacity at SLO",
+        "",
+        f"{_num(capacity.get('rate_rps'), 'req/s')} ({_num(capacity.get('output_tokens_per_s'), 'tok/s')}) "
+        f"per replica, at level {_num(capacity.get('level'))}{interval}{limit}.",
+        "",
+    ]
+
+
+def _verify_row(label: str, check: Mapping[str, Any] | None) -> list[str]:
+    if check is None:
+        return [label, "–", "–", "–", "–", "not run"]
+    return [
+        label,
+        str(check["replicas"]),
+        _num(check.get("rate_rps")),
+        _num((check.get("ttft_ms") or {}).get("p95")),
+        _num((check.get("e2e_ms") or {}).get("p95")),
+        "held" if check["passed"] else "failed",
+    ]
+
+
+def replica_lines(replicas: Mapping[str, Any]) -> list[str]:
+    lines = ["## Replica plan", ""]
+    if replicas.get("count") is None:
+        return [*lines, f"No plan: {replicas.get('error', 'no capacity measured')}.", ""]
+    lines.append(
+        f"**{replicas['count']} replicas** for a peak of {_num(replicas['peak_rate'], 'req/s')}: "
+        f"{replicas['formula']} (capacity × target utilisation, plus redundancy)."
+    )
+    if replicas.get("monthly_cost") is not None:
+        lines.append(
+            f"Cost: {_num(replicas.get('cost_per_million_tokens'))} per million output tokens at capacity, "
+            f"{_num(replicas['monthly_cost'])} per month for the plan."
+        )
+    lines.append("")
+    verified = replicas.get("verified")
+    if not verified:
+        return lines
+    if verified.get("skipped"):
+        return [*lines, f"Verification skipped: {verified['skipped']}.", ""]
+    rows = [_verify_row("plan", verified.get("at_plan")), _verify_row("one fewer", verified.get("one_fewer"))]
+    verdict = "held" if verified["passed"] else "did NOT hold"
+    lines += [f"Verified at the peak rate, spread round robin: the plan {verdict}.", ""]
+    return lines + _table(["run", "replicas", "req/s sent", "TTFT p95 ms", "e2e p95 ms", "SLOs"], rows)
+
+
+def evaluation_lines(report: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if report.get("knee"):
+        lines += curve_lines(report["knee"])
+    if report.get("capacity"):
+        lines += capacity_lines(report["capacity"])
+    if report.get("replicas"):
+        lines += replica_lines(report["replicas"])
+    return lines

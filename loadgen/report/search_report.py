@@ -1,0 +1,140 @@
+"""report.json for a search run: the plain report at the operating point, plus the curve.
+
+The operating point is the capacity level (the highest level at which every SLO held), or the
+lowest level run when none held: `metrics` and `slo` describe it, `phases` lists every level run
+(with its level, trial and role), and `knee`, `capacity` and `replicas` carry the evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from loadgen.collect.records import RequestRecord
+from loadgen.collect.stats import phase_metrics
+from loadgen.evaluate.levels import LevelWindow, group_levels, mark_unmeasured
+from loadgen.evaluate.plan import evaluate
+from loadgen.fmt import format_number
+from loadgen.report.build import build_report, round_floats
+from loadgen.scenario import Scenario
+
+
+def _operating_windows(
+    windows: Sequence[LevelWindow], capacity: Mapping[str, Any] | None
+) -> list[LevelWindow]:
+    groups = group_levels(windows)
+    if not groups:
+        return []
+    level = capacity.get("level") if capacity else None
+    for group in groups:
+        if level is not None and group[0].level == level:
+            return group
+    return min(groups, key=lambda group: group[0].level)
+
+
+def _phases(records: Sequence[RequestRecord], windows: Sequence[LevelWindow]) -> list[dict[str, Any]]:
+    by_index = {window.index: window for window in windows}
+    phases = phase_metrics(records, [window.phase_window() for window in windows])
+    for phase in phases:
+        window = by_index[phase["index"]]
+        phase.update(
+            level=window.level,
+            over=window.over,
+            trial=window.trial,
+            role=window.role,
+            replicas=window.replicas,
+            extended=window.extended,
+        )
+        if window.target_rate is None:
+            phase["target_rate"] = None
+    return phases
+
+
+def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -> tuple[str, str]:
+    """A search fails when no level held every SLO or the verified plan did not hold."""
+    verdict, reason = report["verdict"], report["reason"]
+    if verdict == "error":
+        return verdict, reason
+    capacity = evaluation["capacity"] or {}
+    knee = evaluation["knee"] or {}
+    replicas = evaluation["replicas"] or {}
+    if not capacity.get("rate_rps"):
+        limiting = capacity.get("limiting_slo") or "the SLOs"
+        return "fail", f"no load level held every SLO ({limiting} failed even at the lowest level)"
+    verified = replicas.get("verified") or {}
+    if verified.get("passed") is False:
+        failed = [c for c in verified["at_plan"]["checks"] if not c["passed"]]
+        names = ", ".join(check["name"] for check in failed) or "no requests measured"
+        return (
+            "fail",
+            f"the plan of {verified['replicas']} replicas did not hold at the peak rate ({names} failed)",
+        )
+    parts = [f"capacity at SLO {format_number(capacity['rate_rps'])} req/s"]
+    if knee.get("level") is not None:
+        parts.append(f"knee at {over} {format_number(knee['level'])}")
+    if replicas.get("count") is not None:
+        parts.append(f"plan {replicas['count']} replicas ({replicas['formula']})")
+    if verified.get("passed"):
+        fewer = verified.get("one_fewer_passed")
+        parts.append(
+            "verified" + ("" if fewer is None else "; one fewer held too" if fewer else "; one fewer failed")
+        )
+    if verdict == "fail":  # a whole-run SLO (tokens/s floor, memory, cold start) failed
+        return verdict, f"{reason}; {', '.join(parts)}"
+    return "pass", ", ".join(parts)
+
+
+def build_search_report(
+    *,
+    scenario: Scenario,
+    started_at: datetime,
+    duration_s: float,
+    records: Iterable[RequestRecord],
+    windows: Sequence[LevelWindow],
+    server: Mapping[str, Any],
+    run_error: str | None,
+    client_cpu_percent: float | None,
+    peak_rate: float | None,
+    verify_setup: Mapping[str, Any] | None,
+    server_metrics: Callable[[float, float], dict[str, Any] | None] | None = None,
+) -> dict[str, Any]:
+    assert scenario.search is not None
+    records = mark_unmeasured(records, windows)
+    _, evaluation = evaluate(
+        windows,
+        records,
+        scenario.search,
+        scenario.slo,
+        scenario.capacity,
+        peak_rate,
+        verify_setup,
+        scenario.seed,
+    )
+    operating = _operating_windows(windows, evaluation["capacity"])
+    if server_metrics is not None and operating:
+        # Trials of one level are apart in time: the first trial's window stands for the level.
+        server = {**server, "metrics": server_metrics(operating[0].start_s, operating[0].end_s)}
+    report = build_report(
+        name=scenario.name,
+        started_at=started_at,
+        duration_s=duration_s,
+        records=records,
+        windows=[window.phase_window() for window in operating],
+        slo_spec=scenario.slo,
+        server=server,
+        max_lag_p99_ms=scenario.client.max_schedule_lag_p99 * 1000,
+        run_error=run_error or (None if windows else "the search ran no load level"),
+        client_cpu_percent=client_cpu_percent,
+        max_client_cpu_percent=scenario.client.max_cpu * 100,
+    )
+    report["phases"] = _phases(records, windows)
+    if operating and operating[0].target_rate is None:
+        report["metrics"]["target_rate"] = None  # a closed-loop level has no target rate
+    report["verdict"], report["reason"] = _verdict(report, evaluation, scenario.search.over)
+    report.update(evaluation)
+    report["operating_point"] = (
+        None if not operating else {"level": operating[0].level, "over": operating[0].over}
+    )
+    rounded: dict[str, Any] = round_floats(report)
+    return rounded

@@ -1,0 +1,242 @@
+"""One reader per trace format: a file becomes raw rows (time on the trace's own clock, tokens).
+
+Pure apart from reading the file. CSV goes through the stdlib `csv` module and JSONL through
+`json`; every problem becomes a `TraceError` naming the file, the line and what is wrong.
+
+| format   | file  | time                          | prompt                  | output            |
+|----------|-------|-------------------------------|-------------------------|-------------------|
+| azure    | CSV   | `TIMESTAMP` (a datetime)      | `ContextTokens`         | `GeneratedTokens` |
+| burstgpt | CSV   | `Timestamp` (seconds)         | `Request tokens`        | `Response tokens` |
+| mooncake | JSONL | `timestamp` (milliseconds)    | `input_length`          | `output_length`   |
+| jsonl    | JSONL | `t_s` (seconds)               | `prompt_tokens`/`prompt`| `output_tokens`   |
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+TraceFormat = Literal["azure", "burstgpt", "mooncake", "jsonl"]
+TRACE_FORMATS: tuple[TraceFormat, ...] = ("azure", "burstgpt", "mooncake", "jsonl")
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+class TraceError(ValueError):
+    """A trace that cannot be replayed: `line` is 1-based (None: the file as a whole)."""
+
+    def __init__(self, path: str | Path, line: int | None, problem: str) -> None:
+        self.path, self.line, self.problem = str(path), line, problem
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+class _RowProblem(ValueError):
+    """Raised while parsing one row; the reader adds the file and line."""
+
+
+@dataclass(frozen=True)
+class RawRow:
+    line: int  # where the row ends in the file (1-based)
+    time_s: float  # on the trace's own clock
+    prompt_tokens: int | None  # None: the row gives prompt text instead
+    prompt: str | None
+    output_tokens: int
+
+
+# ---- field parsers -----------------------------------------------------------------------------
+
+
+def _count(value: Any, name: str) -> int:
+    """A token count: a whole number ≥ 0 (a JSON number, or CSV text like '12' or '12.0')."""
+    if isinstance(value, bool):
+        raise _RowProblem(f"{name}: {value!r} is not a whole number")
+    number: float
+    if isinstance(value, int | float):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise _RowProblem(f"{name} is empty")
+        try:
+            number = float(text)
+        except ValueError:
+            raise _RowProblem(f"{name}: {value!r} is not a whole number") from None
+    else:
+        raise _RowProblem(f"{name}: {value!r} is not a whole number")
+    if not math.isfinite(number) or number != int(number):
+        raise _RowProblem(f"{name}: {value!r} is not a whole number")
+    if number < 0:
+        raise _RowProblem(f"{name}: {value!r} is negative")
+    return int(number)
+
+
+def _seconds(value: Any, name: str, unit: float = 1.0) -> float:
+    """A time in seconds (`unit` converts, e.g. 1e-3 for milliseconds); finite."""
+    if isinstance(value, bool):
+        raise _RowProblem(f"{name}: {value!r} is not a number")
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str) and value.strip():
+        try:
+            number = float(value)
+        except ValueError:
+            raise _RowProblem(f"{name}: {value!r} is not a number") from None
+    elif isinstance(value, str):
+        raise _RowProblem(f"{name} is empty")
+    else:
+        raise _RowProblem(f"{name}: {value!r} is not a number")
+    if not math.isfinite(number):
+        raise _RowProblem(f"{name}: {value!r} is not a finite number")
+    return number * unit
+
+
+def _datetime_seconds(value: str, name: str) -> float:
+    """'2023-11-16 18:15:46.6805900' → seconds since 1970 (a naive time is taken as UTC)."""
+    text = value.strip()
+    if not text:
+        raise _RowProblem(f"{name} is empty")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise _RowProblem(f"{name}: {value!r} is not a date and time like 2023-11-16 18:15:46.68") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return (moment - _EPOCH).total_seconds()
+
+
+# ---- CSV formats -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _CsvLayout:
+    time: str
+    prompt: str
+    output: str
+    parse_time: Callable[[str, str], float]
+
+
+_CSV_LAYOUTS = {
+    "azure": _CsvLayout("TIMESTAMP", "ContextTokens", "GeneratedTokens", _datetime_seconds),
+    "burstgpt": _CsvLayout("Timestamp", "Request tokens", "Response tokens", _seconds),
+}
+
+
+def _read_csv(path: Path, layout: _CsvLayout) -> Iterator[RawRow]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader, None)
+            if header is None:
+                return
+            names = [name.strip() for name in header]
+            wanted = (layout.time, layout.prompt, layout.output)
+            missing = [name for name in wanted if name not in names]
+            if missing:
+                listed = ", ".join(repr(name) for name in missing)
+                raise TraceError(path, reader.line_num, f"the header lacks column(s) {listed}")
+            where = [names.index(name) for name in wanted]
+            for row in reader:
+                if not row or all(not cell.strip() for cell in row):
+                    continue  # blank lines carry no request
+                try:
+                    cells = [_cell(row, index, name) for index, name in zip(where, wanted, strict=True)]
+                    yield RawRow(
+                        line=reader.line_num,
+                        time_s=layout.parse_time(cells[0], layout.time),
+                        prompt_tokens=_count(cells[1], layout.prompt),
+                        prompt=None,
+                        output_tokens=_count(cells[2], layout.output),
+                    )
+                except _RowProblem as exc:
+                    raise TraceError(path, reader.line_num, str(exc)) from None
+        except csv.Error as exc:
+            raise TraceError(path, reader.line_num, f"malformed CSV: {exc}") from None
+
+
+def _cell(row: list[str], index: int, name: str) -> str:
+    if index >= len(row):
+        raise _RowProblem(f"missing column {name!r} (the row has {len(row)} of the header's fields)")
+    return row[index]
+
+
+# ---- JSONL formats -----------------------------------------------------------------------------
+
+
+def _mooncake_row(line: int, data: dict[str, Any]) -> RawRow:
+    # hash_ids (the prompt's shared-prefix blocks) are not replayed: prompts are synthetic.
+    return RawRow(
+        line=line,
+        time_s=_seconds(_key(data, "timestamp"), "timestamp", unit=1e-3),
+        prompt_tokens=_count(_key(data, "input_length"), "input_length"),
+        prompt=None,
+        output_tokens=_count(_key(data, "output_length"), "output_length"),
+    )
+
+
+def _plain_row(line: int, data: dict[str, Any]) -> RawRow:
+    prompt = data.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        raise _RowProblem(f"prompt: must be a string, not {type(prompt).__name__}")
+    if prompt is None and "prompt_tokens" not in data:
+        raise _RowProblem("missing key 'prompt_tokens' (or 'prompt' with the prompt's text)")
+    tokens = _count(data["prompt_tokens"], "prompt_tokens") if "prompt_tokens" in data else None
+    return RawRow(
+        line=line,
+        time_s=_seconds(_key(data, "t_s"), "t_s"),
+        prompt_tokens=tokens,
+        prompt=prompt,
+        output_tokens=_count(_key(data, "output_tokens"), "output_tokens"),
+    )
+
+
+def _key(data: dict[str, Any], name: str) -> Any:
+    if name not in data:
+        raise _RowProblem(f"missing key {name!r}")
+    return data[name]
+
+
+_JSONL_ROWS: dict[str, Callable[[int, dict[str, Any]], RawRow]] = {
+    "mooncake": _mooncake_row,
+    "jsonl": _plain_row,
+}
+
+
+def _read_jsonl(path: Path, parse: Callable[[int, dict[str, Any]], RawRow]) -> Iterator[RawRow]:
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise TraceError(path, number, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+            if not isinstance(data, dict):
+                raise TraceError(path, number, f"expected a JSON object, not {type(data).__name__}")
+            try:
+                yield parse(number, data)
+            except _RowProblem as exc:
+                raise TraceError(path, number, str(exc)) from None
+
+
+# ---- entry point -------------------------------------------------------------------------------
+
+
+def read_rows(path: Path, format: TraceFormat) -> list[RawRow]:
+    """Every row of the file in file order; TraceError on the first bad one."""
+    try:
+        if format in _CSV_LAYOUTS:
+            return list(_read_csv(path, _CSV_LAYOUTS[format]))
+        if format in _JSONL_ROWS:
+            return list(_read_jsonl(path, _JSONL_ROWS[format]))
+    except UnicodeDecodeError as exc:
+        raise TraceError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise TraceError(path, None, f"cannot read the trace: {exc.strerror or exc}") from None
+    raise TraceError(path, None, f"unknown trace format {format!r}; use one of {', '.join(TRACE_FORMATS)}")

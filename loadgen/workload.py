@@ -1,0 +1,297 @@
+"""What each request asks for: one workload, or a mix of named classes drawn by weight.
+
+`workload:` in a scenario is either one mapping (the class "default") or a list of classes, each
+with the workload keys plus `class` (its name) and `weight`. A class may take its prompts from a
+`dataset:` (JSONL, one `{"prompt": "..."}` or `{"messages": [...]}` a line), read and checked when
+the scenario is validated; an optional `tokenizer:` (a local Hugging Face tokenizer.json) counts
+their tokens on the client, for servers that send no `usage`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    Discriminator,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    WrapSerializer,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from servers.config import StrictModel
+from servers.units import PositiveDuration
+
+# The validation context key under which the scenario file's folder is passed: a relative
+# dataset or trace path counts from there (else from the working directory).
+BASE_DIR_CONTEXT = "base_dir"
+DEFAULT_CLASS = "default"
+DATASET_MAX_LINES = 1_000_000
+
+# ---- request lengths ---------------------------------------------------------------------------
+
+
+class FixedLength(StrictModel):
+    kind: Literal["fixed"]
+    value: int = Field(ge=1)
+
+
+class UniformLength(StrictModel):
+    kind: Literal["uniform"]
+    min: int = Field(ge=1)
+    max: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformLength:
+        if self.max < self.min:
+            raise ValueError("max must be >= min")
+        return self
+
+
+class NormalLength(StrictModel):
+    kind: Literal["normal"]
+    mean: float = Field(gt=0)
+    std: float = Field(ge=0)
+
+
+class LognormalLength(StrictModel):
+    """`mean` is the mean token count; `sigma` the spread of its logarithm."""
+
+    kind: Literal["lognormal"]
+    mean: float = Field(gt=0)
+    sigma: float = Field(ge=0)
+
+
+Length = Annotated[FixedLength | UniformLength | NormalLength | LognormalLength, Field(discriminator="kind")]
+
+
+# ---- datasets ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """One dataset line: a prompt, or chat messages sent as given."""
+
+    prompt: str | None
+    messages: tuple[dict[str, Any], ...] | None
+    tokens: int | None  # counted by the client's tokenizer; None without one
+
+    @property
+    def text(self) -> str:
+        """The prompt, or the messages' contents one a line (what a tokenizer counts)."""
+        if self.prompt is not None:
+            return self.prompt
+        return "\n".join(str(message["content"]) for message in self.messages or ())
+
+
+class DatasetError(ValueError):
+    pass
+
+
+def _resolve(path: str, base_dir: Any) -> Path:
+    given = Path(path).expanduser()
+    if not given.is_absolute() and base_dir is not None:
+        given = Path(base_dir) / given
+    return given.resolve()
+
+
+def read_dataset(path: Path, api: str) -> list[DatasetEntry]:
+    """Parse a JSONL dataset; raise DatasetError naming the file and line of the first problem."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"dataset {path}: cannot read: {exc}") from None
+    entries: list[DatasetEntry] = []
+    for number, line in enumerate(lines[: DATASET_MAX_LINES + 1], start=1):
+        if not line.strip():
+            continue
+        if number > DATASET_MAX_LINES:
+            raise DatasetError(f"dataset {path.name}: more than {DATASET_MAX_LINES} lines")
+        try:
+            entries.append(_entry(line, api))
+        except DatasetError as exc:
+            raise DatasetError(f"dataset {path.name}:{number}: {exc}") from None
+    if not entries:
+        raise DatasetError(f"dataset {path.name}: no prompts (one JSON object a line)")
+    return entries
+
+
+def _entry(line: str, api: str) -> DatasetEntry:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"not JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or ("prompt" in data) == ("messages" in data):
+        raise DatasetError('expected an object with one of "prompt" or "messages"')
+    if "prompt" in data:
+        if not isinstance(data["prompt"], str) or not data["prompt"].strip():
+            raise DatasetError('"prompt" must be a non-empty string')
+        return DatasetEntry(prompt=data["prompt"], messages=None, tokens=None)
+    messages = data["messages"]
+    if api != "chat":
+        raise DatasetError('"messages" needs api: chat (completions take a "prompt")')
+    if not isinstance(messages, list) or not messages:
+        raise DatasetError('"messages" must be a non-empty list')
+    for index, message in enumerate(messages):
+        if not (
+            isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and isinstance(message.get("content"), str)
+        ):
+            raise DatasetError(f'messages[{index}] must be an object with string "role" and "content"')
+    return DatasetEntry(prompt=None, messages=tuple(messages), tokens=None)
+
+
+def count_tokens(entries: list[DatasetEntry], tokenizer_path: Path) -> list[DatasetEntry]:
+    """The entries with `tokens` counted by a local tokenizer.json (no chat template: the
+    messages' contents only, so a chat prompt's count is a little under the server's)."""
+    from tokenizers import Tokenizer  # only a scenario with `tokenizer:` needs it
+
+    try:
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    except Exception as exc:  # the library raises plain Exception for a missing or bad file
+        raise DatasetError(f"tokenizer {tokenizer_path}: cannot load: {exc}") from None
+    counts = [len(encoded.ids) for encoded in tokenizer.encode_batch([e.text for e in entries])]
+    return [DatasetEntry(e.prompt, e.messages, n) for e, n in zip(entries, counts, strict=True)]
+
+
+def _field_error(field: str, message: str, value: object) -> ValidationError:
+    """A validation error located at `field` (so the loader points at that key's line)."""
+    error = PydanticCustomError("dataset_error", "{message}", {"message": message})
+    details = InitErrorDetails(type=error, loc=(field,), input=value)
+    return ValidationError.from_exception_data("Workload", [details])
+
+
+# ---- workloads ---------------------------------------------------------------------------------
+
+
+_DEFAULT_PROMPT_TOKENS = FixedLength(kind="fixed", value=128)
+
+
+class Workload(StrictModel):
+    api: Literal["chat", "completions"] = "chat"
+    stream: bool = True
+    prompt_tokens: Length = _DEFAULT_PROMPT_TOKENS
+    output_tokens: Length = FixedLength(kind="fixed", value=64)
+    ignore_eos: bool = True
+    # Longest a single request may take before it is recorded as a timeout.
+    request_timeout: PositiveDuration = 300.0
+    # Prompts from a JSONL file instead of prompt_tokens (relative: from the scenario's folder).
+    dataset: str | None = None
+    tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts
+    _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_dataset(
+        cls, data: Any, handler: ModelWrapValidatorHandler[Workload], info: ValidationInfo
+    ) -> Workload:
+        if isinstance(data, Workload):
+            return handler(data)  # already validated (its dataset read)
+        workload = handler(data)
+        if workload.dataset is None:
+            if workload.tokenizer is not None:
+                raise _field_error("tokenizer", "tokenizer: counts a dataset's prompts; give dataset:", None)
+            return workload
+        # (a written-back scenario carries the default prompt_tokens beside its dataset: allowed)
+        if workload.prompt_tokens != _DEFAULT_PROMPT_TOKENS:
+            raise _field_error("dataset", "give dataset: or prompt_tokens:, not both", workload.dataset)
+        base_dir = (info.context or {}).get(BASE_DIR_CONTEXT)
+        path = _resolve(workload.dataset, base_dir)
+        try:
+            entries = read_dataset(path, workload.api)
+        except DatasetError as exc:
+            raise _field_error("dataset", str(exc), workload.dataset) from None
+        tokenizer = None
+        if workload.tokenizer is not None:
+            tokenizer = str(_resolve(workload.tokenizer, base_dir))
+            try:
+                entries = count_tokens(entries, Path(tokenizer))
+            except DatasetError as exc:
+                raise _field_error("tokenizer", str(exc), workload.tokenizer) from None
+        loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})
+        loaded._entries = tuple(entries)
+        return loaded
+
+    @property
+    def entries(self) -> tuple[DatasetEntry, ...]:
+        """The dataset's prompts (empty without a dataset)."""
+        return self._entries
+
+
+class WorkloadClass(Workload):
+    """One class of a mix: a workload with a name and a weight (its share of the requests)."""
+
+    name: str = Field(alias="class", pattern=r"^[a-z0-9_-]+$", max_length=100)
+    weight: float = Field(default=1.0, gt=0)
+
+
+class WorkloadMix(Workload):
+    """A list of classes, standing in where one Workload is expected (the start-up probe, the
+    drain timeout): the first class's settings with the longest request_timeout of all."""
+
+    _classes: tuple[WorkloadClass, ...] = PrivateAttr(default=())
+
+    @property
+    def classes(self) -> tuple[WorkloadClass, ...]:
+        return self._classes
+
+
+def _mix(classes: list[WorkloadClass]) -> WorkloadMix:
+    if not classes:
+        raise ValueError("give at least one class")
+    names = [workload_class.name for workload_class in classes]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"class names must be unique; repeated: {', '.join(repeated)}")
+    first = classes[0]
+    fields = {name: getattr(first, name) for name in Workload.model_fields}
+    fields["request_timeout"] = max(workload_class.request_timeout for workload_class in classes)
+    mix = WorkloadMix.model_construct(**fields)
+    mix._entries = first.entries
+    mix._classes = tuple(classes)
+    return mix
+
+
+def _dump(value: Any, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+    """A mix is written back as its list of classes (a run folder's scenario.yaml reloads)."""
+    if isinstance(value, WorkloadMix):
+        mode = "json" if info.mode_is_json() else "python"
+        return [c.model_dump(mode=mode, by_alias=info.by_alias or False) for c in value.classes]
+    return handler(value)
+
+
+def _shape(value: Any) -> str:
+    return WORKLOAD_TAGS[1] if isinstance(value, list) else WORKLOAD_TAGS[0]
+
+
+# Tags pydantic puts into error paths for the two spellings (the loader skips them).
+WORKLOAD_TAGS = ("workload:one", "workload:classes")
+
+if TYPE_CHECKING:  # to the type checker the field is a Workload (a mix is one, see WorkloadMix)
+    WorkloadField = Workload
+else:
+    WorkloadField = Annotated[
+        Annotated[Workload, Tag(WORKLOAD_TAGS[0])]
+        | Annotated[list[WorkloadClass], AfterValidator(_mix), Tag(WORKLOAD_TAGS[1])],
+        Discriminator(_shape),
+        WrapSerializer(_dump),
+    ]
+
+
+def workload_classes(workload: Workload) -> list[tuple[str, float, Workload]]:
+    """(name, weight, workload) of every class; a single workload is the class "default"."""
+    if isinstance(workload, WorkloadMix):
+        return [(c.name, c.weight, c) for c in workload.classes]
+    return [(DEFAULT_CLASS, 1.0, workload)]

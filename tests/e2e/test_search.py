@@ -1,0 +1,114 @@
+"""The evaluator end to end on the simulated server: a concurrency search finds the knee and the
+capacity the engine's parameters predict, the replica plan is verified on real replicas, and an
+open-loop rate search measures goodput, not the rate it sent."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from loadgen.evaluate.capacity import simulated_capacity
+from loadgen.evaluate.plan import replica_plan
+from loadgen.evaluate.replicas import CapacitySpec
+from tests.cli_helpers import ROOT, loadtest_argv, run_cli
+
+pytestmark = pytest.mark.slow
+
+KNEE_SCENARIO = ROOT / "scenarios" / "search-knee.yaml"
+
+
+@pytest.fixture(scope="module")
+def knee_run(tmp_path_factory: pytest.TempPathFactory):
+    run = run_cli(tmp_path_factory.mktemp("knee"), KNEE_SCENARIO, "--progress", "never", timeout=300)
+    assert run.code == 0, run.stderr
+    return run
+
+
+def test_concurrency_search_finds_the_knee_at_the_slot_count(knee_run) -> None:
+    knee = knee_run.report["knee"]
+    levels = [level["level"] for level in knee["levels"]]
+    assert len(levels) <= 8, levels  # started from 1, stopped within 8 levels
+    assert abs(knee["level"] - 8) <= 1, knee
+    assert knee["kneed_level"] is not None
+    # Below the knee throughput doubles with the level; past it, it stays put.
+    by_level = {level["level"]: level["throughput_rps"] for level in knee["levels"]}
+    assert by_level[2] == pytest.approx(2 * by_level[1], rel=0.15)
+    assert by_level[16] == pytest.approx(by_level[8], rel=0.1)
+
+
+def test_capacity_matches_the_engine_formula(knee_run) -> None:
+    # The simulated engine holds a slot for T = ttft + (N − 1)·itl = 50 ms + 15 × 10 ms = 0.2 s,
+    # so 8 slots serve S / T = 40 req/s (and 40 × 16 = 640 tok/s) while TTFT stays 50 ms < 150 ms.
+    expected_rps, expected_tokens = simulated_capacity(
+        slots=8, ttft_s=0.05, itl_s=0.01, output_tokens=16, ttft_p95_slo_s=0.15
+    )
+    capacity = knee_run.report["capacity"]
+    assert capacity["rate_rps"] == pytest.approx(expected_rps, rel=0.10)
+    assert capacity["output_tokens_per_s"] == pytest.approx(expected_tokens, rel=0.10)
+    assert capacity["limiting_slo"] == "ttft p95"
+
+
+def test_replica_counts_follow_the_arithmetic(knee_run) -> None:
+    capacity = knee_run.report["capacity"]
+    replicas = knee_run.report["replicas"]
+    assert replicas["count"] == math.ceil(60 / (capacity["rate_rps"] * 0.8)) == 2
+    for peak, count in ((30, 1), (60, 2), (100, 4)):
+        plan = replica_plan(capacity, CapacitySpec(peak_rate=peak, target_utilization=0.8), float(peak))
+        assert plan is not None and plan["count"] == count == math.ceil(peak / (capacity["rate_rps"] * 0.8))
+
+
+def test_the_plan_holds_on_two_replicas_and_fails_on_one(knee_run) -> None:
+    verified = knee_run.report["replicas"]["verified"]
+    # 60 req/s needs more than one replica's 40 req/s: the arithmetic says one fewer must fail.
+    assert verified["replicas"] == 2 and verified["passed"] is True
+    assert verified["one_fewer_passed"] is False
+    assert verified["one_fewer"]["ttft_ms"]["p95"] > 10 * verified["at_plan"]["ttft_ms"]["p95"]
+    records = knee_run.records()
+    verify_phase = next(p["index"] for p in knee_run.report["phases"] if p["role"] == "verify")
+    assert {r["level"] for r in records if r["phase"] == verify_phase} == {60.0}
+    assert (knee_run.run_dir / "server-replica-2.log").exists()
+
+
+def test_reports_show_the_curve_and_rerender_the_same(knee_run) -> None:
+    markdown = (knee_run.run_dir / "report.md").read_text()
+    assert "## Load curve and knee" in markdown and "## Replica plan" in markdown
+    junit = (knee_run.run_dir / "junit.xml").read_text()
+    assert 'name="capacity at SLO"' in junit and 'name="plan verified at 2 replicas"' in junit
+    before = knee_run.report
+    done = subprocess.run(
+        loadtest_argv("report", str(knee_run.run_dir)), cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    after = json.loads((knee_run.run_dir / "report.json").read_text())
+    for key in ("knee", "capacity", "replicas", "verdict"):
+        assert after[key] == before[key]
+
+
+RATE_SCENARIO = """name: rate-search
+seed: 3
+server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 8}
+workload:
+  prompt_tokens: {kind: fixed, value: 16}
+  output_tokens: {kind: fixed, value: 16}
+search: {over: rate, levels: [10, 20, 60], level_duration: 4s, level_warmup: 1s}
+slo: {ttft: {p95: 150ms}}
+report: {formats: [json]}
+"""
+
+
+def test_open_loop_rate_levels_measure_goodput(tmp_path: Path) -> None:
+    run = run_cli(tmp_path, RATE_SCENARIO, "--progress", "never", timeout=180)
+    assert run.code == 0, run.stderr
+    levels = {level["level"]: level for level in run.report["knee"]["levels"]}
+    assert levels[10]["throughput_rps"] == pytest.approx(10, rel=0.2)
+    assert levels[20]["throughput_rps"] == pytest.approx(20, rel=0.2)
+    # 60 req/s are sent, but 8 slots × 5 req/s each complete at most 40: the rest queue.
+    assert levels[60]["throughput_rps"] == pytest.approx(40, rel=0.1)
+    assert not levels[60]["slo_passed"]
+    assert run.report["capacity"]["level"] == 20
+    sent = [r for r in run.records() if r["level"] == 60 and not r["warmup"]]
+    assert len(sent) == 3 * 60  # open loop: exactly rate × measured window were sent

@@ -1,0 +1,1 @@
+"""Stand-ins for what cannot run here (each module says why)."""
