@@ -88,7 +88,8 @@ def test_scrapes_land_on_the_run_clock(simulated: tuple[Adapter, Endpoint], tmp_
     assert first.values["generation_tokens_total"] == 0 and last.values["generation_tokens_total"] == 15
     ttft = last.histograms["ttft_seconds"]
     assert ttft.count == 3 and dict(ttft.buckets)[0.01] == 0 and dict(ttft.buckets)[0.025] == 3  # 20 ms
-    assert len(seen) == scraper.scrapes and set(seen[-1]) == {"requests_running", "requests_waiting"}
+    assert len(seen) == scraper.scrapes
+    assert set(seen[-1]) == {"requests_running", "requests_waiting", "kv_cache_usage"}
 
 
 def test_a_server_that_goes_away_costs_failed_scrapes_only(
