@@ -112,3 +112,30 @@ def test_open_loop_rate_levels_measure_goodput(tmp_path: Path) -> None:
     assert run.report["capacity"]["level"] == 20
     sent = [r for r in run.records() if r["level"] == 60 and not r["warmup"]]
     assert len(sent) == 3 * 60  # open loop: exactly rate × measured window were sent
+
+
+TRIALS_SCENARIO = """name: concurrency-trials
+seed: 5
+server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 8}
+workload:
+  prompt_tokens: {kind: fixed, value: 16}
+  output_tokens: {kind: fixed, value: 16}
+search: {over: concurrency, levels: [2, 16], level_duration: 3s, level_warmup: 1s, trials: 3}
+slo: {ttft: {p95: 150ms}}
+report: {formats: [json]}
+"""
+
+
+def test_repeated_trials_give_capacity_a_confidence_interval(tmp_path: Path) -> None:
+    run = run_cli(tmp_path, TRIALS_SCENARIO, "--progress", "never", timeout=180)
+    assert run.code == 0, run.stderr
+    capacity = run.report["capacity"]
+    assert capacity["level"] == 2 and capacity["limiting_slo"] == "ttft p95"
+    # Two closed-loop slots, each request holding one for 50 ms + 15 × 10 ms = 0.2 s: 10 req/s.
+    # Three trials of it: the bootstrap interval brackets the pooled rate and stays narrow.
+    low, high = capacity["ci95"]
+    assert 8.0 < low <= capacity["rate_rps"] <= high <= 10.5 and high - low < 1.0
+    # Each trial is a Locust run of its own with its own phase: 2 levels × 3 trials.
+    phases = [p for p in run.report["phases"] if p["role"] == "search"]
+    assert [p["level"] for p in phases] == [2, 2, 2, 16, 16, 16]
+    assert {r["phase"] for r in run.records()} == {p["index"] for p in phases}
