@@ -84,13 +84,15 @@ def server_timings(url: str) -> dict[str, Any]:
         return data
 
 
-def run_loadtest(core: str, scenario_yaml: str) -> tuple[dict[str, Any], float]:
-    """Run `loadtest` on `core`; return its report.json and the client's CPU seconds."""
+def run_loadtest(core: str, scenario_yaml: str, *extra_args: str) -> tuple[dict[str, Any], float]:
+    """Run `loadtest run` on `core` (cores); its report.json and the client's CPU seconds (the
+    loadtest process and everything it started, e.g. its workers)."""
     work = Path(tempfile.mkdtemp(prefix="loadtest-bench-"))
     try:
         scenario = work / "scenario.yaml"
         scenario.write_text(scenario_yaml, encoding="utf-8")
         argv = [sys.executable, "-m", "loadgen.cli", "run", str(scenario), "--out", str(work / "runs")]
+        argv += extra_args
         before = os.times()
         done = subprocess.run(pinned(core, argv), cwd=ROOT, capture_output=True, text=True)
         after = os.times()

@@ -9,6 +9,11 @@ under 5 ms. The server is pinned to one core and the load generator (master and 
 others; on a 2-core machine both worker counts share one client core, so the table shows the
 per-request cost rather than the scaling.
 
+Per worker count it also fits the workers' CPU seconds against the requests sent over the rungs
+(least squares, cpu = fixed + marginal × requests): `marginal` is what one more request costs,
+`fixed` what a run costs whatever its rate (start, heartbeats, drain; it grows with each worker
+process). Distribution adds per-request overhead only if the marginal cost grows with workers.
+
     python bench/scaling.py                                   # 1 and 2 workers, 4 rates × 15 s
     python bench/scaling.py --workers 1 2 4 --client-cores 1-4 --rates 200 400 800 1600
 """
@@ -16,41 +21,20 @@ per-request cost rather than the scaling.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
-from typing import Any
 
-from harness import ROOT, pinned, poisson_scenario, simulated_server
+import numpy as np
+from harness import poisson_scenario, run_loadtest, simulated_server
 
 LAG_BOUND_MS = 5.0
 
 
-def run_workers(cores: str, scenario_yaml: str, workers: int) -> tuple[dict[str, Any], float]:
-    """`loadtest run --workers N` on `cores`; its report.json and the whole client's CPU seconds."""
-    work = Path(tempfile.mkdtemp(prefix="loadtest-scaling-"))
-    try:
-        scenario = work / "scenario.yaml"
-        scenario.write_text(scenario_yaml, encoding="utf-8")
-        argv = [sys.executable, "-m", "loadgen.cli", "run", str(scenario), "--out", str(work / "runs")]
-        argv += ["--workers", str(workers)]
-        before = os.times()
-        done = subprocess.run(pinned(cores, argv), cwd=ROOT, capture_output=True, text=True)
-        after = os.times()
-        cpu_s = (after.children_user - before.children_user) + (
-            after.children_system - before.children_system
-        )
-        reports = list((work / "runs").glob("*/report.json"))
-        if not reports:
-            raise RuntimeError(f"loadtest wrote no report (exit {done.returncode}): {done.stderr[-2000:]}")
-        report: dict[str, Any] = json.loads(reports[0].read_text())
-        return report, cpu_s
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def fit_cost(points: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """(marginal CPU ms per request, fixed CPU-s per run) from (requests, CPU-s) rungs; None below 2."""
+    if len({requests for requests, _ in points}) < 2:
+        return None
+    slope, intercept = np.polyfit([p[0] for p in points], [p[1] for p in points], 1)
+    return 1000 * float(slope), float(intercept)
 
 
 def main() -> int:
@@ -75,20 +59,22 @@ def main() -> int:
     )
     print(header)
     print("-" * len(header))
-    summary: list[tuple[int, float | None, float | None]] = []
+    summary: list[tuple[int, float | None, float | None, tuple[float, float] | None]] = []
     for workers in args.workers:
         sustained = None
         costs: list[float] = []
+        points: list[tuple[float, float]] = []  # (requests, workers' CPU-s) per rung
         for rate in sorted(args.rates):
             with simulated_server(args.server_core, ttft_ms=50, itl_ms=10) as url:
                 scenario = poisson_scenario(url, rate, args.duration, args.output_tokens)
-                report, all_cpu_s = run_workers(args.client_cores, scenario, workers)
+                report, all_cpu_s = run_loadtest(args.client_cores, scenario, "--workers", str(workers))
             client = report["client"]
             info = client.get("workers") or {}
             sent = sum(info.get("received") or []) or rate * args.duration
             worker_cpu_s = sum(value for value in info.get("cpu_s") or [] if value is not None)
             per_1k = 1000 * worker_cpu_s / sent
             costs.append(per_1k)
+            points.append((sent, worker_cpu_s))
             lag = client["schedule_lag_p99_ms"]
             lost = sum(entry["requests_lost"] for entry in info.get("lost") or [])
             print(
@@ -98,18 +84,29 @@ def main() -> int:
             )
             if lag <= LAG_BOUND_MS and not lost:
                 sustained = rate
-        summary.append((workers, sustained, sum(costs) / len(costs) if costs else None))
+        summary.append((workers, sustained, sum(costs) / len(costs) if costs else None, fit_cost(points)))
     print()
-    print(f"{'workers':>7} {'sustained req/s':>16} {'wkr cpu-s/1k (mean)':>20} {'vs 1st':>7}")
+    print(
+        f"{'workers':>7} {'sustained req/s':>16} {'wkr cpu-s/1k (mean)':>20} {'vs 1st':>7}"
+        f" {'marginal ms/req':>16} {'vs 1st':>7} {'fixed cpu-s/run':>16}"
+    )
     base = summary[0][2] if summary else None
-    for workers, sustained, cost in summary:
+    base_fit = summary[0][3] if summary else None
+    for workers, sustained, cost, fit in summary:
         ratio = f"{cost / base:.2f}" if cost is not None and base else "-"
         shown = f"{sustained:g}" if sustained is not None else f"< {min(args.rates):g}"
-        print(f"{workers:>7} {shown:>16} {cost if cost is not None else float('nan'):>20.3f} {ratio:>7}")
+        marginal = f"{fit[0]:.3f}" if fit else "-"
+        marginal_ratio = f"{fit[0] / base_fit[0]:.2f}" if fit and base_fit and base_fit[0] > 0 else "-"
+        fixed = f"{fit[1]:.2f}" if fit else "-"
+        print(
+            f"{workers:>7} {shown:>16} {cost if cost is not None else float('nan'):>20.3f} {ratio:>7}"
+            f" {marginal:>16} {marginal_ratio:>7} {fixed:>16}"
+        )
     print()
     print(f"sustained = highest rate tried with schedule lag p99 ≤ {LAG_BOUND_MS:g} ms and no worker lost;")
     print("wkr cpu-s/1k = the workers' CPU seconds during the traffic per 1,000 requests (report.json);")
-    print("all cpu-s/1k = master + workers over the whole run, start-up included (OS accounting).")
+    print("all cpu-s/1k = master + workers over the whole run, start-up included (OS accounting);")
+    print("marginal, fixed = least-squares fit over the rungs: workers' CPU-s = fixed + marginal × requests.")
     return 0
 
 

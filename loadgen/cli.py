@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loadgen import cli_dashboards, cli_worker
+from loadgen import cli_dashboards, cli_worker, gevent_world
 from loadgen.scenario_loader import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
@@ -132,21 +132,10 @@ def _run(options: argparse.Namespace) -> int:
         workers = _distributed_options(options, scenario.search is not None)
     except ValueError as exc:
         return _fail(str(exc))
-    # The gevent world starts here and only here (Locust needs a patched stdlib).
-    from gevent import monkey
-
-    monkey.patch_all()
-    import signal
-
-    import gevent
-    import gevent.event
-
+    stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
     from loadgen.run import run_scenario
     from loadgen.wiring import LiveOptions, build_observers
 
-    stop = gevent.event.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        gevent.signal_handler(signum, stop.set)
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
     observers = build_observers(scenario, live)

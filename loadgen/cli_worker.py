@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Any
 
+from loadgen import gevent_world
+
 EXIT_OK, EXIT_ERROR = 0, 2
 
 
@@ -35,19 +37,9 @@ def handle(options: argparse.Namespace) -> int:
         host, port = parse_address(options.master)
     except ValueError as exc:
         return _fail(str(exc))
-    from gevent import monkey
-
-    monkey.patch_all()
-    import signal
-
-    import gevent
-    import gevent.event
-
+    stop = gevent_world.enter()
     from loadgen.distributed.worker import WorkerError, run_worker
 
-    stop = gevent.event.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        gevent.signal_handler(signum, stop.set)
     try:
         run_worker(host, port, stop)
     except WorkerError as exc:
