@@ -9,13 +9,10 @@ under 5 ms. The server is pinned to one core and the load generator (master and 
 others; on a 2-core machine both worker counts share one client core, so the table shows the
 per-request cost rather than the scaling.
 
-Per worker count it also fits the workers' CPU seconds against the requests sent over the rungs
-(least squares, cpu = fixed + marginal × requests): `marginal` is what one more request costs,
-`fixed` what a run costs whatever its rate (start, heartbeats, drain; it grows with each worker
-process). Distribution adds per-request overhead only if the marginal cost grows with workers.
-
-    python bench/scaling.py                                   # 1 and 2 workers, 4 rates × 15 s
-    python bench/scaling.py --workers 1 2 4 --client-cores 1-4 --rates 200 400 800 1600
+A gevent client's CPU cost per request falls as its own rate rises (a busy event loop serves
+several sockets per wake-up and spends less time waiting for the next deadline), so N workers
+sending a total rate R are compared with one worker sending R / N, the same load per process:
+that ratio is what distribution itself adds per request.
 """
 
 from __future__ import annotations
@@ -23,18 +20,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
 from harness import poisson_scenario, run_loadtest, simulated_server
 
 LAG_BOUND_MS = 5.0
 
 
-def fit_cost(points: list[tuple[float, float]]) -> tuple[float, float] | None:
-    """(marginal CPU ms per request, fixed CPU-s per run) from (requests, CPU-s) rungs; None below 2."""
-    if len({requests for requests, _ in points}) < 2:
-        return None
-    slope, intercept = np.polyfit([p[0] for p in points], [p[1] for p in points], 1)
-    return 1000 * float(slope), float(intercept)
+def equal_load_ratios(costs: dict[tuple[int, float], float]) -> list[tuple[int, float, float, float]]:
+    """(workers, total rate, cost, cost ÷ one worker's at rate / workers) wherever both rungs ran."""
+    rows = []
+    for (workers, rate), cost in sorted(costs.items()):
+        single = costs.get((1, rate / workers))
+        if workers > 1 and single:
+            rows.append((workers, rate, cost, cost / single))
+    return rows
 
 
 def main() -> int:
@@ -59,11 +57,11 @@ def main() -> int:
     )
     print(header)
     print("-" * len(header))
-    summary: list[tuple[int, float | None, float | None, tuple[float, float] | None]] = []
+    summary: list[tuple[int, float | None, float | None]] = []
+    by_rung: dict[tuple[int, float], float] = {}  # (workers, rate) → workers' CPU-s per 1k requests
     for workers in args.workers:
         sustained = None
         costs: list[float] = []
-        points: list[tuple[float, float]] = []  # (requests, workers' CPU-s) per rung
         for rate in sorted(args.rates):
             with simulated_server(args.server_core, ttft_ms=50, itl_ms=10) as url:
                 scenario = poisson_scenario(url, rate, args.duration, args.output_tokens)
@@ -74,7 +72,7 @@ def main() -> int:
             worker_cpu_s = sum(value for value in info.get("cpu_s") or [] if value is not None)
             per_1k = 1000 * worker_cpu_s / sent
             costs.append(per_1k)
-            points.append((sent, worker_cpu_s))
+            by_rung[(workers, rate)] = per_1k
             lag = client["schedule_lag_p99_ms"]
             lost = sum(entry["requests_lost"] for entry in info.get("lost") or [])
             print(
@@ -84,29 +82,25 @@ def main() -> int:
             )
             if lag <= LAG_BOUND_MS and not lost:
                 sustained = rate
-        summary.append((workers, sustained, sum(costs) / len(costs) if costs else None, fit_cost(points)))
+        summary.append((workers, sustained, sum(costs) / len(costs) if costs else None))
     print()
-    print(
-        f"{'workers':>7} {'sustained req/s':>16} {'wkr cpu-s/1k (mean)':>20} {'vs 1st':>7}"
-        f" {'marginal ms/req':>16} {'vs 1st':>7} {'fixed cpu-s/run':>16}"
-    )
+    print(f"{'workers':>7} {'sustained req/s':>16} {'wkr cpu-s/1k (mean)':>20} {'vs 1st':>7}")
     base = summary[0][2] if summary else None
-    base_fit = summary[0][3] if summary else None
-    for workers, sustained, cost, fit in summary:
+    for workers, sustained, cost in summary:
         ratio = f"{cost / base:.2f}" if cost is not None and base else "-"
         shown = f"{sustained:g}" if sustained is not None else f"< {min(args.rates):g}"
-        marginal = f"{fit[0]:.3f}" if fit else "-"
-        marginal_ratio = f"{fit[0] / base_fit[0]:.2f}" if fit and base_fit and base_fit[0] > 0 else "-"
-        fixed = f"{fit[1]:.2f}" if fit else "-"
-        print(
-            f"{workers:>7} {shown:>16} {cost if cost is not None else float('nan'):>20.3f} {ratio:>7}"
-            f" {marginal:>16} {marginal_ratio:>7} {fixed:>16}"
-        )
+        print(f"{workers:>7} {shown:>16} {cost if cost is not None else float('nan'):>20.3f} {ratio:>7}")
+    equal = equal_load_ratios(by_rung)
+    if equal:
+        print()
+        print("the same load per process: N workers at a total rate R against 1 worker at R / N")
+        print(f"{'workers':>7} {'rate':>6} {'wkr cpu-s/1k':>13} {'1 worker at R/N':>16} {'ratio':>6}")
+        for workers, rate, cost, ratio_ in equal:
+            print(f"{workers:>7} {rate:>6g} {cost:>13.3f} {cost / ratio_:>16.3f} {ratio_:>6.2f}")
     print()
     print(f"sustained = highest rate tried with schedule lag p99 ≤ {LAG_BOUND_MS:g} ms and no worker lost;")
     print("wkr cpu-s/1k = the workers' CPU seconds during the traffic per 1,000 requests (report.json);")
-    print("all cpu-s/1k = master + workers over the whole run, start-up included (OS accounting);")
-    print("marginal, fixed = least-squares fit over the rungs: workers' CPU-s = fixed + marginal × requests.")
+    print("all cpu-s/1k = master + workers over the whole run, start-up included (OS accounting).")
     return 0
 
 
