@@ -13,6 +13,9 @@ A gevent client's CPU cost per request falls as its own rate rises (a busy event
 several sockets per wake-up and spends less time waiting for the next deadline), so N workers
 sending a total rate R are compared with one worker sending R / N, the same load per process:
 that ratio is what distribution itself adds per request.
+
+    python bench/scaling.py                                   # 1 and 2 workers, 4 rates × 15 s
+    python bench/scaling.py --workers 1 2 4 --client-cores 1-4 --rates 200 400 800 1600
 """
 
 from __future__ import annotations
@@ -25,13 +28,13 @@ from harness import poisson_scenario, run_loadtest, simulated_server
 LAG_BOUND_MS = 5.0
 
 
-def equal_load_ratios(costs: dict[tuple[int, float], float]) -> list[tuple[int, float, float, float]]:
-    """(workers, total rate, cost, cost ÷ one worker's at rate / workers) wherever both rungs ran."""
+def equal_load_rungs(costs: dict[tuple[int, float], float]) -> list[tuple[int, float, float, float]]:
+    """(workers, total rate, cost, one worker's cost at rate / workers) wherever both rungs ran."""
     rows = []
     for (workers, rate), cost in sorted(costs.items()):
         single = costs.get((1, rate / workers))
         if workers > 1 and single:
-            rows.append((workers, rate, cost, cost / single))
+            rows.append((workers, rate, cost, single))
     return rows
 
 
@@ -61,7 +64,6 @@ def main() -> int:
     by_rung: dict[tuple[int, float], float] = {}  # (workers, rate) → workers' CPU-s per 1k requests
     for workers in args.workers:
         sustained = None
-        costs: list[float] = []
         for rate in sorted(args.rates):
             with simulated_server(args.server_core, ttft_ms=50, itl_ms=10) as url:
                 scenario = poisson_scenario(url, rate, args.duration, args.output_tokens)
@@ -71,7 +73,6 @@ def main() -> int:
             sent = sum(info.get("received") or []) or rate * args.duration
             worker_cpu_s = sum(value for value in info.get("cpu_s") or [] if value is not None)
             per_1k = 1000 * worker_cpu_s / sent
-            costs.append(per_1k)
             by_rung[(workers, rate)] = per_1k
             lag = client["schedule_lag_p99_ms"]
             lost = sum(entry["requests_lost"] for entry in info.get("lost") or [])
@@ -82,6 +83,7 @@ def main() -> int:
             )
             if lag <= LAG_BOUND_MS and not lost:
                 sustained = rate
+        costs = [cost for (count, _), cost in by_rung.items() if count == workers]
         summary.append((workers, sustained, sum(costs) / len(costs) if costs else None))
     print()
     print(f"{'workers':>7} {'sustained req/s':>16} {'wkr cpu-s/1k (mean)':>20} {'vs 1st':>7}")
@@ -90,13 +92,13 @@ def main() -> int:
         ratio = f"{cost / base:.2f}" if cost is not None and base else "-"
         shown = f"{sustained:g}" if sustained is not None else f"< {min(args.rates):g}"
         print(f"{workers:>7} {shown:>16} {cost if cost is not None else float('nan'):>20.3f} {ratio:>7}")
-    equal = equal_load_ratios(by_rung)
+    equal = equal_load_rungs(by_rung)
     if equal:
         print()
         print("the same load per process: N workers at a total rate R against 1 worker at R / N")
         print(f"{'workers':>7} {'rate':>6} {'wkr cpu-s/1k':>13} {'1 worker at R/N':>16} {'ratio':>6}")
-        for workers, rate, cost, ratio_ in equal:
-            print(f"{workers:>7} {rate:>6g} {cost:>13.3f} {cost / ratio_:>16.3f} {ratio_:>6.2f}")
+        for workers, rate, cost, single in equal:
+            print(f"{workers:>7} {rate:>6g} {cost:>13.3f} {single:>16.3f} {cost / single:>6.2f}")
     print()
     print(f"sustained = highest rate tried with schedule lag p99 ≤ {LAG_BOUND_MS:g} ms and no worker lost;")
     print("wkr cpu-s/1k = the workers' CPU seconds during the traffic per 1,000 requests (report.json);")
