@@ -34,7 +34,7 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
         read_samples(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
     if scenario.search is not None:
-        return _render_search(run_dir, scenario, meta, records, run_error)
+        return _render_search(run_dir, scenario, schedule, meta, records, run_error)
     # The server's own /metrics over the same window (bracketed by the scrapes around it).
     server_metrics = summarize_server_metrics(
         read_server_metrics(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
@@ -53,12 +53,17 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
         max_client_cpu_percent=scenario.client.max_cpu * 100,
         workers=meta.workers if meta.workers and "count" in meta.workers else None,
     )
-    write_reports(report, run_dir, scenario.report.formats)
+    _write(report, run_dir, scenario, schedule, meta, records)
     return report
 
 
 def _render_search(
-    run_dir: Path, scenario: Scenario, meta: RunMeta, records: list[RequestRecord], run_error: str | None
+    run_dir: Path,
+    scenario: Scenario,
+    schedule: Schedule,
+    meta: RunMeta,
+    records: list[RequestRecord],
+    run_error: str | None,
 ) -> dict[str, Any]:
     """A search run: its levels' windows come from run.json (the schedule is made level by level)."""
     windows = [LevelWindow.from_dict(data) for data in meta.levels]
@@ -81,5 +86,21 @@ def _render_search(
         # The server's own /metrics over the operating point's window(s).
         server_metrics=lambda start_s, end_s: summarize_server_metrics(scrapes, start_s=start_s, end_s=end_s),
     )
-    write_reports(report, run_dir, scenario.report.formats)
+    _write(report, run_dir, scenario, schedule, meta, records)
     return report
+
+
+def _write(
+    report: dict[str, Any],
+    run_dir: Path,
+    scenario: Scenario,
+    schedule: Schedule,
+    meta: RunMeta,
+    records: list[RequestRecord],
+) -> None:
+    """Every format; the HTML report reuses the records already read (100k lines take seconds)."""
+    from loadgen.report.html.inputs import run_inputs  # matplotlib only where html is asked for
+
+    formats = scenario.report.formats
+    inputs = run_inputs(run_dir, scenario, schedule, meta, records) if "html" in formats else None
+    write_reports(report, run_dir, formats, inputs)

@@ -4,26 +4,50 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadgen.report.json_report import write_json
 from loadgen.report.junit_report import write_junit
 from loadgen.report.markdown_report import write_markdown
 
+if TYPE_CHECKING:
+    from loadgen.report.html.inputs import RunInputs
+
 Writer = Callable[[dict[str, Any], Path], Path]
+
+
+def write_html(report: dict[str, Any], run_dir: Path, inputs: RunInputs | None = None) -> Path:
+    """report.html; imported on use, so the text formats never load matplotlib."""
+    from loadgen.report.html.run_report import write_html as write
+
+    return write(report, run_dir, inputs)
+
 
 WRITERS: dict[str, Writer] = {
     "json": write_json,
     "markdown": write_markdown,
     "junit": write_junit,
+    "html": write_html,
 }
 
 
-def write_reports(report: dict[str, Any], run_dir: Path, formats: Iterable[str]) -> list[Path]:
-    """Write each format into `run_dir` (created if missing); returns the written paths in order."""
+def write_reports(
+    report: dict[str, Any], run_dir: Path, formats: Iterable[str], inputs: RunInputs | None = None
+) -> list[Path]:
+    """Write each format into `run_dir` (created if missing); returns the written paths in order.
+
+    `inputs`: the records and samples the HTML report draws, when the caller already holds
+    them (render.py); without them the HTML writer reads the run folder.
+    """
     formats = list(formats)
     unknown = [name for name in formats if name not in WRITERS]
     if unknown:
         raise ValueError(f"unknown report format(s) {', '.join(unknown)}; use {', '.join(WRITERS)}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    return [WRITERS[name](report, run_dir) for name in dict.fromkeys(formats)]
+    paths = []
+    for name in dict.fromkeys(formats):
+        if name == "html":
+            paths.append(write_html(report, run_dir, inputs))
+        else:
+            paths.append(WRITERS[name](report, run_dir))
+    return paths

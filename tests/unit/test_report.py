@@ -183,9 +183,9 @@ def test_write_reports(tmp_path: Path) -> None:
     assert [p.name for p in paths] == ["report.json", "report.md", "junit.xml"]
     assert json.loads((run_dir / "report.json").read_text()) == r
     ET.parse(run_dir / "junit.xml")
-    assert set(WRITERS) == {"json", "markdown", "junit"}
-    with pytest.raises(ValueError, match="html"):
-        write_reports(r, run_dir, ["html"])
+    assert set(WRITERS) == {"json", "markdown", "junit", "html"}
+    with pytest.raises(ValueError, match="pdf"):
+        write_reports(r, run_dir, ["pdf"])
 
 
 def test_naive_started_at_is_utc() -> None:

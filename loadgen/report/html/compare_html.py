@@ -1,0 +1,201 @@
+"""compare.html: `loadtest compare BASELINE CURRENT` as a page — the verdict, the significance
+table, and both runs overlaid (latency CDFs; TTFT p95 and throughput per 1-s bin, each run on
+its own clock)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from loadgen.collect.records import RequestRecord, read_records
+from loadgen.evaluate.compare import Comparison, Row, RunData, format_change
+from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
+from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
+from loadgen.report.html.page import Banner, CellStatus, Section, grid, note, render_page, table
+from loadgen.report.html.series import Bins, Columns, binned_percentiles
+from loadgen.report.html.summary_section import num
+from loadgen.report.html.timeseries_section import TIME_LABEL, run_bins, wide_range
+
+FILENAME = "compare.html"
+BASELINE_COLOR, CURRENT_COLOR = "#757575", PALETTE[5]
+_VERDICT_STATUS: dict[str, CellStatus] = {
+    "regression": "fail",
+    "improvement": "pass",
+    "not significant": "warn",
+    "ok": "none",
+    "n/a": "none",
+}
+
+
+def default_path(current: RunData) -> Path:
+    """compare.html in CURRENT's run directory (the folder of its report.json)."""
+    return current.source.parent / FILENAME
+
+
+def _value(row: Row, value: float | None) -> str:
+    if value is None:
+        return "–"
+    if row.metric == "error rate":
+        return num(value * 100, "%")
+    return num(value, row.unit)
+
+
+def _p_value(p_value: float | None) -> str:
+    if p_value is None:
+        return "–"
+    return "<0.001" if p_value < 0.001 else f"{p_value:.3f}"
+
+
+def comparison_table(comparison: Comparison) -> str:
+    """The `Comparison` rows, each coloured by its verdict (regression red, improvement green,
+    a move past the threshold that is not significant orange)."""
+    rows = [
+        [
+            row.metric,
+            _value(row, row.baseline),
+            _value(row, row.current),
+            format_change(row.change),
+            _p_value(row.p_value),
+            row.verdict,
+            row.test,
+        ]
+        for row in comparison.rows
+    ]
+    statuses = [_VERDICT_STATUS.get(row.verdict, "none") for row in comparison.rows]
+    headers = ["metric", "baseline", "current", "change", "p-value", "verdict", "test"]
+    return table(headers, rows, statuses, status_column=5)
+
+
+def _records(run: RunData) -> list[RequestRecord]:
+    path = run.source.parent / "requests.jsonl"
+    return list(read_records(path)) if path.is_file() else []
+
+
+def _cdf_charts(baseline: RunData, current: RunData) -> list[Chart]:
+    if baseline.latencies is None or current.latencies is None:
+        return []
+    charts = []
+    for metric, title, x_label in (
+        ("ttft", "TTFT: baseline vs current", "time to first token (ms, log)"),
+        ("itl", "ITL: baseline vs current", "inter-token gap (ms, log)"),
+        ("e2e", "e2e: baseline vs current", "end-to-end latency (ms, log)"),
+    ):
+        old, new = baseline.latencies[metric].values, current.latencies[metric].values
+        if not len(old) and not len(new):
+            continue
+        series = [
+            cdf_series(f"baseline-{metric}", "baseline", old, color=BASELINE_COLOR, line_width=2.6),
+            cdf_series(f"current-{metric}", "current", new, color=CURRENT_COLOR),
+        ]
+        charts.append(
+            line_chart(
+                f"compare-{metric}-cdf",
+                title,
+                x_label,
+                Y_LABEL,
+                [s for s in series if len(s.x)],
+                log_x=True,
+                caption="Successful requests past warm-up, from the scheduled send (what the gate tests).",
+            )
+        )
+    return charts
+
+
+def _per_bin(records: Sequence[RequestRecord]) -> tuple[Bins, np.ndarray, np.ndarray]:
+    columns = Columns.of(records)
+    bins = run_bins(columns, ())
+    ok = columns.select(columns.status == "ok")
+    ttft = binned_percentiles(ok.scheduled, (ok.ttft_end() - ok.scheduled) * 1000, bins, (95,))[95]
+    return bins, ttft, bins.rate(ok.done)
+
+
+def _time_charts(baseline: Sequence[RequestRecord], current: Sequence[RequestRecord]) -> list[Chart]:
+    if not baseline or not current:
+        return []
+    old_bins, old_ttft, old_rate = _per_bin(baseline)
+    new_bins, new_ttft, new_rate = _per_bin(current)
+    ttft = line_chart(
+        "compare-ttft-p95-over-time",
+        "TTFT p95 per 1-s bin",
+        TIME_LABEL + ", each run on its own clock",
+        "ms",
+        [
+            Series(
+                "baseline-ttft-p95", old_bins.centers, old_ttft, "baseline", BASELINE_COLOR, line_width=2.6
+            ),
+            Series("current-ttft-p95", new_bins.centers, new_ttft, "current", CURRENT_COLOR),
+        ],
+        log_y=wide_range([old_ttft, new_ttft]),
+        x_min=0,
+        caption="Requests binned by their scheduled time (warm-up included).",
+    )
+    rate = line_chart(
+        "compare-throughput-over-time",
+        "Throughput per 1-s bin",
+        TIME_LABEL + ", each run on its own clock",
+        "successful completions/s",
+        [
+            Series(
+                "baseline-throughput",
+                old_bins.starts,
+                old_rate,
+                "baseline",
+                BASELINE_COLOR,
+                "step",
+                line_width=2.6,
+            ),
+            Series("current-throughput", new_bins.starts, new_rate, "current", CURRENT_COLOR, "step"),
+        ],
+        y_min=0,
+        x_min=0,
+    )
+    return [ttft, rate]
+
+
+def render_compare_html(
+    comparison: Comparison, baseline: RunData, current: RunData, baseline_label: str, current_label: str
+) -> str:
+    regressed = comparison.regressed
+    banner = Banner(
+        "fail" if regressed else "pass",
+        f"compare: {baseline.report.get('name', '?')} (baseline) → "
+        f"{current.report.get('name', '?')} (current)",
+        comparison.summary(),
+        f"baseline {baseline_label} · current {current_label}",
+        label="REGRESSION" if regressed else "OK",
+    )
+    body = comparison_table(comparison) + "".join(note(f"note: {text}") for text in comparison.notes)
+    sections = [Section("Significance", body, "significance")]
+    charts = _cdf_charts(baseline, current) + _time_charts(_records(baseline), _records(current))
+    if charts:
+        sections.append(Section("Both runs overlaid", grid([chart.html() for chart in charts]), "overlay"))
+    else:
+        sections.append(
+            Section(
+                "Both runs overlaid",
+                note("No requests.jsonl beside a report: only the summary numbers were compared."),
+            )
+        )
+    return render_page(
+        f"compare: {'REGRESSION' if regressed else 'OK'}",
+        banner,
+        sections,
+        "loadtest compare · self-contained, no network needed.",
+    )
+
+
+def write_compare_html(
+    comparison: Comparison,
+    baseline: RunData,
+    current: RunData,
+    path: Path,
+    baseline_label: str,
+    current_label: str,
+) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        render_compare_html(comparison, baseline, current, baseline_label, current_label), encoding="utf-8"
+    )
+    return path

@@ -1,0 +1,127 @@
+"""Latency distributions as CDFs (log x), from the schedule and from the send; per class."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from loadgen.report.html import slo_lines
+from loadgen.report.html.charts import Chart, Series, line_chart
+from loadgen.report.html.page import table
+from loadgen.report.html.series import Columns, cdf
+from loadgen.report.html.summary_section import num
+
+Y_LABEL = "fraction of requests ≤ x"
+
+
+def cdf_series(name: str, label: str, values: np.ndarray, **extra: Any) -> Series:
+    x, y = cdf(values)
+    return Series(
+        name, np.round(x, 3), np.round(y, 5), label=f"{label} (n={len(values[np.isfinite(values)])})", **extra
+    )
+
+
+def _cdf_chart(
+    chart_id: str,
+    title: str,
+    series: Sequence[Series],
+    thresholds: Sequence[Any],
+    caption: str,
+    x_label: str = "ms",
+) -> Chart:
+    return line_chart(
+        chart_id, title, x_label, Y_LABEL, series, thresholds=thresholds, log_x=True, caption=caption
+    )
+
+
+def distribution_charts(counted: Columns, slos: Sequence[Mapping[str, Any]], scope: str = "") -> list[Chart]:
+    """TTFT, ITL and e2e CDFs of the counted records (past warm-up), SLO thresholds as vertical
+    lines; a metric without values (no streamed tokens, say) has no chart."""
+    where = f" ({scope})" if scope else ""
+    ttft, e2e, itl = counted.ttft_ms(), counted.e2e_ms(), counted.itl_ms()
+    charts = []
+    if len(ttft):
+        series = [
+            cdf_series("ttft", "from schedule", ttft),
+            cdf_series("ttft-from-send", "from send", counted.ttft_ms(from_send=True), dashed=True),
+        ]
+        caption = (
+            "From schedule counts client lag and slot waits (what users feel, what SLOs judge); "
+            "from send is what the server did."
+        )
+        thresholds = slo_lines.thresholds(slos, ["ttft"], axis="x")
+        title = f"TTFT distribution{where}"
+        charts.append(
+            _cdf_chart("ttft-cdf", title, series, thresholds, caption, "time to first token (ms, log)")
+        )
+    if len(itl):
+        series = [cdf_series("itl", "per-token gap", itl)]
+        thresholds = slo_lines.thresholds(slos, ["itl"], axis="x")
+        title = f"Inter-token latency distribution{where}"
+        caption = "Every gap between streamed tokens, pooled over requests."
+        charts.append(_cdf_chart("itl-cdf", title, series, thresholds, caption, "inter-token gap (ms, log)"))
+    if len(e2e):
+        series = [
+            cdf_series("e2e", "from schedule", e2e),
+            cdf_series("e2e-from-send", "from send", counted.e2e_ms(from_send=True), dashed=True),
+        ]
+        thresholds = slo_lines.thresholds(slos, ["e2e"], axis="x")
+        title = f"End-to-end latency distribution{where}"
+        caption = "Failed and timed-out requests keep their elapsed time."
+        charts.append(
+            _cdf_chart("e2e-cdf", title, series, thresholds, caption, "end-to-end latency (ms, log)")
+        )
+    return charts
+
+
+def class_charts(counted: Columns, classes: Sequence[str], slos: Sequence[Mapping[str, Any]]) -> list[Chart]:
+    """TTFT and e2e CDFs with one curve per workload class (and each class's SLO lines)."""
+    charts = []
+    for metric, title, values_of in (
+        ("ttft", "TTFT by class", Columns.ttft_ms),
+        ("e2e", "e2e by class", Columns.e2e_ms),
+    ):
+        series, thresholds = [], []
+        for name in classes:
+            own = counted.select(counted.request_class == name)
+            values = values_of(own)
+            if len(values):
+                series.append(cdf_series(f"{metric}-{name}", name, values))
+            thresholds += slo_lines.thresholds(slos, [metric], axis="x", request_class=name)
+        if series:
+            charts.append(
+                _cdf_chart(
+                    f"{metric}-by-class",
+                    title,
+                    series,
+                    thresholds,
+                    "From the scheduled send; dashed red lines are each class's SLOs.",
+                    f"{metric.upper() if metric == 'ttft' else metric} (ms, log)",
+                )
+            )
+    return charts
+
+
+def class_table(classes: Mapping[str, Mapping[str, Any]]) -> str:
+    rows = []
+    for name, metrics in classes.items():
+        rate = metrics.get("error_rate")
+        rows.append(
+            [
+                name,
+                num(metrics.get("requests")),
+                num(metrics.get("achieved_rate"), "req/s"),
+                num(metrics.get("output_tokens_per_s"), "tok/s"),
+                "–" if rate is None else num(rate * 100, "%"),
+                *(
+                    num((metrics.get(key) or {}).get(p))
+                    for key in ("ttft_ms", "itl_ms", "e2e_ms")
+                    for p in ("p50", "p95")
+                ),
+            ]
+        )
+    headers = ["class", "requests", "rate", "tokens/s", "errors"]
+    headers += [f"{m} {p} (ms)" for m in ("TTFT", "ITL", "e2e") for p in ("p50", "p95")]
+    return table(headers, rows)

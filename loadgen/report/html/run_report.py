@@ -1,0 +1,101 @@
+"""report.html: one self-contained page per run, verdict first, every number drawn from the
+records on the run clock. Registered as the `html` report format (writers.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from loadgen.collect.stats import PhaseWindow
+from loadgen.report.html import distribution_section as dist
+from loadgen.report.html import search_section as search
+from loadgen.report.html import server_section as server
+from loadgen.report.html.charts import Chart
+from loadgen.report.html.inputs import RunInputs, load_run_inputs
+from loadgen.report.html.page import Section, grid, note, render_page
+from loadgen.report.html.series import Columns
+from loadgen.report.html.summary_section import banner, first_screen
+from loadgen.report.html.timeseries_section import time_series_charts
+
+FILENAME = "report.html"
+
+
+def write_html(report: dict[str, Any], run_dir: Path, inputs: RunInputs | None = None) -> Path:
+    """Write `run_dir/report.html`; without `inputs` the run folder's files are read."""
+    if inputs is None:
+        inputs = load_run_inputs(run_dir)
+    path = run_dir / FILENAME
+    path.write_text(render_run_html(report, inputs), encoding="utf-8")
+    return path
+
+
+def _charts(charts: Sequence[Chart]) -> str:
+    return grid([chart.html() for chart in charts])
+
+
+def operating_windows(report: Mapping[str, Any], inputs: RunInputs) -> list[PhaseWindow]:
+    """The windows behind report.json's `metrics`: the phases, or the operating point's trials."""
+    if not inputs.levels:
+        return list(inputs.windows)
+    level = (report.get("operating_point") or {}).get("level")
+    return [w.phase_window() for w in inputs.levels if w.role == "search" and w.level == level]
+
+
+def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
+    slos = report.get("slo") or []
+    columns = Columns.of(inputs.records)
+    counted = columns.counted(operating_windows(report, inputs))
+    is_search = bool(inputs.levels) or report.get("knee") is not None
+    sections: list[Section] = []
+    if is_search:
+        decision = search.decision_cards(report) + _charts(search.search_charts(report))
+        sections.append(Section("Decision", decision, "decision"))
+        op = report.get("operating_point") or {}
+        where = search.level_name(str(op.get("over") or ""), op.get("level")) if op else "the lowest level"
+        sections.append(
+            Section(f"At the operating point ({where})", first_screen(report, "SLOs at this level"), "slo")
+        )
+    else:
+        sections.append(Section("SLOs and key numbers", first_screen(report), "slo"))
+    if len(columns):
+        sections.append(
+            Section("Over time", _charts(time_series_charts(columns, inputs.spans, slos)), "time-series")
+        )
+    scope = "operating point" if is_search else "after warm-up"
+    distributions = dist.distribution_charts(counted, slos, scope)
+    if distributions:
+        sections.append(Section("Latency distributions", _charts(distributions), "distributions"))
+    classes = report.get("classes") or {}
+    if len(classes) > 1:
+        body = dist.class_table(classes) + _charts(dist.class_charts(counted, list(classes), slos))
+        sections.append(Section("Workload classes", body, "classes"))
+    sections.append(Section("Server", _server_body(report, inputs), "server"))
+    if is_search:
+        sections.append(Section("Load levels", search.level_table(report), "levels"))
+        sections.append(Section("Replica plan and verification", search.plan_block(report), "plan"))
+    subject = search.decision_headline(report) if is_search else ""
+    footer = "loadtest · report.html is self-contained: open it in any browser, no network needed."
+    return render_page(
+        f"{report.get('name', 'run')}: {str(report.get('verdict', '')).upper()}",
+        banner(report, subject),
+        sections,
+        footer,
+    )
+
+
+def _server_body(report: Mapping[str, Any], inputs: RunInputs) -> str:
+    info = report.get("server") or {}
+    memory = info.get("memory") or {}
+    charts = server.memory_charts(inputs.resources, memory, inputs.memory_window, inputs.spans)
+    charts += server.gauge_charts(inputs.server_metrics, inputs.spans)
+    ttft_charts, ttft_table = server.ttft_comparison(report.get("metrics") or {}, info.get("metrics"))
+    cold_charts, cold_table = server.cold_start(info.get("cold_start_s") or {}, report.get("slo") or [])
+    body = _charts([*charts, *ttft_charts, *cold_charts])
+    if not charts:
+        body = note("No server samples (an external server, or resources.jsonl is missing).") + body
+    tables = []
+    if ttft_table:
+        tables.append(f"<h3>TTFT: client vs server</h3>{ttft_table}")
+    tables.append(f"<h3>Cold starts</h3>{cold_table}")
+    return body + grid(tables)

@@ -1,0 +1,143 @@
+"""report.html and compare.html of real runs (the CLI, the simulated server), opened in headless
+Chromium with the network cut: no error, every chart drawn, the SLO lines there, the verdict —
+and for a search the knee and capacity — on the first screen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.browser.page_check import VIEWPORT, browser_or_skip, check_report_page
+from tests.cli_helpers import ROOT, loadtest_argv, run_cli
+
+pytestmark = pytest.mark.slow
+
+RUN_SCENARIO = """name: html-run
+seed: 11
+server: {kind: simulated, ttft: 30ms, itl: 5ms, slots: 32}
+workload:
+  prompt_tokens: {kind: fixed, value: 16}
+  output_tokens: {kind: fixed, value: 16}
+traffic: [{kind: poisson, rate: 20, duration: 5s}]
+warmup: 1s
+client: {max_schedule_lag_p99: 200ms}
+slo:
+  ttft: {p95: 250ms}
+  itl: {p95: 50ms}
+  e2e: {p99: 2s}
+  output_tokens_per_s: {min: 50}
+report: {formats: [json, html]}
+"""
+
+SEARCH_SCENARIO = """name: html-search
+seed: 5
+server: {kind: simulated, ttft: 20ms, itl: 5ms, slots: 8}
+workload:
+  prompt_tokens: {kind: fixed, value: 16}
+  output_tokens: {kind: fixed, value: 16}
+search: {over: concurrency, levels: [2, 8, 16], trials: 2, level_duration: 2s, level_warmup: 0.5s}
+capacity: {peak_rate: 100, target_utilization: 0.8, redundancy: 0, cost_per_replica_hour: 2.5}
+verify: {duration: 3s, warmup: 1s}
+client: {max_schedule_lag_p99: 200ms}
+slo: {ttft: {p95: 60ms}, error_rate: {max: 1%}}
+report: {formats: [json, markdown, html]}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _browser() -> None:
+    browser_or_skip()
+
+
+def _run(tmp_path: Path, scenario: str, name: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    run = run_cli(folder, scenario, "--progress", "never", timeout=180)
+    assert run.code in (0, 1), run.stderr
+    return run.run_dir
+
+
+def test_a_run_report_opens_offline_with_every_chart_and_slo_line(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path, RUN_SCENARIO, "run")
+    facts = check_report_page(
+        run_dir / "report.html",
+        tmp_path / "report-run.png",
+        expect_slo_lines=["ttft p95", "itl p95", "e2e p99", "output_tokens_per_s"],
+        expect_charts=["arrival-rate", "in-flight", "latency-over-time", "errors", "output-tokens",
+                       "ttft-cdf", "itl-cdf", "e2e-cdf", "rss", "server-queue", "cold-starts"],
+    )  # fmt: skip
+    assert facts.verdict == "pass" and facts.banner_text.startswith("PASS")
+    assert facts.title == "html-run: PASS"
+    assert "all 4 SLOs held" in facts.first_screen and "ttft p95" in facts.first_screen
+    assert (tmp_path / "report-run.png").stat().st_size > 50_000
+    # `loadtest report` re-renders the same page from the run folder.
+    first = (run_dir / "report.html").read_text()
+    (run_dir / "report.html").unlink()
+    done = subprocess.run(loadtest_argv("report", str(run_dir)), cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (run_dir / "report.html").read_text() == first
+
+
+def test_a_search_report_shows_the_verdict_knee_and_capacity_on_the_first_screen(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path, SEARCH_SCENARIO, "search")
+    facts = check_report_page(
+        run_dir / "report.html",
+        tmp_path / "report-search.png",
+        expect_slo_lines=["ttft p95"],
+        expect_charts=["search-throughput", "search-latency", "latency-over-time", "ttft-cdf"],
+    )
+    report = json.loads((run_dir / "report.json").read_text())
+    knee, capacity = report["knee"], report["capacity"]
+    assert capacity["level"] == 8 and knee["level"] == 8, (knee, capacity)
+    throughput = facts.chart("search-throughput")
+    assert throughput.markers == ["marker-knee", "marker-capacity"]
+    assert "data-throughput-whiskers" in throughput.drawn  # two trials per level: min–max drawn
+    assert "slo-ttft-p95" in facts.chart("search-latency").slo_lines
+    # The first screen: the verdict, capacity, knee, plan, and the search charts in full.
+    assert facts.verdict == report["verdict"]
+    for text in ("CAPACITY AT SLO", "KNEE", "concurrency 8", "REPLICA PLAN", "VERIFICATION"):
+        assert text in facts.first_screen, text
+    assert (
+        throughput.bottom <= VIEWPORT["height"] and facts.chart("search-latency").bottom <= VIEWPORT["height"]
+    )
+
+
+def _compare_run(tmp_path: Path, name: str, itl: str) -> Path:
+    scenario = RUN_SCENARIO.replace("itl: 5ms", f"itl: {itl}").replace("[json, html]", "[json]")
+    return _run(tmp_path, scenario, name)
+
+
+def test_compare_writes_an_overlay_page_next_to_the_current_run(tmp_path: Path) -> None:
+    baseline = _compare_run(tmp_path, "baseline", "5ms")
+    current = _compare_run(tmp_path, "current", "8ms")
+    done = subprocess.run(
+        loadtest_argv("compare", str(baseline), str(current / "report.json")),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    page = current / "compare.html"
+    assert f"compare.html: {page}" in done.stdout
+    facts = check_report_page(
+        page,
+        tmp_path / "compare.png",
+        expect_charts=["compare-ttft-cdf", "compare-itl-cdf", "compare-e2e-cdf",
+                       "compare-ttft-p95-over-time", "compare-throughput-over-time"],
+    )  # fmt: skip
+    assert facts.verdict == "fail" and facts.banner_text.startswith("REGRESSION")
+    assert facts.chart("compare-itl-cdf").drawn == ["data-baseline-itl", "data-current-itl"]
+    assert "regression" in facts.first_screen and "itl p50" in facts.first_screen
+    chosen = tmp_path / "elsewhere" / "gate.html"
+    again = subprocess.run(
+        loadtest_argv("compare", str(baseline), str(current), "--html", str(chosen)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 1 and chosen.is_file() and f"compare.html: {chosen}" in again.stdout

@@ -1,0 +1,242 @@
+"""report.html end to end without a server: a run folder on disk through render_reports (the path
+of a run and of `loadtest report`), and a search report whose decision must come first."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loadgen.collect.records import RecordWriter, RequestRecord
+from loadgen.evaluate.levels import LevelWindow
+from loadgen.report.html.charts import slo_gid
+from loadgen.report.html.inputs import RunInputs
+from loadgen.report.html.run_report import render_run_html
+from loadgen.report.render import render_reports
+from loadgen.rundir import RunMeta, write_scenario
+from loadgen.scenario_loader import parse_scenario
+from loadgen.traffic.schedule import build_schedule
+
+SCENARIO = """name: html-unit
+seed: 3
+server: {kind: simulated}
+workload:
+  - {class: chat, weight: 3, output_tokens: {kind: fixed, value: 8}}
+  - {class: batch, weight: 1, stream: false, output_tokens: {kind: fixed, value: 8}}
+traffic: [{kind: poisson, rate: 20, duration: 10s}]
+warmup: 2s
+slo:
+  ttft: {p95: 200ms}
+  itl: {p95: 50ms}
+  e2e: {p99: 2s}
+  output_tokens_per_s: {min: 10}
+  request_rate: {min: 5}
+  cold_start: {max: 5s}
+  classes:
+    chat: {ttft: {p95: 300ms}}
+    batch: {e2e: {p99: 3s}}
+report: {formats: [json, html]}
+"""
+
+
+def _charts(page: str) -> list[str]:
+    return re.findall(r'<figure class="chart" data-chart="([^"]+)">', page)
+
+
+def _chart(page: str, chart_id: str) -> str:
+    start = page.index(f'data-chart="{chart_id}"')
+    return page[start : page.index("</figure>", start)]
+
+
+def _run_folder(tmp_path: Path) -> tuple[Path, Any, Any, RunMeta]:
+    scenario = parse_scenario(SCENARIO)
+    schedule = build_schedule(scenario)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_scenario(scenario, run_dir)
+    rng = np.random.default_rng(0)
+    writer = RecordWriter(run_dir / "requests.jsonl")
+    for planned in schedule.requests:
+        sent = planned.scheduled_s + 0.001
+        first = sent + float(rng.uniform(0.04, 0.08))
+        streamed = planned.request_class == "chat"
+        writer.write(
+            RequestRecord(
+                id=planned.id,
+                phase=planned.phase,
+                scheduled_s=planned.scheduled_s,
+                sent_s=sent,
+                first_token_s=first,
+                done_s=first + 0.07,
+                output_tokens=8,
+                itl_ms=[10.0] * 7 if streamed else [],
+                request_class=planned.request_class,
+                warmup=planned.warmup,
+            )
+        )
+    writer.close()
+    with (run_dir / "resources.jsonl").open("w") as handle:
+        for t in np.arange(0, 10.2, 0.2):
+            handle.write(
+                json.dumps({"t_s": float(t), "rss_mb": 100 + t, "processes": 1, "gpu_mb": 500.0}) + "\n"
+            )
+        for t in range(11):
+            values = {"requests_running": 2.0, "requests_waiting": 0.0, "kv_cache_usage": 0.25}
+            line = {
+                "t_s": float(t),
+                "kind": "server_metrics",
+                "source": "builtin",
+                "values": values,
+                "histograms": {},
+            }
+            handle.write(json.dumps(line) + "\n")
+    cold = {"ready": 0.5, "first_token": 0.6, "samples": [{"ready": 0.5, "first_token": 0.6}], "max": 0.6}
+    meta = RunMeta(
+        started_at="2026-01-01T00:00:00+00:00",
+        finished=True,
+        duration_s=10.5,
+        server={"kind": "simulated", "cold_start_s": cold},
+    )
+    meta.save(run_dir)
+    return run_dir, scenario, schedule, meta
+
+
+def test_a_run_folder_renders_every_chart_with_its_slo_lines(tmp_path: Path) -> None:
+    run_dir, scenario, schedule, meta = _run_folder(tmp_path)
+    report = render_reports(run_dir, scenario, schedule, meta)
+    assert report["verdict"] == "pass", report["reason"]
+    page = (run_dir / "report.html").read_text()
+    assert _charts(page) == [
+        "arrival-rate", "in-flight", "latency-over-time", "errors", "output-tokens",
+        "ttft-cdf", "itl-cdf", "e2e-cdf", "ttft-by-class", "e2e-by-class",
+        "rss", "gpu-memory", "server-queue", "kv-cache", "cold-starts",
+    ]  # fmt: skip
+    # Every SLO with a line lands on the chart of its metric; memory has no line.
+    lines = {
+        "latency-over-time": ["ttft p95", "e2e p99"],
+        "ttft-cdf": ["ttft p95"],
+        "itl-cdf": ["itl p95"],
+        "e2e-cdf": ["e2e p99"],
+        "output-tokens": ["output_tokens_per_s"],
+        "arrival-rate": ["request_rate"],
+        "ttft-by-class": ["chat: ttft p95"],
+        "e2e-by-class": ["batch: e2e p99"],
+        "cold-starts": ["cold_start"],
+    }
+    for chart_id, names in lines.items():
+        found = re.findall(r'<g class="slo" id="([^"]+)"', _chart(page, chart_id))
+        assert found == [slo_gid(name) for name in names], chart_id
+    assert '<header class="banner pass" data-verdict="pass">' in page
+    assert ">warm-up</text>" in _chart(page, "arrival-rate")  # warm-up is marked on the clock
+    assert "Workload classes" in page and "<td>batch</td>" in page
+    assert "<script" not in page and "<img" not in page and "<link" not in page
+
+
+def test_the_html_writer_reads_the_run_folder_when_given_no_inputs(tmp_path: Path) -> None:
+    from loadgen.report.writers import write_reports
+
+    run_dir, scenario, schedule, meta = _run_folder(tmp_path)
+    report = render_reports(run_dir, scenario, schedule, meta)
+    first = (run_dir / "report.html").read_text()
+    (run_dir / "report.html").unlink()
+    [path] = write_reports(report, run_dir, ["html"])
+    assert path == run_dir / "report.html" and path.read_text() == first  # same page from the files
+
+
+def _search_report() -> dict[str, Any]:
+    def level(lv: float, rps: float, ttft: float, held: bool, trials: list[float]) -> dict[str, Any]:
+        return {
+            "level": lv,
+            "throughput_rps": rps,
+            "output_tokens_per_s": rps * 16,
+            "ttft_ms": {"p95": ttft},
+            "e2e_ms": {"p95": ttft + 150},
+            "error_rate": 0.0,
+            "slo_passed": held,
+            "failed_slos": [] if held else ["ttft p95"],
+            "trial_rps": trials,
+            "steady": True,
+            "drift": 0.01,
+        }
+
+    check = {
+        "replicas": 2,
+        "rate_rps": 60.0,
+        "passed": True,
+        "achieved_rate": 59.9,
+        "ttft_ms": {"p95": 87.0},
+        "e2e_ms": {"p95": 237.0},
+        "error_rate": 0.0,
+        "checks": [],
+    }
+    return {
+        "name": "search-unit",
+        "verdict": "pass",
+        "reason": "capacity at SLO 40 req/s, knee at concurrency 8",
+        "started_at": "2026-01-01T00:00:00Z",
+        "duration_s": 60.0,
+        "metrics": {"requests": 120, "errors": 0, "achieved_rate": 40.0},
+        "server": {"kind": "simulated"},
+        "slo": [
+            {"name": "ttft p95", "threshold": 150.0, "observed": 54.0, "unit": "ms",
+             "passed": True, "op": "<="}
+        ],
+        "client": {"trustworthy": True, "schedule_lag_p99_ms": 1.0, "cpu_percent": 20.0},
+        "knee": {"over": "concurrency", "level": 8, "throughput_rps": 40.0, "kneed_level": 8, "levels": [
+            level(4, 20.0, 53.0, True, [19.5, 20.5]),
+            level(8, 40.0, 54.0, True, [39.0, 41.0]),
+            level(16, 40.0, 255.0, False, [39.8, 40.2]),
+        ]},
+        "capacity": {"rate_rps": 40.0, "ci95": [38.5, 41.5], "limiting_slo": "ttft p95", "level": 8},
+        "replicas": {"peak_rate": 60.0, "capacity_rps": 40.0, "target_utilization": 0.8, "redundancy": 0,
+                     "count": 2, "formula": "ceil(60 / (40 × 0.8)) + 0 = 2", "monthly_cost": 3650.0,
+                     "cost_per_million_tokens": 1.085,
+                     "verified": {"replicas": 2, "passed": True, "one_fewer_passed": False, "at_plan": check,
+                                  "one_fewer": {**check, "replicas": 1, "passed": False,
+                                                "ttft_ms": {"p95": 4038.0}}}},
+        "operating_point": {"level": 8, "over": "concurrency"},
+    }  # fmt: skip
+
+
+def test_a_search_page_leads_with_the_decision_and_marks_knee_and_capacity() -> None:
+    levels = [
+        LevelWindow(i, lv, "concurrency", 1.0 + 4 * i, 4.0 + 4 * i, None) for i, lv in enumerate((4, 8, 16))
+    ]
+    page = render_run_html(_search_report(), RunInputs(records=[], levels=levels, over="concurrency"))
+    order = [
+        page.index(text)
+        for text in ("<h2>Decision", "<h2>At the operating point (concurrency 8)", "<h2>Server")
+    ]
+    assert order == sorted(order)
+    decision = page[page.index("<h2>Decision") : page.index("<h2>At the operating point")]
+    for text in ("40 req/s", "concurrency 8", "2 replicas", "2 replicas held", "95% CI 38.5–41.5"):
+        assert text in decision, text
+    assert _charts(decision) == ["search-throughput", "search-latency"]
+    throughput = _chart(page, "search-throughput")
+    assert re.findall(r'<g class="marker" id="([^"]+)"', throughput) == ["marker-knee", "marker-capacity"]
+    assert 'id="data-throughput-whiskers"' in throughput and 'id="data-capacity-ci-whiskers"' in throughput
+    assert 'id="data-slo-failed"' in throughput  # the level that broke an SLO stands out
+    assert re.findall(r'<g class="slo" id="([^"]+)"', _chart(page, "search-latency")) == ["slo-ttft-p95"]
+    assert "capacity 40 req/s · knee at concurrency 8" in page  # in the banner's headline
+    plan = page[page.index("<h2>Replica plan") :]
+    assert '<tr class="fail"><td>one fewer</td>' in plan and "ceil(60 / (40 × 0.8)) + 0 = 2" in plan
+
+
+def test_failed_and_errored_runs_say_why_in_the_banner() -> None:
+    report = _search_report() | {
+        "verdict": "fail",
+        "reason": "1 of 2 SLOs failed: ttft p95 = 812 ms > 200 ms",
+    }
+    page = render_run_html(report, RunInputs(records=[]))
+    assert '<header class="banner fail" data-verdict="fail"><div class="verdict">FAIL</div>' in page
+    assert "ttft p95 = 812 ms &gt; 200 ms" in page
+    errored = render_run_html(
+        report | {"verdict": "error", "reason": "server did not start"}, RunInputs(records=[])
+    )
+    assert (
+        'data-verdict="error"><div class="verdict">ERROR</div>' in errored
+        and "server did not start" in errored
+    )
