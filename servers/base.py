@@ -16,12 +16,13 @@ import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from servers.config import StrictModel
+from servers.cpus import CpuSetting, PinningError, available_cpus, check_cpus, pin_to, split_for_server
 from servers.proctree import die_with_parent_hook, log_tail, terminate_tree
 from servers.units import format_duration
 
@@ -78,6 +79,16 @@ class Adapter(ABC):
         """`time.perf_counter_ns()` at spawn, so the caller can time spawn → first token."""
         return None
 
+    def server_cpus(self) -> tuple[int, ...] | None:
+        """The cores the server is pinned to (None: not pinned); known before it starts.
+        Raises servers.cpus.PinningError for a core list this machine cannot give."""
+        return None
+
+    @property
+    def pinning_note(self) -> str | None:
+        """Why a server that wanted its own cores shares them (too few cores), for the user."""
+        return None
+
 
 def http_get(url: str, timeout: float, api_key: str | None = None) -> tuple[int, bytes]:
     """GET a URL: (status, body) for any HTTP answer; URLError/OSError if none came."""
@@ -128,6 +139,20 @@ class LaunchSpec:
     ready_url: str  # answers HTTP 200 once the server takes requests
     env: Mapping[str, str] | None = None  # added to this process's environment
     cwd: Path | None = None
+    cpus: tuple[int, ...] | None = None  # run the server (and all it starts) on these cores only
+
+
+def _preexec(*hooks: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One `preexec_fn` running every given hook in order (None when there is none)."""
+    chosen = [hook for hook in hooks if hook is not None]
+    if not chosen:
+        return None
+
+    def run_all() -> None:
+        for hook in chosen:
+            hook()
+
+    return run_all
 
 
 def module_server_spec(
@@ -165,6 +190,28 @@ class ProcessAdapter(Adapter):
         self._proc: subprocess.Popen[bytes] | None = None
         self._spawned_at_ns: int | None = None
         self._ready_s: float | None = None
+        self._pinning_note: str | None = None
+
+    def pinning(self) -> CpuSetting:
+        """The config's core setting (`cpus:`); subclasses may turn `auto` on or off."""
+        setting: CpuSetting = getattr(self.config, "cpus", None)
+        return setting
+
+    def server_cpus(self) -> tuple[int, ...] | None:
+        setting = self.pinning()
+        if setting is None:
+            return None
+        if setting != "auto":
+            return check_cpus(setting, "server.cpus")
+        try:
+            return split_for_server(available_cpus())[0]
+        except PinningError as exc:
+            self._pinning_note = str(exc)
+            return None
+
+    @property
+    def pinning_note(self) -> str | None:
+        return self._pinning_note
 
     @abstractmethod
     def launch_spec(self) -> LaunchSpec:
@@ -185,9 +232,16 @@ class ProcessAdapter(Adapter):
     def start(self, log_path: Path) -> Endpoint:
         if self._proc is not None:
             raise RuntimeError("server already started")
+        try:
+            cpus = self.server_cpus()
+        except PinningError as exc:
+            raise ServerStartError(str(exc)) from None
         spec = self.launch_spec()
+        if spec.cpus is None and cpus:
+            spec = replace(spec, cpus=cpus)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **(spec.env or {})}
+        preexec = _preexec(die_with_parent_hook(), pin_to(spec.cpus) if spec.cpus else None)
         with log_path.open("ab") as log:
             self._spawned_at_ns = time.perf_counter_ns()
             try:
@@ -200,7 +254,7 @@ class ProcessAdapter(Adapter):
                     cwd=spec.cwd,
                     # Own session: a Ctrl-C in the terminal reaches the tool, which stops the server.
                     start_new_session=True,
-                    preexec_fn=die_with_parent_hook(),
+                    preexec_fn=preexec,
                 )
             except OSError as exc:
                 raise ServerStartError(f"cannot start {spec.argv[0]}: {exc}") from None

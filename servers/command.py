@@ -31,6 +31,7 @@ from pydantic import Field, field_validator, model_validator
 
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.config import StrictModel
+from servers.cpus import CpuSetting
 from servers.units import Duration
 
 PORT_PLACEHOLDER = "{port}"
@@ -60,6 +61,7 @@ class CommandServerConfig(StrictModel):
     model: str | None = None
     api_key_env: str | None = None  # the *name* of an environment variable, never the key
     startup_timeout: Duration = 300.0
+    cpus: CpuSetting = None  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
 
     @field_validator("argv", mode="before")
     @classmethod

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.config import StrictModel
+from servers.cpus import CpuSetting
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.units import Duration
 
@@ -26,6 +27,8 @@ class LocalModelConfig(StrictModel):
     port: int | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     startup_timeout: Duration = 300.0
+    # Cores for the server process tree ("0-2,5", [0, 1]; auto: all but the load generator's).
+    cpus: CpuSetting = None
 
     @property
     def model_name(self) -> str:

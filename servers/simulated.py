@@ -15,6 +15,7 @@ from pydantic import Field
 
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.config import StrictModel
+from servers.cpus import CpuSetting
 from servers.units import Duration, PositiveDuration, Size, parse_duration, parse_size
 
 
@@ -31,6 +32,7 @@ class SimulatedServerConfig(StrictModel):
     startup_timeout: Duration = 300.0
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = 75.0
+    cpus: CpuSetting = None  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
 
 
 class SimulatedAdapter(ProcessAdapter):

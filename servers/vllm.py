@@ -10,6 +10,7 @@
       # device: auto                    # auto | cpu | gpu; auto = cpu where nvidia-smi is absent
       # port: auto
       startup_timeout: 600s
+      # cpus: auto                      # CPU: all cores but the load generator's; or "0-2", [0, 1]
 
 Relative `python` and `model` paths are taken from the directory the tool runs in. The server is
 started as `PYTHON -m vllm.entrypoints.openai.api_server ...` (not the `vllm` console script,
@@ -19,6 +20,11 @@ answers 200, then the model comes from /v1/models.
 On CPU, unless `args`/`env` already set them, the adapter adds what the CPU build needs for a
 small model: `--dtype float32 --enforce-eager --max-model-len 512` and `VLLM_CPU_KVCACHE_SPACE=1`
 (GiB of KV cache). On GPU it adds nothing: vLLM's own defaults apply.
+
+On CPU, vLLM's engine keeps every core it is given busy, which delays the load generator's own
+wake-ups (requests leave late, streams are read late). So by default (`cpus: auto`) the whole
+process tree runs on every core but the last, with `VLLM_CPU_OMP_THREADS_BIND` set to the same
+cores, and the load generator pins itself to the last one (`client.cpus: auto`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pydantic import Field
 
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.config import StrictModel
+from servers.cpus import CpuSetting, format_cpu_list
 from servers.models import TINY_MODEL_DIR
 from servers.units import Duration
 
@@ -42,6 +49,7 @@ CPU_ARGS: tuple[tuple[str, str | None], ...] = (
     ("--max-model-len", "512"),
 )
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+OMP_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"
 # Always: a current server.log, and no usage reporting from a test bench.
 BASE_ENV = {"PYTHONUNBUFFERED": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 
@@ -57,6 +65,9 @@ class VllmServerConfig(StrictModel):
     port: int | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     startup_timeout: Duration = 600.0
+    # Cores for vLLM's process tree. auto: on CPU, every core but the load generator's (and
+    # VLLM_CPU_OMP_THREADS_BIND to match), so the two never compete; on GPU, not pinned.
+    cpus: CpuSetting = "auto"
 
 
 def _looks_like_path(name: str) -> bool:
@@ -77,6 +88,11 @@ class VllmAdapter(ProcessAdapter):
     def __init__(self, config: VllmServerConfig) -> None:
         super().__init__(config, startup_timeout=config.startup_timeout, model=config.served_model_name)
         self.vllm = config
+
+    def pinning(self) -> CpuSetting:
+        if self.vllm.cpus == "auto" and resolve_device(self.vllm.device) == "gpu":
+            return None  # the GPU does the work; its CPU-side processes stay where the OS puts them
+        return self.vllm.cpus
 
     def _model(self) -> tuple[str, bool]:
         """(what to pass as --model, whether it is a local directory)."""
@@ -119,13 +135,17 @@ class VllmAdapter(ProcessAdapter):
         env = dict(BASE_ENV)
         if local:
             env["HF_HUB_OFFLINE"] = "1"  # a local model needs no hub; never hang on the network
+        cpus = self.server_cpus()
         if resolve_device(cfg.device) == "cpu":
             for flag, value in CPU_ARGS:
                 if not _has_flag(cfg.args, flag):
                     argv += [flag] if value is None else [flag, value]
-            env.update({k: v for k, v in CPU_ENV.items() if k not in os.environ})
+            cpu_env = dict(CPU_ENV)
+            if cpus:  # OpenMP threads one per pinned core, never on the load generator's
+                cpu_env[OMP_BIND_ENV] = format_cpu_list(cpus)
+            env.update({k: v for k, v in cpu_env.items() if k not in os.environ})
         argv += cfg.args
         env.update(cfg.env)
         host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
         base_url = f"http://{host}:{port}"
-        return LaunchSpec(argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env=env)
+        return LaunchSpec(argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env=env, cpus=cpus)
