@@ -17,7 +17,12 @@ from loadgen import cli_dashboards, cli_worker, gevent_world
 from loadgen.scenario_loader import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
+    from gevent.event import Event
+
     from loadgen.distributed.protocol import DistributedOptions
+    from loadgen.evaluate.compare import Settings
+    from loadgen.scenario import Scenario
+    from loadgen.wiring import LiveOptions
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("run", "validate", "report", "compare", "dashboards", "worker")
@@ -93,15 +98,36 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="re-render the reports of a run from its requests.jsonl")
     report.add_argument("run_dir", type=Path)
     compare = commands.add_parser(
-        "compare", help="release gate: exit 1 when CURRENT regressed against BASELINE (significantly)"
+        "compare",
+        help="BASELINE CURRENT: release gate, exit 1 when CURRENT regressed (significantly); "
+        "RUN RUN RUN...: compare environments' search runs and recommend one",
+        description="Two runs: the release gate (CURRENT against BASELINE). Three or more search runs, "
+        "two with --environments, or one environments run's folder: the environment comparison "
+        "(capacity, replicas, cost) and its recommendation (exit 0; 1 when none meets the SLOs).",
     )
-    compare.add_argument("baseline", type=Path, help="baseline run directory or its report.json")
-    compare.add_argument("current", type=Path, help="current run directory or its report.json")
+    compare.add_argument(
+        "runs", type=Path, nargs="+", metavar="RUN", help="run directories (or their report.json)"
+    )
+    compare.add_argument(
+        "--environments", action="store_true", help="compare two search runs as environments"
+    )
+    compare.add_argument(
+        "--out",
+        type=Path,
+        help="environments: folder for comparison.json/md/html (default: the environments run, "
+        "else the current directory)",
+    )
     compare.add_argument(
         "--max-regression", default="10%", help="allowed move, e.g. 10%% or 0.1 (default 10%%)"
     )
     compare.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
     compare.add_argument("--json", type=Path, dest="json_path", help="also write the comparison as JSON here")
+    compare.add_argument(
+        "--html",
+        type=Path,
+        dest="html_path",
+        help="where to write compare.html (default: compare.html in CURRENT's run directory)",
+    )
     cli_dashboards.add_parser(commands)
     cli_worker.add_parser(commands)
     return parser
@@ -138,6 +164,8 @@ def _run(options: argparse.Namespace) -> int:
 
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
+    if scenario.environments:
+        return _run_environments(scenario, options, stop, show, live)
     observers = build_observers(scenario, live)
     result = run_scenario(
         scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers, workers=workers
@@ -149,6 +177,21 @@ def _run(options: argparse.Namespace) -> int:
 
         print_summary(result.report, Console())
     _print_verdict(result.report, result.run_dir)
+    return result.exit_code
+
+
+def _run_environments(
+    scenario: Scenario, options: argparse.Namespace, stop: Event, show: bool, live: LiveOptions
+) -> int:
+    """Each environment's search in its own sub-folder, then the comparison and its exit code."""
+    from rich.console import Console
+
+    from loadgen.environments.run import run_environments
+
+    result = run_environments(
+        scenario, out_dir=options.out, stop=stop, show_progress=show, live=live, console=Console(width=160)
+    )
+    print(f"loadtest: comparison written to {result.run_dir}", file=sys.stderr)
     return result.exit_code
 
 
@@ -169,32 +212,35 @@ def _distributed_options(options: argparse.Namespace, search: bool) -> Distribut
 
 
 def _report(options: argparse.Namespace) -> int:
+    from loadgen.environments.from_runs import environment_folders
     from loadgen.report.build import exit_code
-    from loadgen.report.render import render_reports
-    from loadgen.rundir import RunMeta
-    from loadgen.traffic.schedule import build_schedule
+    from loadgen.report.rerender import RerenderError, rerender_run
 
     run_dir: Path = options.run_dir
-    if not (run_dir / "requests.jsonl").exists() or not (run_dir / "scenario.yaml").exists():
-        return _fail(f"{run_dir} is not a run directory (needs scenario.yaml and requests.jsonl)")
+    if not (run_dir / "requests.jsonl").exists() and environment_folders(run_dir) is not None:
+        from loadgen.cli_environments import report_environments
+
+        return report_environments(run_dir)  # each environment's reports, then the comparison
     try:
-        scenario = load_scenario(run_dir / "scenario.yaml")
-        meta = RunMeta.load(run_dir)
-    except ScenarioError as exc:
-        return _fail(f"the run's scenario.yaml is not valid: {exc}")
-    except (OSError, ValueError) as exc:
-        return _fail(f"cannot read {run_dir / 'run.json'}: {exc}")
-    report = render_reports(run_dir, scenario, build_schedule(scenario), meta)
+        report = rerender_run(run_dir)
+    except RerenderError as exc:
+        return _fail(str(exc))
     _print_verdict(report, run_dir)
     return exit_code(report)
 
 
 def _compare(options: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from loadgen.evaluate.compare import CompareInputError, Settings, compare_runs, load_run
-    from loadgen.report.compare_report import print_comparison, write_comparison_json
+    from loadgen.evaluate.compare import Settings
     from servers.units import parse_fraction
+
+    runs: list[Path] = options.runs
+    if len(runs) != 2 or options.environments:
+        from loadgen.cli_environments import compare_environment_runs
+        from loadgen.environments.from_runs import environment_folders
+
+        if len(runs) == 1 and environment_folders(runs[0]) is None:
+            return _fail(f"{runs[0]}: give BASELINE CURRENT, several search runs, or an environments run")
+        return compare_environment_runs(runs, options.out)
 
     try:
         raw = options.max_regression
@@ -203,14 +249,40 @@ def _compare(options: argparse.Namespace) -> int:
         return _fail(f"--max-regression {raw!r}: give a percentage like 10% or a fraction like 0.1")
     if not 0 < options.alpha < 1:
         return _fail(f"--alpha must lie between 0 and 1, not {options.alpha}")
+    settings = Settings(max_regression=max_regression, alpha=options.alpha)
+    return compare_two(runs[0], runs[1], settings, options.json_path, options.html_path)
+
+
+def compare_two(
+    baseline_path: Path,
+    current_path: Path,
+    settings: Settings,
+    json_path: Path | None = None,
+    html_path: Path | None = None,
+) -> int:
+    """The two-run release gate: print the table, write the JSON (when asked) and compare.html
+    (`html_path`, default CURRENT's run directory), print its path; exit 0 no regression,
+    1 regression, 2 bad input."""
+    from rich.console import Console
+
+    from loadgen.evaluate.compare import CompareInputError, compare_runs, load_run
+    from loadgen.report.compare_report import print_comparison, write_comparison_json
+    from loadgen.report.html.compare_html import default_path, write_compare_html
+
     try:
-        baseline, current = load_run(options.baseline), load_run(options.current)
+        baseline, current = load_run(baseline_path), load_run(current_path)
     except CompareInputError as exc:
         return _fail(str(exc))
-    comparison = compare_runs(baseline, current, Settings(max_regression=max_regression, alpha=options.alpha))
-    print_comparison(comparison, Console(width=100), str(options.baseline), str(options.current))
-    if options.json_path is not None:
-        write_comparison_json(comparison, options.json_path)
+    comparison = compare_runs(baseline, current, settings)
+    print_comparison(comparison, Console(width=100), str(baseline_path), str(current_path))
+    if json_path is not None:
+        write_comparison_json(comparison, json_path)
+    html = html_path if html_path is not None else default_path(current)
+    try:
+        write_compare_html(comparison, baseline, current, html, str(baseline_path), str(current_path))
+    except OSError as exc:
+        return _fail(f"cannot write {html}: {exc}")
+    print(f"compare.html: {html}")
     return EXIT_FAIL if comparison.regressed else EXIT_PASS
 
 

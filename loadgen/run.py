@@ -43,6 +43,7 @@ from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import Schedule, build_schedule
 from loadgen.verify_run import verify_plan
 from servers.base import Adapter, Endpoint, ServerStartError
+from servers.cpus import PinningError, available_cpus, check_cpus, format_cpu_list, pin_this_process
 from servers.registry import make_adapter
 
 PROGRESS_INTERVAL_S = 0.5
@@ -68,22 +69,33 @@ def run_scenario(
     show_progress: bool,
     observers: Sequence[RunObserver] = (),
     workers: DistributedOptions | None = None,
+    run_dir: Path | None = None,
+    environment: dict[str, Any] | None = None,
 ) -> RunResult:
-    """`workers`: run the traffic on worker processes (loadgen.distributed); None: in this one."""
-    run_dir = create_run_dir(out_dir or scenario.report.dir, scenario.name)
+    """`workers`: run the traffic on worker processes (loadgen.distributed); None: in this one.
+    `run_dir`: this (new) folder instead of a fresh `<UTC>-<name>` one under `out_dir`;
+    `environment`: the compared environment this run measures, kept in run.json."""
+    if run_dir is None:
+        run_dir = create_run_dir(out_dir or scenario.report.dir, scenario.name)
+    else:
+        run_dir.mkdir(parents=True)
     write_scenario(scenario, run_dir)
     schedule = build_schedule(scenario)
-    meta = RunMeta(started_at=utc_now().isoformat(), server=_server_section(scenario))
+    meta = RunMeta(
+        started_at=utc_now().isoformat(), server=_server_section(scenario), environment=environment
+    )
     meta.save(run_dir)
     watch = Observers(observers)
     watch.run_started(RunInfo(run_id=run_dir.name, run_dir=run_dir, scenario=scenario))
     started = time.monotonic()
-    adapter = make_adapter(scenario.server)
+    adapter = make_adapter(scenario.server_config)
     writer = RecordWriter(run_dir / "requests.jsonl")
     resources = ResourceSampler(run_dir / RESOURCES_FILE, on_sample=watch.server_sample)
     scraper = _server_metrics_scraper(scenario, run_dir, watch)
     replicas: list[Adapter] = []  # more servers started to verify a replica plan
+    restore_cpus: tuple[int, ...] | None = None
     try:
+        restore_cpus = _pin_client(scenario, adapter, meta)
         if scenario.capacity is not None:
             meta.peak_rate = _peak_rate(scenario.capacity)
         endpoint = _cold_starts(adapter, scenario, run_dir, meta, resources, stop, scraper=scraper)
@@ -111,6 +123,8 @@ def run_scenario(
         for replica in replicas:
             replica.stop()
         adapter.stop()
+        if restore_cpus is not None:
+            pin_this_process(restore_cpus)  # the next run (another environment) starts unpinned
         meta.duration_s = round(time.monotonic() - started, 3)
         meta.finished = True
         meta.save(run_dir)
@@ -120,9 +134,39 @@ def run_scenario(
     return RunResult(run_dir, report, exit_code(report))
 
 
+def _pin_client(scenario: Scenario, adapter: Adapter, meta: RunMeta) -> tuple[int, ...] | None:
+    """Keep the load generator off the server's cores (server.cpus / client.cpus); returns the
+    affinity to restore afterwards (None: nothing was changed). Said in report.json's
+    `server.pinning`, and on stderr when the machine has too few cores to do it."""
+    try:
+        server = adapter.server_cpus()
+        setting = scenario.client.cpus
+        if setting is None:
+            client = None
+        elif setting != "auto":
+            client = check_cpus(setting, "client.cpus")
+        elif server:
+            client = tuple(core for core in available_cpus() if core not in server) or None
+        else:
+            client = None
+    except PinningError as exc:
+        raise RunAborted(str(exc)) from None
+    note = adapter.pinning_note
+    if note is not None:
+        print(f"loadtest: warning: {note}", file=sys.stderr, flush=True)
+    if server is None and client is None and note is None:
+        return None
+    meta.server["pinning"] = {
+        "server_cpus": format_cpu_list(server) if server else None,
+        "client_cpus": format_cpu_list(client) if client else None,
+        "note": note,
+    }
+    return pin_this_process(client) if client else None
+
+
 def _server_section(scenario: Scenario) -> dict[str, Any]:
     return {
-        "kind": scenario.server.kind,
+        "kind": scenario.server_config.kind,
         "cold_start_s": summarize_cold_starts([]),
         "memory": {"rss_mb_start": None, "rss_mb_peak": None, "growth_mb_per_min": None},
     }
@@ -192,17 +236,26 @@ def _start_server(
     adapter: Adapter, run_dir: Path, stop: gevent.event.Event, log_name: str = "server.log"
 ) -> Endpoint:
     """Start the server in a greenlet so Ctrl-C during a long startup still stops the run."""
-    starting = gevent.spawn(adapter.start, run_dir / log_name)
+
+    def start() -> Endpoint | Exception:
+        # The failure is returned, not raised: gevent would print a raised one as a traceback.
+        try:
+            return adapter.start(run_dir / log_name)
+        except Exception as exc:
+            return exc
+
+    starting = gevent.spawn(start)
     while not starting.ready():
         if stop.wait(0.05):
             starting.kill()
             raise RunAborted("interrupted while the server was starting")
-    if isinstance(starting.exception, ServerStartError):
-        raise RunAborted(str(starting.exception))
-    if starting.exception is not None:
-        raise RunAborted(f"the server adapter failed: {starting.exception!r}")
-    endpoint: Endpoint = starting.value
-    return endpoint
+    outcome = starting.value
+    if isinstance(outcome, ServerStartError):
+        raise RunAborted(str(outcome))
+    if isinstance(outcome, Exception):
+        raise RunAborted(f"the server adapter failed: {outcome!r}")
+    assert isinstance(outcome, Endpoint)
+    return outcome
 
 
 def _measure_cold_start(adapter: Adapter, endpoint: Endpoint, scenario: Scenario) -> ColdStart:
@@ -344,7 +397,7 @@ def _run_evaluator(
         meta.save(run_dir)
 
     def start_replica(number: int) -> Endpoint:
-        replica = make_adapter(scenario.server)
+        replica = make_adapter(scenario.server_config)
         replicas.append(replica)
         return _start_server(replica, run_dir, stop, log_name=f"server-replica-{number}.log")
 

@@ -34,6 +34,8 @@ class RunMeta:
     verify: dict[str, Any] | None = None
     # Distributed runs (--workers): the master's address, local worker pids, then client.workers.
     workers: dict[str, Any] | None = None
+    # A run of one compared environment: {name, notes, cost_per_replica_hour, optional}.
+    environment: dict[str, Any] | None = None
 
     def save(self, run_dir: Path) -> None:
         path = run_dir / RUN_META

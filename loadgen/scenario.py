@@ -20,6 +20,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from loadgen.environments.spec import Environment
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
@@ -35,6 +36,7 @@ from loadgen.workload import UniformLength as UniformLength
 from loadgen.workload import Workload as Workload
 from loadgen.workload import WorkloadField, workload_classes
 from servers.config import StrictModel
+from servers.cpus import CpuSetting
 from servers.registry import ServerConfig
 from servers.units import Duration, Fraction, PositiveDuration
 
@@ -194,7 +196,7 @@ class TracePhase(StrictModel):
         return scaled_count(len(self._rows), self.rate_scale) / self.duration
 
 
-def _field_error(field: str | tuple[str, ...], message: str, value: object) -> ValidationError:
+def _field_error(field: str | tuple[str | int, ...], message: str, value: object) -> ValidationError:
     """A validation error located at `field` (so the loader points at that key's line)."""
     loc = field if isinstance(field, tuple) else (field,)
     error = PydanticCustomError("trace_error", "{message}", {"message": message})
@@ -222,8 +224,8 @@ def phase_label(phase: Phase) -> str:
 # ---- run settings ------------------------------------------------------------------------------
 
 
-ReportFormat = Literal["json", "markdown", "junit"]
-REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit")
+ReportFormat = Literal["json", "markdown", "junit", "html"]
+REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html")
 
 
 class ReportConfig(StrictModel):
@@ -269,6 +271,9 @@ class ClientConfig(StrictModel):
     # streams late: in bench/capacity.py its own share of TTFT p95 was 4.3 ms at 75% CPU and
     # 5.9 ms at 83%, so 80% keeps the client's error under ~5 ms or says it could not.
     max_cpu: Fraction = 0.80
+    # Cores the load generator runs on ("1", [2, 3]). auto: when the server is pinned (vLLM on
+    # CPU is by default), the cores it was not given; otherwise wherever the OS puts it.
+    cpus: CpuSetting = "auto"
 
 
 class VerifySpec(StrictModel):
@@ -286,7 +291,8 @@ class VerifySpec(StrictModel):
 class Scenario(StrictModel):
     name: str = Field(pattern=r"^[a-z0-9_-]+$", max_length=100)
     seed: int = 0
-    server: ServerConfig
+    # The server under test; a scenario with `environments:` names one per environment instead.
+    server: ServerConfig | None = None
     # One workload (the class "default") or a list of classes drawn by weight (loadgen/workload.py).
     workload: WorkloadField = Workload()
     # Phases run in order. Not given with `search:`, which runs its own load levels.
@@ -305,6 +311,31 @@ class Scenario(StrictModel):
     search: SearchSpec | None = None
     capacity: CapacitySpec | None = None
     verify: bool | VerifySpec = False
+    # Server variants that each run the same search, then are compared (loadgen/environments/).
+    environments: list[Environment] = Field(default_factory=list, max_length=20)
+
+    @model_validator(mode="after")
+    def _one_server_section(self) -> Scenario:
+        if not self.environments:
+            if self.server is None:
+                message = "required: the server to test (or environments: to compare several)"
+                raise _field_error("server", message, None)
+            return self
+        if self.server is not None:
+            raise ValueError("give either server: or environments: (each with its own server:), not both")
+        if self.search is None or self.capacity is None:
+            raise _field_error(
+                "environments",
+                "environments are compared by capacity and replica plan: give search: and capacity: too",
+                None,
+            )
+        seen: set[str] = set()
+        for index, environment in enumerate(self.environments):
+            if environment.name in seen:
+                message = f"duplicate environment name '{environment.name}'"
+                raise _field_error(("environments", index, "name"), message, environment.name)
+            seen.add(environment.name)
+        return self
 
     @model_validator(mode="after")
     def _evaluator_parts_fit(self) -> Scenario:
@@ -351,6 +382,23 @@ class Scenario(StrictModel):
     @property
     def max_concurrency(self) -> int:
         return max((phase.max_concurrency for phase in self.traffic), default=1)
+
+    @property
+    def server_config(self) -> ServerConfig:
+        """The server under test (a scenario with environments has one per environment)."""
+        if self.server is None:
+            raise ValueError("this scenario compares environments: run it per environment")
+        return self.server
+
+    def for_environment(self, environment: Environment) -> Scenario:
+        """The scenario one environment runs: its server, its price, no other environments."""
+        capacity = self.capacity
+        if capacity is not None and environment.cost_per_replica_hour is not None:
+            capacity = capacity.model_copy(
+                update={"cost_per_replica_hour": environment.cost_per_replica_hour}
+            )
+        update: dict[str, Any] = {"server": environment.server, "environments": [], "capacity": capacity}
+        return self.model_copy(update=update)
 
     @property
     def verify_spec(self) -> VerifySpec | None:

@@ -35,7 +35,7 @@ def verify_plan(
             "replicas": count,
             "skipped": f"the plan needs {count} replicas; verify.max_replicas is {spec.max_replicas}",
         }
-    if count > 1 and scenario.server.kind == "external":
+    if count > 1 and scenario.server_config.kind == "external":
         return {
             "replicas": count,
             "skipped": "verify starts replicas only for servers the tool starts (server.kind is external)",

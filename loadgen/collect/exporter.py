@@ -340,7 +340,9 @@ class LiveExporter(RunObserver):
 
     def run_started(self, info: RunInfo) -> None:
         scenario = info.scenario
-        self.metrics.start_run(scenario.name, info.run_id, scenario.server.kind, slo_thresholds(scenario.slo))
+        self.metrics.start_run(
+            scenario.name, info.run_id, scenario.server_config.kind, slo_thresholds(scenario.slo)
+        )
         self.serve()
 
     def phase_started(self, phase: PhaseInfo) -> None:

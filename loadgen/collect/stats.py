@@ -148,12 +148,18 @@ def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWin
     }
 
 
-def phase_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) -> list[dict[str, Any]]:
-    """The `phases` list of report.json: one entry per measured window, in the given order."""
+def phase_metrics(
+    records: Iterable[RequestRecord],
+    windows: Sequence[PhaseWindow],
+    overall: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The `phases` list of report.json: one entry per measured window, in the given order.
+    `overall`: compute_metrics over all `windows`, already at hand; a single window's are the same."""
     counted = counted_records(records, windows)
     phases: list[dict[str, Any]] = []
+    reuse = overall if len(windows) == 1 else None
     for window in windows:
-        metrics = compute_metrics(counted, [window])
+        metrics = reuse if reuse is not None else compute_metrics(counted, [window])
         phases.append(
             {
                 "index": window.index,

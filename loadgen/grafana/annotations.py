@@ -66,7 +66,7 @@ class GrafanaAnnotator(RunObserver):
             return
         text = (
             f"loadtest run {self._run_id} started: scenario {self._scenario}, "
-            f"server {info.scenario.server.kind}"
+            f"server {info.scenario.server_config.kind}"
         )
         self._post(text, ["start"], self._started_ms)
 

@@ -112,7 +112,10 @@ def build_report(
     server_info = normalize_server(server)
     if "metrics" in server_info:  # the server's own /metrics (None where not scraped)
         server_info["metrics"] = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
-    classes = class_metrics(records, windows, list(slo_spec.classes) if slo_spec is not None else [])
+    named = list(slo_spec.classes) if slo_spec is not None else []
+    # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
+    several = bool(named) or len({record.request_class for record in records}) > 1
+    classes = class_metrics(records, windows, named) if several else {}
     slos = check_slos(slo_spec, metrics, server_info, classes) if slo_spec is not None else []
     client = client_trust(records, max_lag_p99_ms, client_cpu_percent, max_client_cpu_percent)
     if workers is not None:
@@ -129,7 +132,7 @@ def build_report(
         "duration_s": duration_s,
         "metrics": metrics,
         **({"classes": classes} if len(classes) > 1 else {}),
-        "phases": phase_metrics(records, windows),
+        "phases": phase_metrics(records, windows, overall=metrics),
         "server": server_info,
         "slo": [result.to_dict() for result in slos],
         "client": client,

@@ -1,0 +1,81 @@
+"""The CLI's environment comparisons from finished runs: `loadtest compare RUN RUN RUN ...`
+and `loadtest report` on an environments run's folder. Exit codes: 0 a recommendation, 1 no
+environment meets the SLOs, 2 a failed run or bad input."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from loadgen.environments.compare import PlanBasis, compare_environments, exit_code
+from loadgen.environments.from_runs import RunsError, comparison_name, environment_folders, load_runs
+from loadgen.environments.render import print_environments, write_comparison
+
+EXIT_ERROR = 2
+
+
+def _fail(message: str) -> int:
+    print(f"loadtest: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def compare_environment_runs(paths: Sequence[Path], out_dir: Path | None) -> int:
+    """Compare finished search runs (or environments runs) and recommend one; write
+    comparison.json/md/html into `out_dir` (default: the environments run given alone, else
+    the current directory)."""
+    try:
+        runs = load_runs(paths)
+    except RunsError as exc:
+        return _fail(str(exc))
+    if not runs:
+        return _fail("no run to compare")
+    if out_dir is None:
+        alone = len(paths) == 1 and environment_folders(paths[0]) is not None
+        out_dir = paths[0] if alone else Path.cwd()
+    comparison = compare_environments(runs, _basis_of(paths), name=comparison_name(paths))
+    if comparison["plan_basis"] is None:
+        return _fail("no run has a replica plan (capacity: peak_rate): nothing to size or price")
+    try:
+        written = write_comparison(comparison, out_dir)
+    except OSError as exc:
+        return _fail(f"cannot write the comparison into {out_dir}: {exc}")
+    print_environments(comparison, _console())
+    print(f"loadtest: comparison written to {', '.join(str(path) for path in written)}", file=sys.stderr)
+    return exit_code(comparison)
+
+
+def _basis_of(paths: Sequence[Path]) -> PlanBasis | None:
+    """An environments run plans for its scenario's peak; other runs for the first run's."""
+    if len(paths) != 1 or environment_folders(paths[0]) is None:
+        return None  # compare_environments takes the first report's basis
+    from loadgen.environments.run import plan_basis  # reads the scenario's capacity section
+    from loadgen.scenario_loader import ScenarioError, load_scenario
+
+    try:
+        return plan_basis(load_scenario(paths[0] / "scenario.yaml"))
+    except ScenarioError:
+        return None
+
+
+def report_environments(parent: Path) -> int:
+    """`loadtest report` on an environments run: every environment's reports again, then the
+    comparison, from the files on disk."""
+    from loadgen.report.rerender import RerenderError, rerender_run
+
+    for folder in environment_folders(parent) or []:
+        if not (folder / "requests.jsonl").exists():
+            print(f"loadtest: {folder.name}: no requests.jsonl, left as it is", file=sys.stderr)
+            continue
+        try:
+            report = rerender_run(folder)
+        except RerenderError as exc:
+            return _fail(str(exc))
+        print(f"loadtest: {folder.name}: {report.get('verdict')}: {report.get('reason')}", file=sys.stderr)
+    return compare_environment_runs([parent], parent)

@@ -1,0 +1,313 @@
+"""Compare environments from their search reports and recommend where to deploy.
+
+Pure: takes each environment's report.json (as a dict) and the plan's basis (peak rate,
+target utilisation, redundancy); returns comparison.json as a dict. Every environment's replica
+count is recomputed from its capacity at SLO with the *same* basis, so the plans compare like
+with like even when the runs came from different scenarios.
+
+The recommendation is the cheapest environment whose plan meets every SLO (its search run's
+verdict is `pass`: a level held every SLO, the verified plan held where verified, and the
+whole-run SLOs — cold start, memory growth, tokens/s — held at the operating point). Cheapest by
+monthly cost; without prices, by replica count; ties go to the higher capacity. Every other
+environment gets the reason it lost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from loadgen.evaluate.replicas import HOURS_PER_MONTH, plan_replicas
+from loadgen.fmt import format_number
+
+SCHEMA_VERSION = 1
+Status = Literal["recommended", "meets", "fails", "failed", "left out"]
+EXIT_CODES = {"recommend": 0, "none": 1, "error": 2}
+
+
+@dataclass(frozen=True)
+class PlanBasis:
+    """What every environment's replica plan is computed for."""
+
+    peak_rate: float
+    target_utilization: float
+    redundancy: int
+
+    @classmethod
+    def from_report(cls, report: Mapping[str, Any]) -> PlanBasis | None:
+        replicas = report.get("replicas") or {}
+        if replicas.get("peak_rate") is None:
+            return None
+        return cls(
+            float(replicas["peak_rate"]),
+            float(replicas.get("target_utilization") or 1.0),
+            int(replicas.get("redundancy") or 0),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "peak_rate": self.peak_rate,
+            "target_utilization": self.target_utilization,
+            "redundancy": self.redundancy,
+        }
+
+
+@dataclass(frozen=True)
+class EnvironmentRun:
+    """One environment's outcome: its report (None when the run produced none) and its price."""
+
+    name: str
+    report: Mapping[str, Any] | None
+    cost_per_replica_hour: float | None = None
+    notes: str = ""
+    optional: bool = False
+    run_dir: str | None = None
+    # Why there is no report (the run could not be made at all).
+    error: str | None = None
+
+
+def _get(data: Mapping[str, Any] | None, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _curve(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The searched levels: throughput and p95 latencies against level (throughput–latency curve)."""
+    levels = _get(report, "knee", "levels") or []
+    return [
+        {
+            "level": level["level"],
+            "throughput_rps": level["throughput_rps"],
+            "ttft_p95_ms": _get(level, "ttft_ms", "p95"),
+            "itl_p95_ms": _get(level, "itl_ms", "p95"),
+            "e2e_p95_ms": _get(level, "e2e_ms", "p95"),
+            "slo_passed": level["slo_passed"],
+        }
+        for level in levels
+    ]
+
+
+def _cold_start_s(report: Mapping[str, Any]) -> float | None:
+    cold = _get(report, "server", "cold_start_s") or {}
+    worst = cold.get("max")  # several starts: the worst one, as the cold_start SLO judges
+    return worst if worst is not None else cold.get("first_token")
+
+
+def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
+    """The comparison's numbers for one environment (None where not measured)."""
+    report = run.report or {}
+    capacity = report.get("capacity") or {}
+    metrics = report.get("metrics") or {}
+    rate = capacity.get("rate_rps")
+    tokens = capacity.get("output_tokens_per_s")
+    plan: dict[str, Any] = {}
+    if basis is not None and rate:
+        plan = plan_replicas(
+            basis.peak_rate,
+            rate,
+            basis.target_utilization,
+            basis.redundancy,
+            output_tokens_per_s=tokens,
+            cost_per_replica_hour=run.cost_per_replica_hour,
+        )
+    knee = report.get("knee") or {}
+    return {
+        "name": run.name,
+        "notes": run.notes,
+        "server_kind": _get(report, "server", "kind"),
+        "run_dir": run.run_dir,
+        "optional": run.optional,
+        "verdict": report.get("verdict", "error") if run.report is not None else "error",
+        "reason": report.get("reason") if run.report is not None else run.error,
+        "capacity_rps": rate,
+        "capacity_ci95": capacity.get("ci95"),
+        "capacity_level": capacity.get("level"),
+        "limiting_slo": capacity.get("limiting_slo"),
+        "knee_level": knee.get("level"),
+        "over": knee.get("over"),
+        "output_tokens_per_s": tokens,
+        "ttft_p95_ms": _get(metrics, "ttft_ms", "p95"),
+        "itl_p95_ms": _get(metrics, "itl_ms", "p95"),
+        "e2e_p95_ms": _get(metrics, "e2e_ms", "p95"),
+        "error_rate": metrics.get("error_rate"),
+        "cold_start_s": _cold_start_s(report),
+        "memory_growth_mb_per_min": _get(report, "server", "memory", "growth_mb_per_min"),
+        "replicas": plan.get("count"),
+        "formula": plan.get("formula"),
+        "cost_per_replica_hour": run.cost_per_replica_hour,
+        "monthly_cost": plan.get("monthly_cost"),
+        "cost_per_million_tokens": plan.get("cost_per_million_tokens"),
+        "slo_failures": [slo["name"] for slo in report.get("slo") or [] if not slo.get("passed")],
+        "curve": _curve(report),
+    }
+
+
+def _why_not_eligible(run: EnvironmentRun, row: Mapping[str, Any]) -> str | None:
+    """Why this environment's plan does not meet every SLO; None when it does."""
+    report = run.report
+    if report is None or row["verdict"] == "error":
+        reason = row["reason"] or "the run failed"
+        return f"{'left out' if run.optional else 'run failed'}: {reason}"
+    if not row["capacity_rps"]:
+        limiting = row["limiting_slo"] or "an SLO"
+        return f"fails an SLO at every load level ({limiting} failed even at the lowest)"
+    for slo in report.get("slo") or []:
+        if slo.get("passed"):
+            continue
+        observed, threshold = slo.get("observed"), slo.get("threshold")
+        if observed is None:
+            return f"fails an SLO: {slo['name']} not measured"
+        if slo["name"] == "cold_start":
+            return f"cold start over the SLO: {format_number(observed)} s > {format_number(threshold)} s"
+        if slo["name"] == "memory_growth":
+            return f"leaks: memory grows {format_number(observed)} MB/min > {format_number(threshold)} MB/min"
+        return f"fails an SLO: {slo['name']} = {format_number(observed)} {slo.get('unit', '')} at capacity"
+    verified = _get(report, "replicas", "verified") or {}
+    if verified.get("passed") is False:
+        failed = [c["name"] for c in _get(verified, "at_plan", "checks") or [] if not c.get("passed")]
+        names = ", ".join(failed) or "no requests measured"
+        return f"the plan of {verified.get('replicas')} replicas did not hold at the peak ({names} failed)"
+    if row["verdict"] != "pass":
+        return f"fails: {row['reason']}"
+    if row["replicas"] is None:
+        return "no replica plan (capacity: missing)"
+    return None
+
+
+def _rank_key(row: Mapping[str, Any], priced: bool) -> tuple[float, float, float]:
+    cost = row["monthly_cost"]
+    return (
+        (cost if cost is not None else math.inf) if priced else 0.0,
+        float(row["replicas"]),
+        -float(row["capacity_rps"] or 0.0),
+    )
+
+
+_STATUS_ORDER = {"recommended": 0, "meets": 1, "fails": 2, "failed": 3, "left out": 4}
+
+
+def _display_order(row: Mapping[str, Any]) -> tuple[float, ...]:
+    """The recommendation first, then the others that meet the SLOs by cost, then the rest."""
+    cost, replicas = row["monthly_cost"], row["replicas"]
+    return (
+        _STATUS_ORDER[row["status"]],
+        cost if cost is not None else math.inf,
+        replicas if replicas is not None else math.inf,
+        -float(row["capacity_rps"] or 0.0),
+    )
+
+
+def _lost_to(row: Mapping[str, Any], winner: Mapping[str, Any], priced: bool) -> str:
+    """Why an eligible environment is not the recommendation."""
+    if priced:
+        cost, best = row["monthly_cost"], winner["monthly_cost"]
+        if cost is None:
+            return "no cost_per_replica_hour given: it cannot be priced against the others"
+        if cost > best:
+            dearer = f"{(cost / best - 1) * 100:.0f}%" if best > 0 else "more"
+            return (
+                f"dearer by {dearer}: {row['replicas']} replicas cost {money(cost)} a month "
+                f"against {money(best)}"
+            )
+    if row["replicas"] > winner["replicas"]:
+        return f"needs {row['replicas']} replicas against {winner['replicas']}"
+    return (
+        f"as cheap, less headroom: capacity {format_number(row['capacity_rps'])} req/s per replica "
+        f"against {format_number(winner['capacity_rps'])}"
+    )
+
+
+def money(value: float | None) -> str:
+    """Two decimals, or three significant figures below 1 (0.0134 per million tokens)."""
+    if value is None:
+        return "–"
+    return f"{value:,.2f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
+
+
+def _recommendation_text(winner: Mapping[str, Any], basis: PlanBasis) -> str:
+    spare = f" + {basis.redundancy} spare" if basis.redundancy else ""
+    cost = ""
+    if winner["monthly_cost"] is not None:
+        cost = f", {money(winner['monthly_cost'])} a month"
+        if winner["cost_per_million_tokens"] is not None:
+            cost += f" ({money(winner['cost_per_million_tokens'])} per million output tokens)"
+    return (
+        f"deploy on {winner['name']}: {winner['replicas']} replicas for "
+        f"{format_number(basis.peak_rate)} req/s at {format_number(basis.target_utilization * 100)}% "
+        f"utilisation{spare}{cost}; capacity at SLO {format_number(winner['capacity_rps'])} req/s "
+        "per replica"
+    )
+
+
+def compare_environments(
+    runs: Sequence[EnvironmentRun], basis: PlanBasis | None = None, name: str = "environments"
+) -> dict[str, Any]:
+    """comparison.json: one row per environment, the recommendation, verdict, reason."""
+    if basis is None:
+        basis = next((b for run in runs if (b := PlanBasis.from_report(run.report or {}))), None)
+    rows = [_measured(run, basis) for run in runs]
+    eligible = []
+    for run, row in zip(runs, rows, strict=True):
+        row["lost_because"] = _why_not_eligible(run, row)
+        if row["lost_because"] is None:
+            eligible.append(row)
+        else:
+            failed_run = row["lost_because"].startswith(("run failed", "left out"))
+            row["status"] = ("left out" if run.optional else "failed") if failed_run else "fails"
+    priced = any(row["monthly_cost"] is not None for row in eligible)
+    winner = min(eligible, key=lambda row: _rank_key(row, priced)) if eligible else None
+    for row in eligible:
+        row["status"] = "recommended" if row is winner else "meets"
+        if row is not winner and winner is not None:
+            row["lost_because"] = _lost_to(row, winner, priced)
+    failed = [row["name"] for row in rows if row["status"] == "failed"]
+    recommendation = None
+    if winner is not None and basis is not None:
+        recommendation = {
+            "environment": winner["name"],
+            "replicas": winner["replicas"],
+            "monthly_cost": winner["monthly_cost"],
+            "cost_per_million_tokens": winner["cost_per_million_tokens"],
+            "text": _recommendation_text(winner, basis),
+        }
+    if failed:
+        verdict = "error"
+        reason = f"the run of {', '.join(failed)} failed: the comparison is incomplete"
+        if recommendation is not None:
+            reason += f"; among the rest, {recommendation['text']}"
+    elif recommendation is not None:
+        verdict, reason = "recommend", recommendation["text"]
+    else:
+        verdict = "none"
+        reason = "no environment meets every SLO" if rows else "no environment was compared"
+    ranked = sorted(rows, key=_display_order)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "verdict": verdict,
+        "reason": reason,
+        "plan_basis": basis.to_dict() if basis is not None else None,
+        "hours_per_month": HOURS_PER_MONTH,
+        "slo": _slo_bounds(runs),
+        "recommendation": recommendation,
+        "environments": ranked,
+    }
+
+
+def _slo_bounds(runs: Sequence[EnvironmentRun]) -> list[dict[str, Any]]:
+    """The SLOs the environments were judged by (from the first report that has them)."""
+    for run in runs:
+        slos = (run.report or {}).get("slo") or []
+        if slos:
+            return [{key: slo.get(key) for key in ("name", "threshold", "unit", "op")} for slo in slos]
+    return []
+
+
+def exit_code(comparison: Mapping[str, Any]) -> int:
+    """0 a recommendation, 1 no environment meets the SLOs, 2 a run failed (or anything unknown)."""
+    return EXIT_CODES.get(str(comparison.get("verdict")), 2)

@@ -1,0 +1,215 @@
+"""comparison.html: the environment comparison as one self-contained page.
+
+First screen: the recommendation (or why there is none), its replica count and cost, then the
+overlaid throughput–latency curves of every environment with each one's capacity point and the
+SLO line, and the monthly cost of each plan as bars. Below: the full table, why each other
+environment lost, and links to every environment's own report.html.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from loadgen.environments.compare import money
+from loadgen.environments.render import COLUMNS, table_rows
+from loadgen.fmt import format_number
+from loadgen.report.html.charts import PALETTE, Chart, Marker, Series, Threshold, bar_chart, line_chart
+from loadgen.report.html.page import (
+    Banner,
+    Card,
+    CellStatus,
+    Section,
+    cards,
+    escape,
+    grid,
+    note,
+    render_page,
+    table,
+)
+
+FILENAME = "comparison.html"
+_BANNER = {"recommend": ("pass", "RECOMMEND"), "none": ("fail", "NONE"), "error": ("error", "INCOMPLETE")}
+_ROW_STATUS: dict[str, CellStatus] = {
+    "recommended": "pass",
+    "meets": "none",
+    "fails": "fail",
+    "failed": "warn",
+    "left out": "none",
+}
+_BAR_COLOR = {"recommended": "#1b7f3b", "meets": "#0072B2", "fails": "#C62828"}
+
+
+def _banner(comparison: Mapping[str, Any]) -> Banner:
+    verdict, label = _BANNER.get(str(comparison["verdict"]), ("error", "ERROR"))
+    recommendation = comparison.get("recommendation")
+    if recommendation is not None:
+        headline = f"Deploy on {recommendation['environment']}: {recommendation['replicas']} replicas"
+        if recommendation.get("monthly_cost") is not None:
+            headline += f" · {money(recommendation['monthly_cost'])} a month"
+    else:
+        headline = "No environment meets every SLO" if verdict == "fail" else "The comparison is incomplete"
+    compared = len(comparison["environments"])
+    return Banner(
+        verdict, headline, str(comparison["reason"]), meta=f"{compared} environments compared", label=label
+    )
+
+
+def _decision_cards(comparison: Mapping[str, Any]) -> str:
+    rows = {row["name"]: row for row in comparison["environments"]}
+    recommendation = comparison.get("recommendation")
+    basis = comparison.get("plan_basis") or {}
+    peak = f"for {format_number(basis['peak_rate'])} req/s" if basis else "no plan"
+    if recommendation is None:
+        return cards([Card("recommendation", "none", str(comparison["reason"]), "fail", big=True)], even=True)
+    winner = rows[recommendation["environment"]]
+    spare = f" + {basis['redundancy']} spare" if basis.get("redundancy") else ""
+    per_m = winner.get("cost_per_million_tokens")
+    return cards(
+        [
+            Card("deploy on", winner["name"], winner.get("notes") or "", "pass", big=True),
+            Card(
+                "replicas",
+                str(winner["replicas"]),
+                f"{peak} at {format_number(basis['target_utilization'] * 100)}%{spare}",
+                big=True,
+            ),
+            Card(
+                "cost a month",
+                money(winner["monthly_cost"]),
+                f"{money(per_m)} per million output tokens" if per_m is not None else "no price given",
+                big=True,
+            ),
+            Card(
+                "capacity at SLO",
+                f"{format_number(winner['capacity_rps'])} req/s",
+                f"per replica · {format_number(winner['output_tokens_per_s'] or 0)} tok/s",
+                big=True,
+            ),
+        ],
+        even=True,
+    )
+
+
+def _slo_threshold(comparison: Mapping[str, Any], name: str) -> list[Threshold]:
+    for slo in comparison.get("slo") or []:
+        if slo["name"] == name and slo.get("threshold") is not None:
+            label = f"SLO {name} ≤ {format_number(slo['threshold'])} {slo.get('unit') or ''}".rstrip()
+            return [Threshold(name, float(slo["threshold"]), "y", label)]
+    return []
+
+
+def curve_chart(comparison: Mapping[str, Any], chart_id: str, key: str, slo_name: str) -> Chart | None:
+    """p95 latency against throughput per environment, each with its capacity point."""
+    series, markers = [], []
+    for number, row in enumerate(comparison["environments"]):
+        curve = sorted(
+            (point for point in row.get("curve") or [] if point.get(key) is not None),
+            key=lambda point: point["level"],
+        )
+        if not curve:
+            continue
+        color = PALETTE[number % len(PALETTE)]
+        x = [point["throughput_rps"] for point in curve]
+        y = [point[key] for point in curve]
+        series.append(Series(row["name"], x, y, label=row["name"], color=color, style="linepoints"))
+        at = [point for point in curve if point["level"] == row.get("capacity_level")]
+        if row.get("capacity_rps") and at:
+            label = f"{row['name']}: {format_number(row['capacity_rps'])} req/s"
+            markers.append(
+                Marker(f"capacity-{row['name']}", at[0]["throughput_rps"], at[0][key], label, color)
+            )
+    if not series:
+        return None
+    return line_chart(
+        chart_id,
+        f"{slo_name} against throughput",
+        "throughput (successful req/s)",
+        f"{slo_name} (ms)",
+        series,
+        thresholds=_slo_threshold(comparison, slo_name.lower()),
+        markers=markers,
+        log_y=True,
+        x_min=0,
+        caption="One point per load level searched; the marked point is each environment's capacity "
+        "at SLO (the highest level at which every SLO held).",
+    )
+
+
+def cost_chart(comparison: Mapping[str, Any]) -> Chart | None:
+    """The monthly cost of each environment's plan (only those that could be planned)."""
+    planned = [row for row in comparison["environments"] if row.get("monthly_cost") is not None]
+    if not planned:
+        return None
+    return bar_chart(
+        "cost",
+        "Cost a month of each plan",
+        [f"{row['name']} ×{row['replicas']}" for row in planned],
+        [row["monthly_cost"] for row in planned],
+        colors=[_BAR_COLOR.get(row["status"], "#9e9e9e") for row in planned],
+        value_label="cost a month",
+        caption="Replicas × price per replica-hour × 730 h. Green: recommended; blue: meets every SLO "
+        "but dearer; red: fails an SLO.",
+    )
+
+
+def _table(comparison: Mapping[str, Any]) -> str:
+    rows = table_rows(comparison)
+    statuses = [_ROW_STATUS.get(status, "none") for status, _ in rows]
+    return table(list(COLUMNS), [cells for _, cells in rows], statuses, status_column=len(COLUMNS) - 1)
+
+
+def _reasons(comparison: Mapping[str, Any]) -> str:
+    items = [
+        f"<li><b>{escape(row['name'])}</b>: {escape(row['lost_because'])}</li>"
+        for row in comparison["environments"]
+        if row["status"] != "recommended" and row.get("lost_because")
+    ]
+    return f"<ul>{''.join(items)}</ul>" if items else note("Every environment was compared; none lost.")
+
+
+def _links(comparison: Mapping[str, Any], out_dir: Path) -> str:
+    items = []
+    for row in comparison["environments"]:
+        run_dir = row.get("run_dir")
+        if not run_dir:
+            continue
+        folder = Path(run_dir) if Path(run_dir).is_absolute() else out_dir / run_dir
+        report = folder / "report.html"
+        if report.exists():
+            href, notes = escape(os.path.relpath(report, out_dir)), escape(row.get("notes") or "")
+            items.append(f'<li><a href="{href}">{escape(row["name"])}</a>: {notes}</li>')
+    return f"<ul>{''.join(items)}</ul>" if items else note("No environment has a report.html.")
+
+
+def render_comparison_html(comparison: Mapping[str, Any], out_dir: Path) -> str:
+    ttft = curve_chart(comparison, "curve-ttft", "ttft_p95_ms", "TTFT p95")
+    e2e = curve_chart(comparison, "curve-e2e", "e2e_p95_ms", "e2e p95")
+    cost = cost_chart(comparison)
+    first = [chart.html() for chart in (ttft, cost) if chart is not None]
+    itl = curve_chart(comparison, "curve-itl", "itl_p95_ms", "ITL p95")
+    later = [chart.html() for chart in (e2e, itl) if chart is not None]
+    basis = comparison.get("plan_basis")
+    basis_text = (
+        f"Every plan is sized for {format_number(basis['peak_rate'])} req/s at "
+        f"{format_number(basis['target_utilization'] * 100)}% target utilisation"
+        f"{' + ' + str(basis['redundancy']) + ' spare' if basis['redundancy'] else ''}: "
+        "ceil(peak / (capacity × utilisation)) + redundancy."
+        if basis
+        else "No replica plan: no run had a capacity: section."
+    )
+    sections = [
+        Section("Decision", _decision_cards(comparison) + note(basis_text) + grid(first), "decision"),
+        Section("Every environment", _table(comparison) + grid(later), "table"),
+        Section("Why not the others", _reasons(comparison), "reasons"),
+        Section("Each environment's own report", _links(comparison, out_dir), "links"),
+    ]
+    return render_page(f"environments: {comparison['name']}", _banner(comparison), sections)
+
+
+def write_comparison_html(comparison: Mapping[str, Any], out_dir: Path) -> Path:
+    path = out_dir / FILENAME
+    path.write_text(render_comparison_html(comparison, out_dir), encoding="utf-8")
+    return path

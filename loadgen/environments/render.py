@@ -1,0 +1,193 @@
+"""The environment comparison as the terminal shows it, as comparison.md and as comparison.json."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from loadgen.environments.compare import money
+from loadgen.fmt import format_number
+
+_STATUS_STYLE = {
+    "recommended": "bold green",
+    "meets": "",
+    "fails": "red",
+    "failed": "bold red",
+    "left out": "dim",
+}
+_HEADLINE = {
+    "recommend": "RECOMMENDATION",
+    "none": "NO ENVIRONMENT MEETS THE SLOs",
+    "error": "INCOMPLETE",
+}
+
+
+def _num(value: Any) -> str:
+    """Three significant figures or so, for tables: 18.7, 299, 54.2, 0.82."""
+    if not isinstance(value, int | float):
+        return "–"
+    size = abs(float(value))
+    digits = 0 if size >= 100 else 1 if size >= 10 else 2
+    return format_number(round(float(value), digits))
+
+
+def _capacity(row: Mapping[str, Any]) -> str:
+    text = _num(row["capacity_rps"])
+    ci = row.get("capacity_ci95")
+    if ci:
+        text += f" [{_num(ci[0])}, {_num(ci[1])}]"
+    return text
+
+
+def _knee(row: Mapping[str, Any]) -> str:
+    return _num(row["knee_level"])
+
+
+def table_rows(comparison: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """(status, cells) per environment, in the comparison's order, for every text format."""
+    rows = []
+    for row in comparison["environments"]:
+        cells = [
+            row["name"],
+            _capacity(row),
+            _knee(row),
+            _num(row["output_tokens_per_s"]),
+            _num(row["ttft_p95_ms"]),
+            _num(row["itl_p95_ms"]),
+            _num(row["e2e_p95_ms"]),
+            _num(row["cold_start_s"]),
+            _num(row["memory_growth_mb_per_min"]),
+            _num(row["replicas"]),
+            money(row["monthly_cost"]),
+            money(row["cost_per_million_tokens"]),
+            row["status"],
+        ]
+        rows.append((row["status"], cells))
+    return rows
+
+
+COLUMNS: Sequence[str] = (
+    "environment",
+    "capacity req/s",
+    "knee",
+    "tok/s",
+    "TTFT p95 ms",
+    "ITL p95 ms",
+    "e2e p95 ms",
+    "cold start s",
+    "mem MB/min",
+    "replicas",
+    "per month",
+    "per M tok",
+    "status",
+)
+
+
+def _reasons(comparison: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(environment, why it lost) for every environment but the recommendation."""
+    return [
+        (row["name"], row["lost_because"])
+        for row in comparison["environments"]
+        if row["status"] != "recommended" and row.get("lost_because")
+    ]
+
+
+def _basis_line(comparison: Mapping[str, Any]) -> str:
+    basis = comparison.get("plan_basis")
+    if not basis:
+        return "no replica plan: no run had a capacity: section"
+    spare = f" + {basis['redundancy']} spare" if basis["redundancy"] else ""
+    return (
+        f"plans for a peak of {format_number(basis['peak_rate'])} req/s at "
+        f"{format_number(basis['target_utilization'] * 100)}% target utilisation{spare}; capacity and "
+        "latencies at SLO (the highest load level at which every SLO held)"
+    )
+
+
+# The terminal's narrower table: the three p95 latencies share a column, so do the two costs.
+_TERMINAL_COLUMNS: Sequence[str] = (
+    "environment",
+    "capacity\nreq/s",
+    "knee",
+    "tok/s",
+    "p95 ms\nTTFT/ITL/e2e",
+    "cold\nstart s",
+    "memory\nMB/min",
+    "replicas",
+    "cost a month\n(per M tok)",
+    "status",
+)
+
+
+def _terminal_cells(cells: Sequence[str]) -> list[str]:
+    name, capacity, knee, tokens, ttft, itl, e2e, cold, memory, replicas, month, per_m, status = cells
+    cost = month if per_m == "–" else f"{month} ({per_m})"
+    return [name, capacity, knee, tokens, f"{ttft}/{itl}/{e2e}", cold, memory, replicas, cost, status]
+
+
+def print_environments(comparison: Mapping[str, Any], console: Console) -> None:
+    table = Table(title=f"environments: {comparison['name']}", title_justify="left")
+    last = len(_TERMINAL_COLUMNS) - 1
+    for index, column in enumerate(_TERMINAL_COLUMNS):
+        table.add_column(
+            column, justify="left" if index in (0, last) else "right", no_wrap=index in (0, last)
+        )
+    for status, cells in table_rows(comparison):
+        table.add_row(*_terminal_cells(cells), style=_STATUS_STYLE[status] or None)
+    console.print(table)
+    console.print(_basis_line(comparison), markup=False, soft_wrap=True)
+    for name, why in _reasons(comparison):
+        console.print(f"  {name}: {why}", markup=False, soft_wrap=True)
+    headline = _HEADLINE[str(comparison["verdict"])]
+    console.print(f"{headline}: {comparison['reason']}", markup=False, soft_wrap=True)
+
+
+def render_markdown(comparison: Mapping[str, Any]) -> str:
+    lines = [
+        f"# Environments: {comparison['name']}",
+        "",
+        f"**{_HEADLINE[str(comparison['verdict'])]}**: {comparison['reason']}",
+        "",
+        _basis_line(comparison) + ".",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "| "
+        + " | ".join("---" if i in (0, len(COLUMNS) - 1) else "---:" for i in range(len(COLUMNS)))
+        + " |",
+    ]
+    for status, cells in table_rows(comparison):
+        if status == "recommended":
+            cells = [f"**{cell}**" for cell in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    reasons = _reasons(comparison)
+    if reasons:
+        lines += ["", "## Why not the others", ""]
+        lines += [f"- **{name}**: {why}" for name, why in reasons]
+    notes = [(row["name"], row["notes"]) for row in comparison["environments"] if row.get("notes")]
+    if notes:
+        lines += ["", "## Environments", ""]
+        lines += [f"- **{name}**: {text}" for name, text in notes]
+    if comparison.get("slo"):
+        lines += ["", "## SLOs", ""]
+        for slo in comparison["slo"]:
+            unit = slo.get("unit") or ""
+            lines.append(f"- {slo['name']} {slo.get('op', '<=')} {_num(slo['threshold'])} {unit}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def write_comparison(comparison: Mapping[str, Any], out_dir: Path) -> list[Path]:
+    """comparison.json and comparison.md (and comparison.html) in `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "comparison.json"
+    text = json.dumps(comparison, indent=2, ensure_ascii=False, allow_nan=False)
+    json_path.write_text(text + "\n", encoding="utf-8")
+    md_path = out_dir / "comparison.md"
+    md_path.write_text(render_markdown(comparison), encoding="utf-8")
+    from loadgen.environments.html import write_comparison_html  # matplotlib: only when writing
+
+    return [json_path, md_path, write_comparison_html(comparison, out_dir)]

@@ -1,0 +1,127 @@
+"""`loadtest run` on a scenario with `environments:`: the same search on each server variant in
+turn, each a complete run folder of its own (`<run>/<environment>/`), then the comparison.
+
+Lives in the gevent world (import only after monkey-patching), like loadgen.run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gevent.event
+from rich.console import Console
+
+from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
+from loadgen.environments.render import print_environments, write_comparison
+from loadgen.environments.spec import Environment
+from loadgen.evaluate.replicas import peak_rate_of
+from loadgen.rundir import create_run_dir, write_scenario
+from loadgen.scenario import Scenario
+from loadgen.search_run import print_line
+from loadgen.wiring import LiveOptions, build_observers
+
+
+@dataclass(frozen=True)
+class EnvironmentsResult:
+    run_dir: Path
+    comparison: dict[str, Any]
+    exit_code: int
+
+
+def environment_meta(environment: Environment) -> dict[str, Any]:
+    """What run.json keeps of the environment a run measured (compare reads it back)."""
+    return {
+        "name": environment.name,
+        "notes": environment.notes,
+        "cost_per_replica_hour": environment.cost_per_replica_hour,
+        "optional": environment.optional,
+    }
+
+
+def plan_basis(scenario: Scenario) -> PlanBasis | None:
+    """The scenario's replica-plan basis; None when its peak rate cannot be read."""
+    capacity = scenario.capacity
+    if capacity is None:
+        return None
+    try:
+        peak = peak_rate_of(capacity)
+    except ValueError:
+        return None  # every environment's own run reports the broken trace
+    return PlanBasis(peak, capacity.target_utilization, capacity.redundancy)
+
+
+def run_environments(
+    scenario: Scenario,
+    *,
+    out_dir: Path | None,
+    stop: gevent.event.Event,
+    show_progress: bool,
+    live: LiveOptions,
+    console: Console,
+) -> EnvironmentsResult:
+    """Run every environment's search (in the scenario's order), then compare them."""
+    from loadgen.run import run_scenario  # the gevent-world run, imported once patched
+
+    parent = create_run_dir(out_dir or scenario.report.dir, scenario.name)
+    write_scenario(scenario, parent)
+    runs: list[EnvironmentRun] = []
+    total = len(scenario.environments)
+    for number, environment in enumerate(scenario.environments, start=1):
+        meta = environment_meta(environment)
+        if stop.is_set():
+            runs.append(_not_run(environment, "interrupted before it started"))
+            continue
+        described = f"{environment.name} ({environment.server.kind}"
+        described += f", {environment.notes})" if environment.notes else ")"
+        print_line(f"environment {number} of {total}: {described}")
+        own = scenario.for_environment(environment)
+        # The exporter lingers only after the last environment: a scraper sees one run at a time.
+        observers = build_observers(own, LiveOptions(live.prometheus_port, live.linger and number == total))
+        result = run_scenario(
+            own,
+            out_dir=None,
+            run_dir=parent / environment.name,
+            stop=stop,
+            show_progress=show_progress,
+            observers=observers,
+            environment=meta,
+        )
+        report = result.report
+        print_line(f"environment {environment.name}: {report.get('verdict')}: {report.get('reason')}")
+        runs.append(
+            EnvironmentRun(
+                name=environment.name,
+                report=report,
+                cost_per_replica_hour=environment.cost_per_replica_hour,
+                notes=environment.notes,
+                optional=environment.optional,
+                run_dir=environment.name,
+            )
+        )
+    comparison = compare_environments(runs, plan_basis(scenario), name=scenario.name)
+    if stop.is_set():
+        comparison["verdict"] = "error"
+        comparison["reason"] = "interrupted: " + comparison["reason"]
+    finish_comparison(comparison, parent, console)
+    return EnvironmentsResult(parent, comparison, exit_code(comparison))
+
+
+def finish_comparison(comparison: dict[str, Any], out_dir: Path, console: Console) -> Sequence[Path]:
+    """Write comparison.json/md/html into `out_dir` and print the table and the verdict."""
+    written = write_comparison(comparison, out_dir)
+    print_environments(comparison, console)
+    return written
+
+
+def _not_run(environment: Environment, why: str) -> EnvironmentRun:
+    return EnvironmentRun(
+        name=environment.name,
+        report=None,
+        cost_per_replica_hour=environment.cost_per_replica_hour,
+        notes=environment.notes,
+        optional=environment.optional,
+        error=why,
+    )

@@ -1,0 +1,29 @@
+"""`loadtest report RUN_DIR`: recompute a finished run's reports from the files in its folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from loadgen.report.render import render_reports
+from loadgen.rundir import RunMeta
+from loadgen.scenario_loader import ScenarioError, load_scenario
+from loadgen.traffic.schedule import build_schedule
+
+
+class RerenderError(Exception):
+    """The folder cannot be re-rendered (the message says why)."""
+
+
+def rerender_run(run_dir: Path) -> dict[str, Any]:
+    """Every report format of one run, written again from requests.jsonl; returns report.json."""
+    if not (run_dir / "requests.jsonl").exists() or not (run_dir / "scenario.yaml").exists():
+        raise RerenderError(f"{run_dir} is not a run directory (needs scenario.yaml and requests.jsonl)")
+    try:
+        scenario = load_scenario(run_dir / "scenario.yaml")
+        meta = RunMeta.load(run_dir)
+    except ScenarioError as exc:
+        raise RerenderError(f"the run's scenario.yaml is not valid: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise RerenderError(f"cannot read {run_dir / 'run.json'}: {exc}") from None
+    return render_reports(run_dir, scenario, build_schedule(scenario), meta)

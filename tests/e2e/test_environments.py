@@ -1,0 +1,163 @@
+"""`environments:` end to end: each variant's search in its own run folder, then a comparison
+whose recommendation the per-environment numbers support, and its exit code."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadgen.report.html.charts import gid
+from tests.browser.page_check import browser_or_skip, check_report_page
+from tests.cli_helpers import ROOT, loadtest_argv, run_cli
+
+pytestmark = pytest.mark.slow
+
+RUN_FILES = {"scenario.yaml", "run.json", "requests.jsonl", "report.json", "report.md", "server.log"}
+
+SIMULATED = """
+name: envs
+seed: 3
+workload:
+  api: chat
+  prompt_tokens: {kind: fixed, value: 16}
+  output_tokens: {kind: fixed, value: 16}
+search: {over: concurrency, levels: [4, 16], level_duration: 2s, level_warmup: 0.5s}
+capacity: {peak_rate: 60, target_utilization: 0.8, redundancy: 1}
+slo:
+  ttft: {p95: 150ms}
+  error_rate: {max: 1%}
+environments:
+  # Each request holds a slot 50 + 15 × 10 = 200 ms: 4 slots serve 20 req/s, 16 serve 80.
+  - {name: small, notes: 4 slots, cost_per_replica_hour: 1.0,
+     server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 4}}
+  - {name: big, notes: 16 slots, cost_per_replica_hour: 3.0,
+     server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 16}}
+  - {name: slow, cost_per_replica_hour: 0.5, server: {kind: simulated, ttft: 200ms, itl: 10ms, slots: 16}}
+  - {name: absent, optional: true, cost_per_replica_hour: 0.1,
+     server: {kind: vllm, python: /nonexistent/bin/python}}
+"""
+
+
+def _comparison(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "comparison.json").read_text())
+    return data
+
+
+def _rows(comparison: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in comparison["environments"]}
+
+
+def test_simulated_environments_end_in_the_cheapest_plan_that_holds(tmp_path: Path):
+    run = run_cli(tmp_path, SIMULATED, timeout=240)
+    assert run.code == 0, run.stderr
+    parent = run.run_dir
+    assert {"scenario.yaml", "comparison.json", "comparison.md"} <= {p.name for p in parent.iterdir()}
+    for name in ("small", "big", "slow"):
+        assert {p.name for p in (parent / name).iterdir()} >= RUN_FILES, name
+        meta = json.loads((parent / name / "run.json").read_text())
+        assert meta["environment"]["name"] == name
+    comparison = _comparison(parent)
+    rows = _rows(comparison)
+    # Each plan is the arithmetic on that environment's own measured capacity.
+    for name in ("small", "big"):
+        report = json.loads((parent / name / "report.json").read_text())
+        capacity = report["capacity"]["rate_rps"]
+        assert rows[name]["capacity_rps"] == capacity
+        assert rows[name]["replicas"] == math.ceil(round(60 / (capacity * 0.8), 9)) + 1
+        assert rows[name]["monthly_cost"] == pytest.approx(
+            rows[name]["replicas"] * rows[name]["cost_per_replica_hour"] * 730
+        )
+    # 4 slots of 200 ms: ~20 req/s; 16 slots: ~80 req/s (closed-loop convoys read a few % low).
+    assert 15 <= rows["small"]["capacity_rps"] <= 21 and 60 <= rows["big"]["capacity_rps"] <= 81
+    assert comparison["recommendation"]["environment"] == "small"
+    assert rows["small"]["monthly_cost"] < rows["big"]["monthly_cost"]
+    assert rows["big"]["status"] == "meets" and rows["big"]["lost_because"].startswith("dearer by")
+    assert rows["slow"]["status"] == "fails" and rows["slow"]["capacity_rps"] == 0
+    assert rows["absent"]["status"] == "left out" and "not found" in rows["absent"]["lost_because"]
+    assert "RECOMMENDATION: deploy on small" in run.stdout
+    assert "**RECOMMENDATION**" in (parent / "comparison.md").read_text()
+
+    # The same comparison from the finished runs, and `loadtest report` on the whole folder.
+    out = tmp_path / "again"
+    again = _cli(
+        "compare", str(parent / "small"), str(parent / "big"), str(parent / "slow"), "--out", str(out)
+    )
+    assert again.returncode == 0, again.stderr
+    recompared = _rows(_comparison(out))
+    assert set(recompared) == {"small", "big", "slow"}
+    for name in recompared:
+        assert recompared[name]["replicas"] == rows[name]["replicas"]
+        assert recompared[name]["monthly_cost"] == rows[name]["monthly_cost"]
+    (parent / "comparison.json").unlink()
+    (parent / "small" / "report.json").unlink()
+    rerendered = _cli("report", str(parent))
+    assert rerendered.returncode == 0, rerendered.stderr
+    assert (parent / "small" / "report.json").exists()
+    assert _comparison(parent)["recommendation"] == comparison["recommendation"]
+    # One run alone is neither a gate nor a comparison.
+    assert _cli("compare", str(parent / "small")).returncode == 2
+    _check_in_browser(parent / "comparison.html", tmp_path / "comparison.png")
+
+
+def _check_in_browser(page: Path, screenshot: Path) -> None:
+    """comparison.html opened offline in headless Chromium: no error, every chart drawn, the TTFT
+    SLO line there, the recommendation in the banner (last, as it skips without a browser)."""
+    browser_or_skip()
+    facts = check_report_page(
+        page, screenshot, expect_slo_lines=["ttft p95"], expect_charts=["curve-ttft", "cost"]
+    )
+    comparison = _comparison(page.parent)
+    winner = comparison["recommendation"]["environment"]
+    assert facts.verdict == "pass" and f"Deploy on {winner}" in facts.banner_text
+    curve = facts.chart("curve-ttft")
+    planned = [row["name"] for row in comparison["environments"] if row["capacity_rps"]]
+    assert {f"marker-{gid('capacity-' + name)}" for name in planned} <= set(curve.markers)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(loadtest_argv(*args), cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_no_environment_meeting_the_slos_exits_1(tmp_path: Path):
+    text = SIMULATED.split("environments:")[0] + (
+        "environments:\n  - {name: slow, server: {kind: simulated, ttft: 200ms, itl: 10ms, slots: 16}}\n"
+    )
+    run = run_cli(tmp_path, text, timeout=120)
+    assert run.code == 1, run.stderr
+    comparison = _comparison(run.run_dir)
+    assert comparison["verdict"] == "none" and comparison["recommendation"] is None
+    assert "NO ENVIRONMENT MEETS THE SLOs" in run.stdout
+
+
+def test_bundled_environments_scenario_recommends_on_real_runtimes(tmp_path: Path):
+    """scenarios/environments.yaml as shipped: ONNX Runtime (1 and 2 threads), PyTorch (float32,
+    bfloat16) and, where .venv-vllm exists, vLLM pinned to its own core."""
+    run = run_cli(tmp_path, ROOT / "scenarios" / "environments.yaml", timeout=900)
+    assert run.code == 0, run.stderr[-3000:]
+    comparison = _comparison(run.run_dir)
+    rows = _rows(comparison)
+    assert set(rows) == {"ort-1thread", "ort-2threads", "torch-fp32", "torch-bf16", "vllm-cpu"}
+    for name in ("ort-1thread", "ort-2threads", "torch-fp32", "torch-bf16"):
+        assert rows[name]["status"] in ("recommended", "meets", "fails"), rows[name]
+        assert rows[name]["capacity_rps"] > 0 and rows[name]["replicas"] >= 2  # 200 req/s > one CPU replica
+    # The recommendation is the cheapest plan among those that meet every SLO.
+    holding = [row for row in rows.values() if row["status"] in ("recommended", "meets")]
+    cheapest = min(row["monthly_cost"] for row in holding)
+    winner = rows[comparison["recommendation"]["environment"]]
+    assert winner["status"] == "recommended" and winner["monthly_cost"] == cheapest
+    assert comparison["recommendation"]["replicas"] == winner["replicas"]
+    vllm_python = ROOT / ".venv-vllm" / "bin" / "python"
+    if os.environ.get("LOADTEST_VLLM_PYTHON") and vllm_python.exists():
+        # Pinned to its own core, vLLM's run is trustworthy: it is compared, not left out.
+        report = json.loads((run.run_dir / "vllm-cpu" / "report.json").read_text())
+        assert report["client"]["trustworthy"], report["reason"]
+        assert rows["vllm-cpu"]["status"] != "left out", rows["vllm-cpu"]
+    else:
+        assert rows["vllm-cpu"]["status"] == "left out"
+    _check_in_browser(run.run_dir / "comparison.html", tmp_path / "comparison.png")
