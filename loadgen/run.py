@@ -43,7 +43,7 @@ from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import Schedule, build_schedule
 from loadgen.verify_run import verify_plan
 from servers.base import Adapter, Endpoint, ServerStartError
-from servers.cpus import PinningError, available_cpus, check_cpus, format_cpu_list, pin_this_process
+from servers.cpus import PinningError, client_cores, pin_this_process, pinning_summary
 from servers.registry import make_adapter
 
 PROGRESS_INTERVAL_S = 0.5
@@ -136,31 +136,18 @@ def run_scenario(
 
 def _pin_client(scenario: Scenario, adapter: Adapter, meta: RunMeta) -> tuple[int, ...] | None:
     """Keep the load generator off the server's cores (server.cpus / client.cpus); returns the
-    affinity to restore afterwards (None: nothing was changed). Said in report.json's
+    affinity to restore afterwards (None: nothing changed). Said in report.json's
     `server.pinning`, and on stderr when the machine has too few cores to do it."""
     try:
         server = adapter.server_cpus()
-        setting = scenario.client.cpus
-        if setting is None:
-            client = None
-        elif setting != "auto":
-            client = check_cpus(setting, "client.cpus")
-        elif server:
-            client = tuple(core for core in available_cpus() if core not in server) or None
-        else:
-            client = None
+        client = client_cores(scenario.client.cpus, server)
     except PinningError as exc:
         raise RunAborted(str(exc)) from None
     note = adapter.pinning_note
     if note is not None:
         print(f"loadtest: warning: {note}", file=sys.stderr, flush=True)
-    if server is None and client is None and note is None:
-        return None
-    meta.server["pinning"] = {
-        "server_cpus": format_cpu_list(server) if server else None,
-        "client_cpus": format_cpu_list(client) if client else None,
-        "note": note,
-    }
+    if server or client or note:
+        meta.server["pinning"] = pinning_summary(server, client, note)
     return pin_this_process(client) if client else None
 
 

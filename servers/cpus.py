@@ -147,3 +147,26 @@ def pin_this_process(cores: Iterable[int]) -> tuple[int, ...]:
         except (ProcessLookupError, PermissionError):
             continue  # a thread that just ended, or one we may not move
     return before
+
+
+def client_cores(setting: CpuSetting, server: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The load generator's cores for `client.cpus`: a list as given (checked), `auto` the cores
+    the server was not given when it was pinned, None (or nothing left) not pinned."""
+    if setting is None:
+        return None
+    if setting != "auto":
+        return check_cpus(setting, "client.cpus")
+    if not server:
+        return None
+    return tuple(core for core in available_cpus() if core not in server) or None
+
+
+def pinning_summary(
+    server: tuple[int, ...] | None, client: tuple[int, ...] | None, note: str | None
+) -> dict[str, str | None]:
+    """report.json's `server.pinning`."""
+    return {
+        "server_cpus": format_cpu_list(server) if server else None,
+        "client_cpus": format_cpu_list(client) if client else None,
+        "note": note,
+    }

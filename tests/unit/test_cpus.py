@@ -12,9 +12,11 @@ from servers.base import ServerStartError
 from servers.cpus import (
     PinningError,
     available_cpus,
+    client_cores,
     format_cpu_list,
     parse_cpu_list,
     pin_this_process,
+    pinning_summary,
     split_for_server,
 )
 from servers.simulated import SimulatedAdapter, SimulatedServerConfig
@@ -91,3 +93,15 @@ def test_pinning_this_process_moves_every_thread_and_can_be_undone():
     finally:
         pin_this_process(before)
     assert available_cpus() == CORES
+
+
+def test_the_client_takes_what_the_server_left_only_when_the_server_is_pinned():
+    assert client_cores(None, (CORES[0],)) is None
+    assert client_cores("auto", None) is None
+    assert client_cores("auto", CORES) is None  # nothing left: not pinned
+    if len(CORES) >= 2:
+        assert client_cores("auto", CORES[:-1]) == CORES[-1:]
+        assert client_cores((CORES[0],), None) == (CORES[0],)
+    with pytest.raises(PinningError, match=r"client\.cpus"):
+        client_cores((max(CORES) + 1,), None)
+    assert pinning_summary((0, 1, 2), (3,), None) == {"server_cpus": "0-2", "client_cpus": "3", "note": None}
