@@ -94,9 +94,18 @@ def _passed_or_untrusted(run: CliRun) -> None:
 
 def test_same_scenario_runs_on_torch(tmp_path: Path):
     run = run_cli(tmp_path, _with_server(tmp_path, {"kind": "torch"}))
-    _passed_or_untrusted(run)
     report = _check_ran_end_to_end(run)
     assert report["server"]["kind"] == "torch"
+    # PyTorch on one thread serves the quickstart's 640 tok/s near its limit on this VM: its
+    # Poisson bursts queue (seen: TTFT p95 30 ms to 570 ms between runs, with the code before
+    # and after issue 10 alike), so the ORT-tuned TTFT SLO may fail. That verdict is the
+    # server's; what this test checks is that the tool measured it end to end and judged it.
+    if run.code == 1:
+        failed = [slo["name"] for slo in report["slo"] if not slo["passed"]]
+        assert failed and set(failed) <= {"ttft p95", "itl p95", "e2e p99"}, report["slo"]
+        assert report["client"]["trustworthy"]
+    else:
+        _passed_or_untrusted(run)
 
 
 @pytest.mark.vllm
