@@ -31,7 +31,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from servers.config import StrictModel
-from servers.units import PositiveDuration
+from servers.units import PositiveDuration, Size
 
 # The validation context key under which the scenario file's folder is passed: a relative
 # dataset or trace path counts from there (else from the working directory).
@@ -187,6 +187,9 @@ class Workload(StrictModel):
     ignore_eos: bool = True
     # Longest a single request may take before it is recorded as a timeout.
     request_timeout: PositiveDuration = 300.0
+    # Longest SSE line (or error body) read from a response: beyond it the request fails as
+    # `line too long` and its connection is dropped, so one huge line cannot tie up the client.
+    max_line: Annotated[Size, Field(gt=0)] = 1_048_576
     # Prompts from a JSONL file instead of prompt_tokens (relative: from the scenario's folder).
     dataset: str | None = None
     tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts

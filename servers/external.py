@@ -8,9 +8,9 @@ import socket
 import time
 import urllib.error
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from servers.base import Adapter, Endpoint, ServerStartError, first_model_id, http_get
 from servers.config import StrictModel
@@ -26,6 +26,9 @@ class ExternalServerConfig(StrictModel):
     # ready yet (e.g. HTTP 503 while loading) is waited for up to startup_timeout.
     connect_timeout: Duration = 5.0
     startup_timeout: Duration = 300.0
+    # This many connection failures in a row mid-run mean the server is gone: the run stops
+    # with verdict `error` ("unreachable since t=…") instead of measuring a dead endpoint.
+    unreachable_after: Annotated[int, Field(ge=1)] = 20
 
     @field_validator("url")
     @classmethod
