@@ -8,12 +8,17 @@ one-line reason on stderr. Gevent's monkey-patching happens here, in `run` only,
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loadgen import cli_dashboards, cli_worker, gevent_world
+from loadgen.disk import DiskError
+from loadgen.redact import redact
 from loadgen.scenario_loader import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
@@ -45,7 +50,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dashboards": cli_dashboards.handle,
         "worker": cli_worker.handle,
     }[options.command]
-    return handler(options)
+    # Until a command installs its own handlers (the gevent world's), Ctrl-C or a SIGTERM ends
+    # it with one line and exit 2, never a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        return handler(options)
+    except KeyboardInterrupt:
+        print(f"loadtest: {options.command}: interrupted before anything ran", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _interrupted(signum: int, _: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,6 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate = commands.add_parser("validate", help="check a scenario file; print OK or located errors")
     validate.add_argument("file", type=Path)
+    validate.add_argument(
+        "--workers", type=int, default=0, metavar="N", help="check the rates against N sending processes"
+    )
     report = commands.add_parser("report", help="re-render the reports of a run from its requests.jsonl")
     report.add_argument("run_dir", type=Path)
     compare = commands.add_parser(
@@ -134,25 +153,35 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    print(f"loadtest: error: {message}", file=sys.stderr)
+    print(f"loadtest: error: {redact(message)}", file=sys.stderr)
     return EXIT_ERROR
 
 
-def _validate(options: argparse.Namespace) -> int:
+def _load(path: Path, senders: int) -> Scenario | None:
+    """The scenario, or None once its located errors are on stderr. Any input is refused with a
+    located message (tests/unit/test_scenario_fuzz.py); an exception from validation itself is a
+    bug, but the user still gets one line and exit 2, not a traceback."""
     try:
-        load_scenario(options.file)
+        return load_scenario(path, senders=max(1, senders))
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
+    except Exception as exc:
+        reason = f"internal error while validating ({type(exc).__name__}: {exc}); please report it"
+        print(f"{path}:1:1: {reason}", file=sys.stderr)
+    return None
+
+
+def _validate(options: argparse.Namespace) -> int:
+    if _load(options.file, options.workers) is None:
         return EXIT_ERROR
     print("OK")
     return EXIT_PASS
 
 
 def _run(options: argparse.Namespace) -> int:
-    try:
-        scenario = load_scenario(options.file)
-    except ScenarioError as exc:
-        print(exc, file=sys.stderr)
+    # The rates are checked against the processes that will send: --workers and remote ones.
+    scenario = _load(options.file, options.workers + options.remote_workers)
+    if scenario is None:
         return EXIT_ERROR
     try:
         workers = _distributed_options(options, scenario.search is not None)
@@ -165,11 +194,17 @@ def _run(options: argparse.Namespace) -> int:
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
     if scenario.environments:
-        return _run_environments(scenario, options, stop, show, live)
+        try:
+            return _run_environments(scenario, options, stop, show, live)
+        except DiskError as exc:
+            return _fail(str(exc))
     observers = build_observers(scenario, live)
-    result = run_scenario(
-        scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers, workers=workers
-    )
+    try:
+        result = run_scenario(
+            scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers, workers=workers
+        )
+    except DiskError as exc:  # the run folder cannot be made or written: nothing was started
+        return _fail(str(exc))
     if show:
         from rich.console import Console
 
@@ -208,6 +243,11 @@ def _distributed_options(options: argparse.Namespace, search: bool) -> Distribut
     host, _, port_text = options.master_bind.rpartition(":")
     if not host or not port_text.isdigit():
         raise ValueError(f"--master-bind {options.master_bind!r}: give HOST:PORT (PORT 0: a free one)")
+    from loadgen.distributed.auth import check_master_bind, worker_secret
+
+    warning = check_master_bind(host, worker_secret())  # wide without a secret: ValueError, exit 2
+    if warning:
+        print(f"loadtest: warning: {warning}", file=sys.stderr)
     return DistributedOptions(options.workers, options.remote_workers, host, int(port_text))
 
 
@@ -288,8 +328,21 @@ def compare_two(
 
 def _print_verdict(report: dict[str, object], run_dir: Path) -> None:
     verdict = str(report.get("verdict", "error"))
-    print(f"loadtest: {verdict}: {report.get('reason', '')} (run: {run_dir})", file=sys.stderr)
+    print(f"loadtest: {verdict}: {redact(str(report.get('reason', '')))} (run: {run_dir})", file=sys.stderr)
+
+
+def entry() -> None:
+    """The `loadtest` command: main(), then out at once. A run's heap (Locust, numpy, matplotlib,
+    every record) takes about half a second to tear down, which Ctrl-C should not wait for; the
+    exporter's linger thread is waited for first, and every file was closed by the run."""
+    code = main()
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -89,5 +89,7 @@ def _default_file() -> Path:
 
 
 def _fail(message: str) -> int:
-    print(f"loadtest: error: {message}", file=sys.stderr)
+    from loadgen.redact import redact  # the reason may echo Grafana's (or a proxy's) answer
+
+    print(f"loadtest: error: {redact(message)}", file=sys.stderr)
     return EXIT_ERROR

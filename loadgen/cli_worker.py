@@ -48,5 +48,7 @@ def handle(options: argparse.Namespace) -> int:
 
 
 def _fail(message: str) -> int:
-    print(f"loadtest worker: error: {message}", file=sys.stderr)
+    from loadgen.redact import redact
+
+    print(f"loadtest worker: error: {redact(message)}", file=sys.stderr)
     return EXIT_ERROR

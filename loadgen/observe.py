@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.collect.records import RequestRecord
+from loadgen.redact import redact
 from loadgen.scenario import Scenario
 
 
@@ -76,7 +77,7 @@ class Observers(RunObserver):
                 self._observers.remove(observer)
                 print(
                     f"loadtest: warning: {type(observer).__name__} failed in {method} and is "
-                    f"switched off: {exc!r}",
+                    f"switched off: {redact(repr(exc))}",
                     file=sys.stderr,
                 )
 

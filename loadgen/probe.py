@@ -1,7 +1,10 @@
 """One request before the load: proves the endpoint serves the model and times the first token.
 
 Runs in the load generator's (gevent-patched) process with plain urllib, so it blocks only its
-own greenlet. A failure here stops the run with a clear message instead of a run of errors.
+own greenlet, and it can be killed (a stop event) at any wait. The whole probe has one deadline
+(`timeout_s`), not a per-read timeout: a server that never answers or streams forever fails it
+in time. Lines are bounded by `max_line`. A failure here stops the run with a clear message
+instead of a run of errors.
 """
 
 from __future__ import annotations
@@ -10,8 +13,13 @@ import json
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
+import gevent
+
+from loadgen.redact import redact
 from loadgen.scenario import Workload
+from loadgen.traffic.line_reader import size_text
 from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
 from servers.base import Endpoint
 
@@ -20,8 +28,12 @@ class ProbeError(Exception):
     pass
 
 
-def first_token_ns(endpoint: Endpoint, workload: Workload, timeout_s: float) -> int:
-    """Send one short streaming request; return perf_counter_ns when its first token arrived."""
+def first_token_ns(
+    endpoint: Endpoint, workload: Workload, timeout_s: float, *, max_line: int | None = None
+) -> int:
+    """Send one short streaming request; return perf_counter_ns when its first token arrived.
+    The request must end (`[DONE]`) within `timeout_s`; lines are at most `max_line` bytes
+    (default: the workload's)."""
     path, body = request_body(
         api=workload.api,
         model=endpoint.model,
@@ -31,26 +43,70 @@ def first_token_ns(endpoint: Endpoint, workload: Workload, timeout_s: float) -> 
         stream=True,
     )
     url = endpoint.base_url + path
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+    secrets: tuple[str, ...] = ()
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        secrets = (endpoint.api_key,)
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
-    parser = StreamParser()
+    limit = max_line if max_line is not None else workload.max_line
+    deadline = gevent.Timeout(timeout_s)
+    deadline.start()
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            for line in iter(response.readline, b""):
-                parser.feed(line, time.perf_counter_ns())
-                if parser.result.done or parser.result.error:
-                    break
-    except urllib.error.HTTPError as exc:
-        detail = exc.read(300).decode("utf-8", "replace")
-        raise ProbeError(f"{url} answered a test request with HTTP {exc.code}: {detail}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ProbeError(f"cannot reach {url}: {reason}") from None
+        parser = _stream(request, url, time.monotonic() + timeout_s, limit, timeout_s, secrets)
+    except gevent.Timeout as exc:
+        if exc is not deadline:
+            raise
+        raise ProbeError(f"{url} did not complete a test request within {timeout_s:g}s") from None
+    finally:
+        deadline.close()
     if parser.result.error:
-        raise ProbeError(f"{url}: {parser.result.error}")
+        raise ProbeError(f"{url}: {redact(parser.result.error, secrets)}")
     first = parser.result.first_token_ns
     if first is None:
         raise ProbeError(f"{url} streamed no tokens for a test request")
     return first
+
+
+def _stream(
+    request: urllib.request.Request,
+    url: str,
+    deadline: float,
+    limit: int,
+    timeout_s: float,
+    secrets: tuple[str, ...],
+) -> StreamParser:
+    """Read the probe's stream to `[DONE]`. The gevent.Timeout around it ends any wait in a
+    patched process; the monotonic check and the socket timeout keep it bounded without one."""
+    parser = StreamParser()
+    late = ProbeError(f"{url} did not complete a test request within {timeout_s:g}s")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            while not (parser.result.done or parser.result.error):
+                line = _read_line(response, limit, url)
+                if not line:
+                    break
+                parser.feed(line, time.perf_counter_ns())
+                if time.monotonic() > deadline:
+                    raise late
+                gevent.sleep(0)  # a stream that never pauses would otherwise never yield
+    except urllib.error.HTTPError as exc:
+        detail = " ".join(exc.read(300).decode("utf-8", "replace").split())
+        raise ProbeError(
+            f"{url} answered a test request with HTTP {exc.code}: {redact(detail, secrets)}"
+        ) from None
+    except TimeoutError:
+        raise late from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise late from None
+        raise ProbeError(f"cannot reach {url}: {redact(str(reason), secrets)}") from None
+    return parser
+
+
+def _read_line(response: Any, limit: int, url: str) -> bytes:
+    line: bytes = response.readline(limit + 1)
+    if len(line) > limit and not line.endswith(b"\n"):
+        raise ProbeError(f"{url} sent a line longer than workload.max_line ({size_text(limit)})")
+    return line

@@ -2,7 +2,8 @@
 
 Anything that echoes text from the outside world (a server's error body, Grafana's answer, an
 exception's repr) goes through `redact()` first: Authorization header values, bearer tokens,
-`api_key`/`token`/`password`-style fields, and any secret the run knows by value.
+`api_key`/`token`/`password`-style fields, URL passwords, and any secret the run knows by value
+(`register_secret`: API keys, Grafana tokens, the worker secret).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ _SECRET_FIELD = re.compile(
     r"""(?i)\b((?:x-)?(?:api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password|passwd)["']?\s*[:=]\s*["']?)[^\s"'&,;}]+"""
 )
 
+# `scheme://user:password@host`: the password.
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@")
+
 _known: set[str] = set()
 
 
@@ -34,9 +38,10 @@ def register_secret(value: str | None) -> None:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every credential it carries replaced by [redacted]."""
-    for secret in (*_known, *secrets):
+    for secret in sorted({*_known, *secrets}, key=len, reverse=True):  # longest first: no leftovers
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
     text = _AUTH_HEADER.sub(lambda m: m.group(1) + (f"{m.group(2)} " if m.group(2) else "") + REDACTED, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
     return _SECRET_FIELD.sub(lambda m: m.group(1) + REDACTED, text)

@@ -20,11 +20,12 @@ import gevent.event
 import psutil
 from rich.console import Console
 
-from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
+from loadgen.collect.coldstart import summarize_cold_starts
 from loadgen.collect.memory import RESOURCES_FILE
-from loadgen.collect.records import RecordWriter, RequestRecord
+from loadgen.collect.records import RecordWriter
 from loadgen.collect.resources import ResourceSampler
-from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
+from loadgen.collect.server_metrics import ServerMetricsScraper
+from loadgen.disk import check_run_dir_writable
 from loadgen.distributed.protocol import DistributedOptions, max_worker_cpu
 from loadgen.evaluate.capacity import capacity_at_slo
 from loadgen.evaluate.knee import find_knee
@@ -32,22 +33,23 @@ from loadgen.evaluate.levels import LevelWindow
 from loadgen.evaluate.plan import replica_plan
 from loadgen.evaluate.replicas import CapacitySpec, peak_rate_of
 from loadgen.observe import Observers, PhaseInfo, RunInfo, RunObserver
-from loadgen.probe import ProbeError, first_token_ns
 from loadgen.progress import LiveStats, ProgressView
+from loadgen.redact import redact
 from loadgen.report.build import exit_code
 from loadgen.report.render import render_reports
+from loadgen.run_guards import RunGuards
 from loadgen.rundir import RunMeta, create_run_dir, utc_now, write_scenario
 from loadgen.scenario import Scenario, phase_label
 from loadgen.search_run import LevelRunner, SearchStopped, print_line, run_search
+from loadgen.server_start import RunAborted, cold_starts, start_server
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import Schedule, build_schedule
 from loadgen.verify_run import verify_plan
-from servers.base import Adapter, Endpoint, ServerStartError
+from servers.base import Adapter, Endpoint
 from servers.cpus import PinningError, client_cores, pin_this_process, pinning_summary
 from servers.registry import make_adapter
 
 PROGRESS_INTERVAL_S = 0.5
-PROBE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,6 @@ class RunResult:
     run_dir: Path
     report: dict[str, Any]
     exit_code: int
-
-
-class RunAborted(Exception):
-    """The run cannot go on; the message is the one-line reason."""
 
 
 def run_scenario(
@@ -75,12 +73,16 @@ def run_scenario(
     """`workers`: run the traffic on worker processes (loadgen.distributed); None: in this one.
     `run_dir`: this (new) folder instead of a fresh `<UTC>-<name>` one under `out_dir`;
     `environment`: the compared environment this run measures, kept in run.json."""
+    # Writable, with room, before anything starts (DiskError: one line, exit 2 in the CLI).
+    check_run_dir_writable((out_dir or scenario.report.dir) if run_dir is None else run_dir.parent)
+    if "html" in scenario.report.formats:
+        # matplotlib takes about a second to import: now, not after a Ctrl-C that wants out.
+        import loadgen.report.html.inputs  # noqa: F401
     if run_dir is None:
         run_dir = create_run_dir(out_dir or scenario.report.dir, scenario.name)
     else:
         run_dir.mkdir(parents=True)
     write_scenario(scenario, run_dir)
-    schedule = build_schedule(scenario)
     meta = RunMeta(
         started_at=utc_now().isoformat(), server=_server_section(scenario), environment=environment
     )
@@ -89,34 +91,43 @@ def run_scenario(
     watch.run_started(RunInfo(run_id=run_dir.name, run_dir=run_dir, scenario=scenario))
     started = time.monotonic()
     adapter = make_adapter(scenario.server_config)
-    writer = RecordWriter(run_dir / "requests.jsonl")
-    resources = ResourceSampler(run_dir / RESOURCES_FILE, on_sample=watch.server_sample)
-    scraper = _server_metrics_scraper(scenario, run_dir, watch)
+    guards = RunGuards.for_run(scenario, stop, meta)
+    # A full or failing disk mid-run: the writer stops, says why once, and the run stops (exit 2).
+    on_disk_failure = guards.fault.fail
+    writer = RecordWriter(run_dir / "requests.jsonl", on_failure=on_disk_failure)
+    resources = ResourceSampler(
+        run_dir / RESOURCES_FILE, on_sample=watch.server_sample, on_failure=on_disk_failure
+    )
+    scraper = _server_metrics_scraper(scenario, run_dir, watch, on_disk_failure)
     replicas: list[Adapter] = []  # more servers started to verify a replica plan
     restore_cpus: tuple[int, ...] | None = None
+    schedule = Schedule(requests=[], windows=[], phase_starts=[], duration_s=0.0)
     try:
+        schedule = _plan(scenario, stop)
         restore_cpus = _pin_client(scenario, adapter, meta)
         if scenario.capacity is not None:
             meta.peak_rate = _peak_rate(scenario.capacity)
-        endpoint = _cold_starts(adapter, scenario, run_dir, meta, resources, stop, scraper=scraper)
+        endpoint = cold_starts(adapter, scenario, run_dir, meta, resources, guards, scraper=scraper)
+        guards.watch_endpoint(scenario, endpoint)
         if scenario.search is not None:
             meta.client_cpu_percent = _run_evaluator(
-                scenario, endpoint, run_dir, meta, writer, (resources, scraper), stop, watch, replicas
+                scenario, endpoint, run_dir, meta, writer, (resources, scraper), guards, watch, replicas
             )
         elif workers is not None:
             samplers = (resources, scraper)
             meta.client_cpu_percent = _run_distributed(
-                scenario, schedule, endpoint, writer, samplers, stop, watch, run_dir, meta, workers
+                scenario, schedule, endpoint, writer, samplers, guards, watch, run_dir, meta, workers
             )
         else:
             meta.client_cpu_percent = _run_traffic(
-                scenario, schedule, endpoint, writer, resources, stop, show_progress, watch, scraper=scraper
+                scenario, schedule, endpoint, writer, resources, guards, show_progress, watch, scraper=scraper
             )
         if stop.is_set():
-            meta.run_error = "interrupted: the run was stopped before it finished"
+            meta.run_error = guards.fault.reason or "interrupted: the run was stopped before it finished"
     except RunAborted as exc:
-        meta.run_error = str(exc)
+        meta.run_error = guards.fault.reason or str(exc)
     finally:
+        guards.server_watch.stop()  # the servers are stopped on purpose from here on
         scraper.stop()  # one last scrape while the server is still up
         resources.stop()  # before the server goes: its exit is no memory sample
         writer.close()
@@ -127,11 +138,27 @@ def run_scenario(
             pin_this_process(restore_cpus)  # the next run (another environment) starts unpinned
         meta.duration_s = round(time.monotonic() - started, 3)
         meta.finished = True
-        meta.save(run_dir)
-    report = render_reports(run_dir, scenario, schedule, meta)
+        meta.save(run_dir, on_disk_failure)
+    if guards.fault.failed and meta.run_error is None:
+        meta.run_error = guards.fault.reason  # run.json could not be saved at the end
+    if meta.run_error is not None:
+        meta.run_error = redact(meta.run_error)  # a server's words may quote a credential
+    interrupted = stop.is_set() and not guards.fault.failed
+    report = render_reports(run_dir, scenario, schedule, meta, interrupted=interrupted)
     watch.run_finished(report)
     watch.close()
     return RunResult(run_dir, report, exit_code(report))
+
+
+def _plan(scenario: Scenario, stop: gevent.event.Event) -> Schedule:
+    """The run's schedule; a long one is seconds of CPU, so Ctrl-C is let in as it is built."""
+
+    def checkpoint() -> None:
+        gevent.sleep(0.001)  # a timer makes the hub poll, so it sees a signal (sleep(0) does not)
+        if stop.is_set():
+            raise RunAborted("interrupted while planning the schedule")
+
+    return build_schedule(scenario, checkpoint)
 
 
 def _pin_client(scenario: Scenario, adapter: Adapter, meta: RunMeta) -> tuple[int, ...] | None:
@@ -159,43 +186,9 @@ def _server_section(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def _cold_starts(
-    adapter: Adapter,
-    scenario: Scenario,
-    run_dir: Path,
-    meta: RunMeta,
-    resources: ResourceSampler,
-    stop: gevent.event.Event,
-    *,
-    scraper: ServerMetricsScraper | None = None,
-) -> Endpoint:
-    """Start the server `cold_starts` times, timing each; every start but the last is stopped
-    again. Memory sampling begins as soon as the last start is ready. A server that was not
-    spawned (external) is started once: it has no cold start to measure."""
-    starts: list[ColdStart] = []
-    total = scenario.cold_starts
-    for number in range(1, total + 1):
-        if total > 1:
-            _log_line(run_dir / "server.log", f"--- loadtest: start {number} of {total} ---")
-        endpoint = _start_server(adapter, run_dir, stop)
-        spawned = adapter.spawned_at_ns is not None
-        last = number == total or not spawned
-        if last and adapter.pid is not None:
-            resources.start(adapter.pid)
-        if last and scraper is not None:
-            _start_scraper(scraper, endpoint)
-        start = _measure_cold_start(adapter, endpoint, scenario)
-        if spawned:
-            starts.append(start)
-            meta.server["cold_start_s"] = summarize_cold_starts(starts)
-            meta.save(run_dir)
-        if last:
-            return endpoint
-        adapter.stop()
-    raise AssertionError("unreachable: the last start returns")
-
-
-def _server_metrics_scraper(scenario: Scenario, run_dir: Path, watch: Observers) -> ServerMetricsScraper:
+def _server_metrics_scraper(
+    scenario: Scenario, run_dir: Path, watch: Observers, on_failure: Callable[[str], None]
+) -> ServerMetricsScraper:
     config = scenario.server_metrics
     return ServerMetricsScraper(
         run_dir / RESOURCES_FILE,
@@ -203,58 +196,8 @@ def _server_metrics_scraper(scenario: Scenario, run_dir: Path, watch: Observers)
         metrics_path=config.path,
         interval_s=config.interval,
         on_values=watch.server_sample,
+        on_failure=on_failure,
     )
-
-
-def _start_scraper(scraper: ServerMetricsScraper, endpoint: Endpoint) -> None:
-    """Scrape the server's /metrics from now on (`auto`: only where it has them)."""
-    try:
-        scraper.start(endpoint)
-    except ServerMetricsUnavailable as exc:
-        raise RunAborted(str(exc)) from None
-
-
-def _log_line(path: Path, line: str) -> None:
-    with path.open("a", encoding="utf-8") as log:
-        log.write(line + "\n")
-
-
-def _start_server(
-    adapter: Adapter, run_dir: Path, stop: gevent.event.Event, log_name: str = "server.log"
-) -> Endpoint:
-    """Start the server in a greenlet so Ctrl-C during a long startup still stops the run."""
-
-    def start() -> Endpoint | Exception:
-        # The failure is returned, not raised: gevent would print a raised one as a traceback.
-        try:
-            return adapter.start(run_dir / log_name)
-        except Exception as exc:
-            return exc
-
-    starting = gevent.spawn(start)
-    while not starting.ready():
-        if stop.wait(0.05):
-            starting.kill()
-            raise RunAborted("interrupted while the server was starting")
-    outcome = starting.value
-    if isinstance(outcome, ServerStartError):
-        raise RunAborted(str(outcome))
-    if isinstance(outcome, Exception):
-        raise RunAborted(f"the server adapter failed: {outcome!r}")
-    assert isinstance(outcome, Endpoint)
-    return outcome
-
-
-def _measure_cold_start(adapter: Adapter, endpoint: Endpoint, scenario: Scenario) -> ColdStart:
-    """Probe the first token (also proves the server serves); spawn → ready → first token."""
-    try:
-        first_ns = first_token_ns(endpoint, scenario.workload, PROBE_TIMEOUT_S)
-    except ProbeError as exc:
-        raise RunAborted(str(exc)) from None
-    ready = round(adapter.ready_s, 4) if adapter.ready_s is not None else None
-    spawned_ns = adapter.spawned_at_ns
-    first_token = round((first_ns - spawned_ns) / 1e9, 4) if spawned_ns is not None else None
-    return ColdStart(ready=ready, first_token=first_token)
 
 
 def _run_traffic(
@@ -263,7 +206,7 @@ def _run_traffic(
     endpoint: Endpoint,
     writer: RecordWriter,
     resources: ResourceSampler,
-    stop: gevent.event.Event,
+    guards: RunGuards,
     show_progress: bool,
     watch: Observers,
     *,
@@ -271,13 +214,9 @@ def _run_traffic(
 ) -> float:
     """Run the traffic; return the load generator's CPU use meanwhile, in % of one core."""
     live = LiveStats()
-
-    def sink(record: RequestRecord) -> None:
-        writer.write(record)
-        live.observe(record)
-        watch.request_done(record)
-
-    runner = TrafficRunner(schedule, endpoint, scenario.workload, sink)
+    runner = TrafficRunner(
+        schedule, endpoint, scenario.workload, guards.sink(writer, watch, also=live.observe)
+    )
     environment = runner.spawn(scenario.max_concurrency)
     # Everything built so far lives for the whole run: move it out of the collector's sight so a
     # full collection mid-run does not stall every stream for milliseconds (measured in bench/).
@@ -301,13 +240,11 @@ def _run_traffic(
     cpu_before, wall_before = sum(process.cpu_times()[:2]), time.monotonic()
     try:
         t0_ns = planned_t0_ns()
-        resources.set_origin(t0_ns)  # memory samples share requests.jsonl's clock
-        if scraper is not None:
-            scraper.set_origin(t0_ns)
+        guards.set_origin(t0_ns, resources, scraper)
         watch.traffic_started(lambda: runner.dispatcher.in_flight)
         announcer = gevent.spawn(_announce_phases, scenario, schedule, t0_ns, watch)
         try:
-            runner.run(environment, stop, t0_ns=t0_ns)
+            runner.run(environment, guards.stop, t0_ns=t0_ns)
         finally:
             announcer.kill()
         cpu_used = sum(process.cpu_times()[:2]) - cpu_before
@@ -325,7 +262,7 @@ def _run_distributed(
     endpoint: Endpoint,
     writer: RecordWriter,
     samplers: tuple[ResourceSampler, ServerMetricsScraper],
-    stop: gevent.event.Event,
+    guards: RunGuards,
     watch: Observers,
     run_dir: Path,
     meta: RunMeta,
@@ -334,13 +271,10 @@ def _run_distributed(
     """The traffic on worker processes; returns the busiest worker's CPU use (% of one core)."""
     from loadgen.distributed.master import DistributedError, run_distributed
 
-    def sink(record: RequestRecord) -> None:
-        writer.write(record)
-        watch.request_done(record)
+    sink, stop = guards.sink(writer, watch), guards.stop
 
     def on_start(t0_ns: int) -> Callable[[], None]:
-        for sampler in samplers:
-            sampler.set_origin(t0_ns)  # samples share requests.jsonl's clock
+        guards.set_origin(t0_ns, *samplers)
         watch.traffic_started(lambda: 0)  # in-flight counts live in the workers
         announcer = gevent.spawn(_announce_phases, scenario, schedule, t0_ns, watch)
         return lambda: announcer.kill()
@@ -368,29 +302,27 @@ def _run_evaluator(
     meta: RunMeta,
     writer: RecordWriter,
     samplers: tuple[ResourceSampler, ServerMetricsScraper],
-    stop: gevent.event.Event,
+    guards: RunGuards,
     watch: Observers,
     replicas: list[Adapter],
 ) -> float | None:
     """The search, then the plan's verification; returns the client's highest CPU use of any level."""
     assert scenario.search is not None
-
-    def sink(record: RequestRecord) -> None:
-        writer.write(record)
-        watch.request_done(record)
+    sink, stop = guards.sink(writer, watch), guards.stop
 
     def keep(windows: list[LevelWindow]) -> None:
         meta.levels = [window.to_dict() for window in windows]
-        meta.save(run_dir)
+        meta.save(run_dir, guards.fault.fail)
 
     def start_replica(number: int) -> Endpoint:
         replica = make_adapter(scenario.server_config)
         replicas.append(replica)
-        return _start_server(replica, run_dir, stop, log_name=f"server-replica-{number}.log")
+        endpoint = start_server(replica, run_dir, stop, log_name=f"server-replica-{number}.log")
+        guards.server_watch.watch(replica, f"replica {number}")
+        return endpoint
 
     origin_ns = planned_t0_ns()
-    for sampler in samplers:
-        sampler.set_origin(origin_ns)  # samples share requests.jsonl's clock
+    guards.set_origin(origin_ns, *samplers)
     levels = LevelRunner(scenario, scenario.search, endpoint, sink, stop, watch, origin_ns, on_window=keep)
     watch.traffic_started(levels.in_flight)
     gc.collect()
@@ -404,7 +336,7 @@ def _run_evaluator(
         if verify is not None and not stop.is_set():
             plan = replica_plan(capacity, scenario.capacity, meta.peak_rate)
             meta.verify = verify_plan(levels, scenario, verify, plan, start_replica, print_line)
-            meta.save(run_dir)
+            meta.save(run_dir, guards.fault.fail)
             if meta.verify.get("skipped"):
                 print_line(f"verify skipped: {meta.verify['skipped']}")
     except SearchStopped as exc:

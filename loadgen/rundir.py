@@ -1,12 +1,16 @@
 """The run directory: `runs/<UTC>-<name>/` with the validated scenario and the run's metadata.
 
 `run.json` is written when the run starts and rewritten when it ends, so `loadtest report` can
-re-render a run that crashed (it then says the run did not finish).
+re-render a run that crashed (it then says the run did not finish). A folder that cannot be
+created or written raises DiskError (one line) before anything starts; a run.json that cannot be
+saved mid-run is reported through `on_failure` instead, never raised into the run's clean-up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from loadgen.disk import DiskError, disk_reason
 from loadgen.scenario import Scenario
 
 RUN_META = "run.json"
@@ -37,11 +42,21 @@ class RunMeta:
     # A run of one compared environment: {name, notes, cost_per_replica_hour, optional}.
     environment: dict[str, Any] | None = None
 
-    def save(self, run_dir: Path) -> None:
+    def save(self, run_dir: Path, on_failure: Callable[[str], None] | None = None) -> bool:
+        """Write run.json atomically (a crash never leaves half a file); False when the disk
+        refused, said through `on_failure` (the previous run.json, if any, stays whole)."""
         path = run_dir / RUN_META
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
-        tmp.replace(path)  # atomic: a crash never leaves half a file
+        try:
+            tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if on_failure is not None:
+                on_failure(disk_reason("write", RUN_META, exc))
+            return False
+        return True
 
     @classmethod
     def load(cls, run_dir: Path) -> RunMeta:
@@ -50,24 +65,31 @@ class RunMeta:
 
 
 def create_run_dir(base: Path, name: str, now: datetime | None = None) -> Path:
+    """A new `<UTC>-<name>` folder under `base`; DiskError (one line) when it cannot be made."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    base.mkdir(parents=True, exist_ok=True)
     candidate = base / f"{stamp}-{name}"
-    suffix = 2
-    while True:
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            candidate = base / f"{stamp}-{name}-{suffix}"
-            suffix += 1
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        suffix = 2
+        while True:
+            try:
+                candidate.mkdir()
+                return candidate
+            except FileExistsError:
+                candidate = base / f"{stamp}-{name}-{suffix}"
+                suffix += 1
+    except OSError as exc:
+        raise DiskError(disk_reason("create", str(candidate), exc)) from None
 
 
 def write_scenario(scenario: Scenario, run_dir: Path) -> None:
     """The scenario as validated, defaults filled in (durations in seconds, sizes in bytes)."""
     data = scenario.model_dump(mode="json", by_alias=True)
     text = yaml.safe_dump(data, sort_keys=False)
-    (run_dir / "scenario.yaml").write_text(text, encoding="utf-8")
+    try:
+        (run_dir / "scenario.yaml").write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DiskError(disk_reason("write", "scenario.yaml", exc)) from None
 
 
 def utc_now() -> datetime:

@@ -24,6 +24,7 @@ from loadgen.environments.spec import Environment
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
+from loadgen.scenario_bounds import SENDERS_CONTEXT, plan_error
 from loadgen.traffic.traces import TraceError, TraceFormat, TraceRow, load_window, scaled_count
 from loadgen.workload import (  # the workload models live there; re-exported (`X as X`) from here
     BASE_DIR_CONTEXT as BASE_DIR_CONTEXT,
@@ -47,6 +48,14 @@ class _RatePhase(StrictModel):
     rate: float = Field(gt=0, description="requests per second")
     duration: PositiveDuration
     max_concurrency: int = Field(default=256, ge=1, le=100_000)
+
+    def planned_count(self) -> float:
+        """How many requests the phase sends (closed form: nothing is allocated)."""
+        return self.rate * self.duration
+
+    def peak_rate(self) -> tuple[float, str]:
+        """The highest rate the phase asks for, and the key that sets it."""
+        return self.rate, "rate"
 
 
 class ConstantPhase(_RatePhase):
@@ -100,6 +109,12 @@ class ShapedPhase(StrictModel):
         """The mean target rate over the phase."""
         return self.expected_count(0.0, self.duration) / self.duration
 
+    def planned_count(self) -> float:
+        return self.expected_count(0.0, self.duration)
+
+    def peak_rate(self) -> tuple[float, str]:
+        raise NotImplementedError
+
 
 class RampPhase(ShapedPhase):
     """A rate changing linearly from `from_rate` to `to_rate` over `duration`."""
@@ -116,6 +131,9 @@ class RampPhase(ShapedPhase):
 
     def rate_profile(self) -> tuple[list[float], list[float]]:
         return [0.0, self.duration], [self.from_rate, self.to_rate]
+
+    def peak_rate(self) -> tuple[float, str]:
+        return max((self.from_rate, "from_rate"), (self.to_rate, "to_rate"))
 
 
 class SpikePhase(ShapedPhase):
@@ -142,6 +160,9 @@ class SpikePhase(ShapedPhase):
         times = [0.0, self.at, self.at, end, end, self.duration]
         base, spike = self.base_rate, self.spike_rate
         return times, [base, base, spike, spike, base, base]
+
+    def peak_rate(self) -> tuple[float, str]:
+        return max((self.base_rate, "base_rate"), (self.spike_rate, "spike_rate"))
 
 
 class TracePhase(StrictModel):
@@ -194,6 +215,13 @@ class TracePhase(StrictModel):
     def rate(self) -> float:
         """The mean rate the phase sends: its requests over its duration."""
         return scaled_count(len(self._rows), self.rate_scale) / self.duration
+
+    def planned_count(self) -> float:
+        return float(scaled_count(len(self._rows), self.rate_scale))
+
+    def peak_rate(self) -> tuple[float, str]:
+        given = [key for key in ("rate_scale", "time_scale") if key in self.model_fields_set]
+        return self.rate, given[0] if given else "path"
 
 
 def _field_error(field: str | tuple[str | int, ...], message: str, value: object) -> ValidationError:
@@ -290,7 +318,7 @@ class VerifySpec(StrictModel):
 
 class Scenario(StrictModel):
     name: str = Field(pattern=r"^[a-z0-9_-]+$", max_length=100)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)  # numpy's generators take no negative seed
     # The server under test; a scenario with `environments:` names one per environment instead.
     server: ServerConfig | None = None
     # One workload (the class "default") or a list of classes drawn by weight (loadgen/workload.py).
@@ -322,7 +350,8 @@ class Scenario(StrictModel):
                 raise _field_error("server", message, None)
             return self
         if self.server is not None:
-            raise ValueError("give either server: or environments: (each with its own server:), not both")
+            message = "give either server: or environments: (each with its own server:), not both"
+            raise _field_error("environments", message, None)
         if self.search is None or self.capacity is None:
             raise _field_error(
                 "environments",
@@ -339,14 +368,18 @@ class Scenario(StrictModel):
 
     @model_validator(mode="after")
     def _evaluator_parts_fit(self) -> Scenario:
+        # Each message is located at the key that is out of place (the loader shows its line).
         if self.search is not None and self.traffic:
-            raise ValueError("give either traffic: (phases) or search: (load levels), not both")
+            message = "give either traffic: (phases) or search: (load levels), not both"
+            raise _field_error("search", message, None)
         if self.search is not None and self.warmup > 0:
-            raise ValueError("with search:, set search.level_warmup instead of warmup")
+            raise _field_error("warmup", "with search:, set search.level_warmup instead of warmup", None)
         if self.capacity is not None and self.search is None:
-            raise ValueError("capacity: needs search: (the plan divides by the capacity it measures)")
+            message = "needs search: (the plan divides by the capacity it measures)"
+            raise _field_error("capacity", message, None)
         if self.verify_spec is not None and self.capacity is None:
-            raise ValueError("verify: needs capacity: (it runs the replica plan at the peak rate)")
+            message = "needs capacity: (it runs the replica plan at the peak rate)"
+            raise _field_error("verify", message, None)
         return self
 
     @model_validator(mode="after")
@@ -354,11 +387,18 @@ class Scenario(StrictModel):
         if self.search is not None:
             return self
         if not self.traffic:
-            raise ValueError("traffic: give at least one phase (or a search: section)")
+            raise _field_error("traffic", "give at least one phase (or a search: section)", self.traffic)
         if self.warmup >= self.total_duration:
-            raise ValueError(
-                f"warmup ({self.warmup:g}s) must be shorter than the traffic ({self.total_duration:g}s)"
-            )
+            message = f"warmup ({self.warmup:g}s) must be shorter than the traffic ({self.total_duration:g}s)"
+            raise _field_error("warmup", message, self.warmup)
+        return self
+
+    @model_validator(mode="after")
+    def _plan_fits(self, info: ValidationInfo) -> Scenario:
+        senders = (info.context or {}).get(SENDERS_CONTEXT)
+        error = plan_error(self, senders)
+        if error is not None:
+            raise error
         return self
 
     @model_validator(mode="after")

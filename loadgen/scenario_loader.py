@@ -1,26 +1,26 @@
 """Read scenario.yaml into a Scenario, reporting every problem as `file:line:col: path: reason`.
 
 Pydantic says *what* is wrong and *where* in the data; YAML's node tree says where that place is
-in the file. This module joins the two so a user never sees a traceback for bad input.
+in the file. This module joins the two so a user never sees a traceback for bad input: the YAML
+itself is read by loadgen.scenario_yaml (size, encoding, depth, aliases, duplicate keys), the
+plan's bounds are loadgen.scenario_bounds, and tests/unit/test_scenario_fuzz.py holds it to that.
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from loadgen.scenario import BASE_DIR_CONTEXT, Scenario
-from loadgen.workload import WORKLOAD_TAGS, Workload, WorkloadClass
-
-# Tags pydantic puts into a path for `workload:` (one mapping or a list): no key in the file.
-_TAGGED_MODELS: dict[str, type[BaseModel]] = {WORKLOAD_TAGS[0]: Workload, WORKLOAD_TAGS[1]: WorkloadClass}
+from loadgen.scenario_bounds import SENDERS_CONTEXT
+from loadgen.scenario_locate import fitting_errors, locate
+from loadgen.scenario_yaml import MAX_BYTES, YamlProblem, decode, read_yaml
 
 
 @dataclass(frozen=True)
@@ -44,89 +44,45 @@ class ScenarioError(Exception):
         super().__init__("\n".join(str(issue) for issue in self.issues))
 
 
-def load_scenario(path: Path) -> Scenario:
-    """Parse and validate; raise ScenarioError with located issues."""
+def load_scenario(path: Path, senders: int | None = None) -> Scenario:
+    """Parse and validate; raise ScenarioError with located issues. `senders`: how many processes
+    will send the load (the CLI's --workers; None: rates are not checked, see scenario_bounds)."""
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(MAX_BYTES + 1)  # bounded: /dev/zero or a huge file is refused, not read
     except OSError as exc:
-        raise ScenarioError([ScenarioIssue(name, 1, 1, "", f"cannot read file: {exc.strerror}")]) from None
-    return parse_scenario(text, name, base_dir=path.parent)
+        reason = f"cannot read file: {exc.strerror or exc}"
+        raise ScenarioError([ScenarioIssue(name, 1, 1, "", reason)]) from None
+    try:
+        text = decode(data)
+    except YamlProblem as problem:
+        raise ScenarioError([ScenarioIssue(name, problem.line, problem.column, "", problem.reason)]) from None
+    return parse_scenario(text, name, base_dir=path.parent, senders=senders)
 
 
-def parse_scenario(text: str, name: str = "scenario.yaml", base_dir: Path | None = None) -> Scenario:
+def parse_scenario(
+    text: str, name: str = "scenario.yaml", base_dir: Path | None = None, senders: int | None = None
+) -> Scenario:
     """`base_dir`: where relative paths in the scenario (traces) count from; default: the cwd."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError([ScenarioIssue(name, line, column, "", f"invalid YAML: {problem}")]) from None
+        root, data = read_yaml(text)
+    except YamlProblem as problem:
+        raise ScenarioError([ScenarioIssue(name, problem.line, problem.column, "", problem.reason)]) from None
     if not isinstance(data, dict) or root is None:
-        raise ScenarioError([ScenarioIssue(name, 1, 1, "", "a scenario must be a mapping of keys")])
+        line, column = (root.start_mark.line + 1, root.start_mark.column + 1) if root is not None else (1, 1)
+        raise ScenarioError([ScenarioIssue(name, line, column, "", "a scenario must be a mapping of keys")])
+    context = {BASE_DIR_CONTEXT: base_dir, SENDERS_CONTEXT: senders}
     try:
-        return Scenario.model_validate(data, context={BASE_DIR_CONTEXT: base_dir})
+        return Scenario.model_validate(data, context=context)
     except ValidationError as exc:
-        issues = [_locate(error, root, name) for error in exc.errors()]
+        issues = [_issue(error, root, name) for error in fitting_errors(exc.errors(), root)]
         raise ScenarioError(_dedupe(issues)) from None
 
 
-def _locate(error: Any, root: yaml.Node, name: str) -> ScenarioIssue:
-    loc: tuple[Any, ...] = tuple(error["loc"])
-    node, data_path = root, []
-    model: type[BaseModel] | None = Scenario
-    key_node: yaml.Node | None = None
-    for part in loc:
-        if part in _TAGGED_MODELS:
-            continue
-        if isinstance(node, yaml.MappingNode):
-            match = _mapping_entry(node, part)
-            if match is None:
-                if _is_kind_tag(node, part):
-                    continue  # a discriminated-union tag in pydantic's path, not a key in the file
-                break  # a missing key: point at the mapping that lacks it
-            key_node, node = match
-            data_path.append(str(part))
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node, key_node = node.value[part], None
-            data_path.append(f"[{part}]")
-        else:
-            break
-    if error["type"] == "extra_forbidden" and data_path:
-        data_path.pop()
-        model = _model_at(Scenario, [p for p in loc[:-1] if not isinstance(p, int)])
-    # An unknown key is marked at the key; a bad value at the value itself.
-    unknown_key = error["type"] == "extra_forbidden"
-    mark_node = key_node if unknown_key and key_node is not None else node
-    mark = mark_node.start_mark
-    path = _format_path([p for p in loc if not (isinstance(p, str) and _is_tag(p, loc))])
-    return ScenarioIssue(name, mark.line + 1, mark.column + 1, path, _reason(error, model))
-
-
-def _mapping_entry(node: yaml.MappingNode, key: Any) -> tuple[yaml.Node, yaml.Node] | None:
-    for key_node, value_node in node.value:
-        if key_node.value == str(key):
-            return key_node, value_node
-    return None
-
-
-def _is_kind_tag(node: yaml.MappingNode, part: Any) -> bool:
-    entry = _mapping_entry(node, "kind")
-    return entry is not None and entry[1].value == part
-
-
-def _is_tag(part: str, loc: tuple[Any, ...]) -> bool:
-    # pydantic inserts the chosen `kind` value (e.g. 'gamma') or a function name into the path
-    return part in _kind_values() or part in _TAGGED_MODELS or part.startswith("function-")
-
-
-def _format_path(parts: Sequence[Any]) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
+def _issue(error: Any, root: yaml.Node, name: str) -> ScenarioIssue:
+    place = locate(error, root)
+    return ScenarioIssue(name, place.line, place.column, place.path, _reason(error, place.model))
 
 
 def _reason(error: Any, model: type[BaseModel] | None) -> str:
@@ -159,6 +115,7 @@ def _reason(error: Any, model: type[BaseModel] | None) -> str:
         "int_type": "must be a whole number",
         "float_parsing": "must be a number",
         "float_type": "must be a number",
+        "finite_number": "must be a finite number",
         "bool_parsing": "must be true or false",
         "bool_type": "must be true or false",
         "list_type": "must be a list",
@@ -176,64 +133,6 @@ def _reason(error: Any, model: type[BaseModel] | None) -> str:
     if kind in ("value_error", "assertion_error"):
         return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     return message[0].lower() + message[1:] if message else kind
-
-
-def _model_at(model: type[BaseModel], names: Sequence[Any]) -> type[BaseModel] | None:
-    """Follow field names and kind tags from Scenario down to the model that holds the last one."""
-    annotation: Any = model
-    for name in names:
-        if name in _TAGGED_MODELS:
-            annotation = _TAGGED_MODELS[name]
-            continue
-        candidates = _models_in(annotation)
-        tagged = [m for m in candidates if _kind_of(m) == str(name)]
-        owners = [m for m in candidates if str(name) in m.model_fields]
-        if tagged:
-            annotation = tagged[0]
-        elif owners:
-            annotation = owners[0].model_fields[str(name)].annotation
-        else:
-            return None
-    found = _models_in(annotation)
-    return found[0] if len(found) == 1 else None
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The BaseModels an annotation admits (through Optional/list/Annotated/unions)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [model for arg in get_args(annotation) for model in _models_in(arg)]
-
-
-def _kind_of(model: type[BaseModel]) -> str | None:
-    field = model.model_fields.get("kind")
-    if field is None or get_origin(field.annotation) is not Literal:
-        return None
-    values = get_args(field.annotation)
-    return str(values[0]) if values else None
-
-
-@functools.cache
-def _kind_values() -> frozenset[str]:
-    """Every `kind` literal in the schema: pydantic puts these tags into error paths."""
-    kinds: set[str] = set()
-    _collect_kinds(Scenario, set(), kinds)
-    return frozenset(kinds)
-
-
-def _collect_kinds(annotation: Any, seen: set[str], kinds: set[str]) -> None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        if annotation.__name__ in seen:
-            return
-        seen.add(annotation.__name__)
-        kind = _kind_of(annotation)
-        if kind:
-            kinds.add(kind)
-        for field in annotation.model_fields.values():
-            _collect_kinds(field.annotation, seen, kinds)
-        return
-    for arg in get_args(annotation):
-        _collect_kinds(arg, seen, kinds)
 
 
 def _dedupe(issues: list[ScenarioIssue]) -> list[ScenarioIssue]:

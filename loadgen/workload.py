@@ -38,19 +38,22 @@ from servers.units import PositiveDuration, Size
 BASE_DIR_CONTEXT = "base_dir"
 DEFAULT_CLASS = "default"
 DATASET_MAX_LINES = 1_000_000
+# Longer than any model's context (the longest are ~10 M tokens): beyond it a length is a typo,
+# and the schedule would build prompts of gigabytes.
+MAX_TOKENS = 10_000_000
 
 # ---- request lengths ---------------------------------------------------------------------------
 
 
 class FixedLength(StrictModel):
     kind: Literal["fixed"]
-    value: int = Field(ge=1)
+    value: int = Field(ge=1, le=MAX_TOKENS)
 
 
 class UniformLength(StrictModel):
     kind: Literal["uniform"]
-    min: int = Field(ge=1)
-    max: int = Field(ge=1)
+    min: int = Field(ge=1, le=MAX_TOKENS)
+    max: int = Field(ge=1, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _ordered(self) -> UniformLength:
@@ -61,16 +64,16 @@ class UniformLength(StrictModel):
 
 class NormalLength(StrictModel):
     kind: Literal["normal"]
-    mean: float = Field(gt=0)
-    std: float = Field(ge=0)
+    mean: float = Field(gt=0, le=MAX_TOKENS)
+    std: float = Field(ge=0, le=MAX_TOKENS)
 
 
 class LognormalLength(StrictModel):
     """`mean` is the mean token count; `sigma` the spread of its logarithm."""
 
     kind: Literal["lognormal"]
-    mean: float = Field(gt=0)
-    sigma: float = Field(ge=0)
+    mean: float = Field(gt=0, le=MAX_TOKENS)
+    sigma: float = Field(ge=0, le=10)  # exp(10 σ) already spans the whole range; more overflows
 
 
 Length = Annotated[FixedLength | UniformLength | NormalLength | LognormalLength, Field(discriminator="kind")]
@@ -237,7 +240,7 @@ class WorkloadClass(Workload):
     """One class of a mix: a workload with a name and a weight (its share of the requests)."""
 
     name: str = Field(alias="class", pattern=r"^[a-z0-9_-]+$", max_length=100)
-    weight: float = Field(default=1.0, gt=0)
+    weight: float = Field(default=1.0, gt=0, le=1e9)  # relative; bounded so their sum stays finite
 
 
 class WorkloadMix(Workload):

@@ -89,6 +89,22 @@ class Adapter(ABC):
         """Why a server that wanted its own cores shares them (too few cores), for the user."""
         return None
 
+    def exit_status(self) -> ServerExit | None:
+        """How a server this adapter started ended, once it has (None: running, or not ours)."""
+        return None
+
+
+@dataclass(frozen=True)
+class ServerExit:
+    """A started server process that ended on its own: its exit code (negative: the signal)
+    and the last lines of its log."""
+
+    code: int
+    log_tail: str
+
+    def describe(self) -> str:
+        return f"was killed by signal {-self.code}" if self.code < 0 else f"exited with code {self.code}"
+
 
 def http_get(url: str, timeout: float, api_key: str | None = None) -> tuple[int, bytes]:
     """GET a URL: (status, body) for any HTTP answer; URLError/OSError if none came."""
@@ -191,6 +207,7 @@ class ProcessAdapter(Adapter):
         self._spawned_at_ns: int | None = None
         self._ready_s: float | None = None
         self._pinning_note: str | None = None
+        self._log_path: Path | None = None
 
     def pinning(self) -> CpuSetting:
         """The config's core setting (`cpus:`); subclasses may turn `auto` on or off."""
@@ -240,6 +257,7 @@ class ProcessAdapter(Adapter):
         if spec.cpus is None and cpus:
             spec = replace(spec, cpus=cpus)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_path = log_path
         env = {**os.environ, **(spec.env or {})}
         preexec = _preexec(die_with_parent_hook(), pin_to(spec.cpus) if spec.cpus else None)
         with log_path.open("ab") as log:
@@ -273,7 +291,7 @@ class ProcessAdapter(Adapter):
         while True:
             code = proc.poll()
             if code is not None:
-                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                how = ServerExit(code, "").describe()
                 raise ServerStartError(f"server {how} during startup", log_path)
             now = time.perf_counter()
             if self._answers(ready_url, timeout=max(0.05, min(1.0, deadline - now))):
@@ -293,6 +311,13 @@ class ProcessAdapter(Adapter):
             return http_get(url, timeout)[0] == 200
         except (OSError, http.client.HTTPException):
             return False
+
+    def exit_status(self) -> ServerExit | None:
+        proc = self._proc
+        code = proc.poll() if proc is not None else None
+        if code is None:
+            return None
+        return ServerExit(code=code, log_tail=log_tail(self._log_path) if self._log_path else "")
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None

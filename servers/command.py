@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
+from loadgen.redact import register_secret
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.config import StrictModel
 from servers.cpus import CpuSetting
@@ -147,4 +148,5 @@ class CommandAdapter(ProcessAdapter):
         key = os.environ.get(name) or self.cmd.env.get(name)
         if not key:
             raise ServerStartError(f"environment variable {name} (server.api_key_env) is not set")
+        register_secret(key)  # never printed, whatever echoes it
         return key

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from loadgen.redact import register_secret
 from servers.base import Adapter, Endpoint, ServerStartError, first_model_id, http_get
 from servers.config import StrictModel
 from servers.units import Duration, format_duration
@@ -68,6 +69,7 @@ class ExternalAdapter(Adapter):
         key = os.environ.get(name)
         if not key:
             raise ServerStartError(f"environment variable {name} (server.api_key_env) is not set")
+        register_secret(key)  # never printed, whatever echoes it
         return key
 
     def start(self, log_path: Path) -> Endpoint:

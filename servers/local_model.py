@@ -7,7 +7,7 @@ server process (`servers/engines/serve_model.py`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -21,10 +21,10 @@ from servers.units import Duration
 class LocalModelConfig(StrictModel):
     model: Path = BUNDLED_MODEL  # a directory: config.json, tokenizer.json and the weights
     served_model_name: str | None = None  # the API's model id; default the directory name
-    max_batch_size: int = Field(default=8, ge=1)
+    max_batch_size: int = Field(default=8, ge=1, le=100_000)
     max_wait: Duration = 0.005  # when idle, how long a first request waits to fill a batch
-    threads: int = Field(default=1, ge=1)  # runtime CPU threads; 1 leaves a core to the load generator
-    port: int | Literal["auto"] = "auto"
+    threads: int = Field(default=1, ge=1, le=4096)  # runtime threads; 1 leaves a core to the load generator
+    port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     startup_timeout: Duration = 300.0
     # Cores for the server process tree ("0-2,5", [0, 1]; auto: all but the load generator's).

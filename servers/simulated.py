@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -23,10 +23,10 @@ class SimulatedServerConfig(StrictModel):
     kind: Literal["simulated"]
     ttft: Duration = 0.05
     itl: Duration = 0.01
-    slots: int = Field(default=8, ge=1)
+    slots: int = Field(default=8, ge=1, le=100_000)
     startup: Duration = 0.0
     leak_per_request: Size = 0
-    port: int | Literal["auto"] = "auto"
+    port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     model: str = "simulated"
     startup_timeout: Duration = 300.0

@@ -33,7 +33,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -62,7 +62,7 @@ class VllmServerConfig(StrictModel):
     served_model_name: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     device: Literal["auto", "cpu", "gpu"] = "auto"
-    port: int | Literal["auto"] = "auto"
+    port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     startup_timeout: Duration = 600.0
     # Cores for vLLM's process tree. auto: on CPU, every core but the load generator's (and

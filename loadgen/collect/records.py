@@ -7,13 +7,21 @@ computed from the file, so a crash or Ctrl-C loses nothing already measured.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
+
+from loadgen.disk import LineFile
 
 Status = Literal["ok", "error", "timeout"]
+# What went wrong with a status "error" record (None for "ok" and for "timeout", whose status says it):
+# connection: refused, reset or closed by the server before or while answering;
+# http: the server answered with an error (status other than 200, or an error object in the stream);
+# protocol: a malformed answer (bad HTTP, an unparseable chunk, a stream that ended before [DONE]);
+# line_too_long: a line or body over workload.max_line (the connection was dropped);
+# interrupted: the run was stopped mid-request; client: a bug in the load generator.
+ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client"]
 TokensSource = Literal["usage", "chunks"]
 
 # Above this many gaps the ITL list is replaced by a summary to keep the file small.
@@ -36,7 +44,9 @@ class RequestRecord:
     itl_ms: list[float] | dict[str, float] = field(default_factory=list)
     status: Status = "ok"
     error: str | None = None
+    error_kind: ErrorKind | None = None
     http_status: int | None = None
+    retry_after_s: float | None = None  # a 429/503's Retry-After, in seconds from the answer
     request_class: str = "default"
     warmup: bool = False
     # Client-caused delay between the scheduled time and the send (what saturation shows in),
@@ -86,33 +96,61 @@ def summarize_itl(gaps_ms: list[float]) -> list[float] | dict[str, float]:
 
 
 class RecordWriter:
-    """Appends records as JSON lines and flushes each one to the OS at once."""
+    """Appends records as whole JSON lines, each handed to the OS at once (loadgen.disk.LineFile).
 
-    def __init__(self, path: Path) -> None:
+    Never raises on a full or failing disk: the first failure stops the writing and is reported
+    once through `on_failure` (the run stops); every record written before it stays whole.
+    """
+
+    def __init__(self, path: Path, on_failure: Callable[[str], None] | None = None) -> None:
         self.path = path
-        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._file = LineFile(path, on_failure)
         self.count = 0
 
+    @property
+    def failure(self) -> str | None:
+        """Why writing stopped (`disk: cannot write requests.jsonl: ...`), None while it works."""
+        return self._file.failure
+
     def write(self, record: RequestRecord) -> None:
-        self._file.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
-        self._file.flush()
-        self.count += 1
+        if self._file.append(json.dumps(record.to_dict(), separators=(",", ":"))):
+            self.count += 1
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+        self._file.close()
 
 
-def read_records(path: Path) -> Iterator[RequestRecord]:
-    """Yield the records of a requests.jsonl; a torn last line (crash mid-write) is skipped."""
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
+@dataclass
+class SkippedLines:
+    """Lines of a requests.jsonl that read_records could not use."""
+
+    cut_last: bool = False  # the last line has no newline and does not parse: a crash mid-write
+    unreadable: int = 0  # other lines that do not parse
+
+    def messages(self, name: str) -> list[str]:
+        said = []
+        if self.cut_last:
+            said.append(f"{name}: skipped a cut last line (crash mid-write)")
+        if self.unreadable:
+            plural = "s" if self.unreadable > 1 else ""
+            said.append(f"{name}: skipped {self.unreadable} unreadable line{plural}")
+        return said
+
+
+def read_records(path: Path, skipped: SkippedLines | None = None) -> Iterator[RequestRecord]:
+    """Yield the records of a requests.jsonl; lines that do not parse are skipped and, given
+    `skipped`, counted there (a torn last line is a crash mid-write; others are damage)."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for raw in handle:
+            line = raw.strip()
             if not line:
                 continue
             try:
                 yield RequestRecord._from_own_dict(json.loads(line))
-            except (json.JSONDecodeError, TypeError):
-                continue
+            except (ValueError, TypeError, AttributeError):
+                if skipped is None:
+                    continue
+                if raw.endswith("\n"):
+                    skipped.unreadable += 1
+                else:
+                    skipped.cut_last = True

@@ -18,12 +18,13 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import gevent
 import psutil
 
 from loadgen.collect.memory import MB, ResourceSample
+from loadgen.disk import LineFile
 
 SAMPLE_INTERVAL_S = 0.2
 
@@ -140,7 +141,9 @@ class TreeMemory:
 
 class ResourceSampler:
     """`start(pid)` when the server is ready, `set_origin(t0_ns)` when the traffic starts,
-    `stop()` when it ends (before the server is stopped). The file exists from construction on."""
+    `stop()` when it ends (before the server is stopped). The file exists from construction on.
+    A full or failing disk stops the writing (whole lines only) and is reported once through
+    `on_failure`; the sampling itself goes on for the live watchers."""
 
     def __init__(
         self,
@@ -149,11 +152,12 @@ class ResourceSampler:
         *,
         gpu_factory: Callable[[], GpuMemory | None] = GpuMemory.open,
         on_sample: Callable[[dict[str, float]], None] | None = None,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
         self.interval_ns = round(interval_s * 1e9)
         self.count = 0
-        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._file = LineFile(path, on_failure)
         self._gpu_factory = gpu_factory
         self._gpu: GpuMemory | None = None
         self._origin_ns: int | None = None
@@ -180,8 +184,7 @@ class ResourceSampler:
         if self._greenlet is not None:
             self._greenlet.kill(block=True)
         self._pending.clear()
-        if not self._file.closed:
-            self._file.close()
+        self._file.close()
         if self._gpu is not None:
             self._gpu.close()
             self._gpu = None
@@ -221,6 +224,5 @@ class ResourceSampler:
             gpu_mb=None if gpu_mb is None else round(gpu_mb, 3),
         )
         data: dict[str, Any] = sample.to_dict()
-        self._file.write(json.dumps(data, separators=(",", ":")) + "\n")
-        self._file.flush()
-        self.count += 1
+        if self._file.append(json.dumps(data, separators=(",", ":"))):
+            self.count += 1

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import gevent
 from prometheus_client.parser import text_string_to_metric_families
@@ -36,6 +36,7 @@ from loadgen.collect.server_metrics_summary import (
     sample_line,
     values_for_watchers,
 )
+from loadgen.disk import LineFile
 from servers.base import Endpoint, http_get
 
 PROBE_TIMEOUT_S = 5.0
@@ -179,9 +180,10 @@ class ServerMetricsScraper:
     `stop()` when it ends (before the server is stopped).
 
     The lines go to the same resources.jsonl as the memory sampler's, through a handle of our own
-    opened in append mode: every write lands at the file's current end (O_APPEND), and both
-    writers live in the load generator's one gevent thread, where a `write()` + `flush()` never
-    yields to another greenlet, so the two never interleave within a line.
+    opened in append mode (loadgen.disk.LineFile): every line is one os.write at the file's current
+    end (O_APPEND), and both writers live in the load generator's one gevent thread, where an
+    os.write never yields to another greenlet, so the two never interleave within a line. A full
+    or failing disk stops the writing and is reported once through `on_failure`.
     """
 
     def __init__(
@@ -192,6 +194,7 @@ class ServerMetricsScraper:
         metrics_path: str = "/metrics",
         interval_s: float = 1.0,
         on_values: Callable[[Mapping[str, float]], None] | None = None,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
         self.enabled = enabled
@@ -203,7 +206,8 @@ class ServerMetricsScraper:
         self.url: str | None = None
         self._api_key: str | None = None
         self._on_values = on_values
-        self._file: IO[str] | None = None
+        self._on_failure = on_failure
+        self._file: LineFile | None = None
         self._origin_ns: int | None = None
         self._pending: list[tuple[int, dict[str, Any]]] = []
         self._greenlet: gevent.Greenlet | None = None
@@ -223,7 +227,7 @@ class ServerMetricsScraper:
         reason = self._probe()
         if reason is not None and self.enabled is True:
             raise ServerMetricsUnavailable(f"server_metrics.enabled is true but GET {self.url} {reason}")
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = LineFile(self.path, self._on_failure)
         if reason is not None:  # auto: off, with a line saying why
             self._record(taken_ns, {"unavailable": f"GET {self.url} {reason}"})
             return False
@@ -246,7 +250,7 @@ class ServerMetricsScraper:
             if self._origin_ns is not None:
                 self._scrape_once()
         self._pending.clear()
-        if self._file is not None and not self._file.closed:
+        if self._file is not None:
             self._file.close()
 
     def _probe(self) -> str | None:
@@ -268,7 +272,7 @@ class ServerMetricsScraper:
         while True:
             try:
                 self._scrape_once()
-            except Exception:  # e.g. the disk is full: skip this scrape, keep the run going
+            except Exception:  # a scrape is never worth the run (the disk reports its own failure)
                 self.failed += 1
             tick = next_tick(start_ns, self.interval_ns, time.perf_counter_ns(), tick)
             gevent.sleep(max(0, start_ns + tick * self.interval_ns - time.perf_counter_ns()) / 1e9)
@@ -306,5 +310,4 @@ class ServerMetricsScraper:
         if self._file is None or self._file.closed:
             return
         line = {"t_s": round((taken_ns - self._origin_ns) / 1e9, 4), "kind": KIND, **data}
-        self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self._file.flush()
+        self._file.append(json.dumps(line, separators=(",", ":")))

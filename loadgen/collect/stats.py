@@ -97,6 +97,17 @@ def _tokens_source(records: Sequence[RequestRecord]) -> str | None:
     return sources.pop() if len(sources) == 1 else "mixed"
 
 
+def errors_by_kind(records: Iterable[RequestRecord]) -> dict[str, int]:
+    """Failed records by what went wrong: their `error_kind`, "timeout" for timeouts, "other" for
+    errors recorded before kinds existed. The counts add up to `errors`."""
+    counts: dict[str, int] = {}
+    for record in records:
+        if record.status != "ok":
+            key = "timeout" if record.status == "timeout" else record.error_kind or "other"
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def measured_time_s(counted: Sequence[RequestRecord], windows: Sequence[PhaseWindow]) -> float:
     """Sum over windows of max(end, last send in that phase) − start.
 
@@ -132,6 +143,7 @@ def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWin
         "requests": requests,
         "errors": errors,
         "timeouts": timeouts,
+        "errors_by_kind": errors_by_kind(counted),
         "error_rate": errors / requests if requests else None,
         "target_rate": target_rate(windows),
         "achieved_rate": sent / elapsed if elapsed > 0 else None,

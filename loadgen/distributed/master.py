@@ -11,12 +11,15 @@ Clocks: the start is an absolute wall-clock time, sent to each worker in its own
 time + measured offset), so record times need no conversion. Workers on other machines need
 reasonably synced clocks only within a run (drift, not offset, is what is left uncorrected).
 
+Who may join: see auth.py (a worker secret, CURVE) and channel.py (the secured sockets).
+
 Lives in the gevent world (import only after monkey-patching).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +32,7 @@ from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner
 
 from loadgen.collect.records import RequestRecord
-from loadgen.distributed import protocol
+from loadgen.distributed import auth, channel, protocol
 from loadgen.distributed.local import LocalWorkers
 from loadgen.rundir import RunMeta
 from loadgen.scenario import Scenario
@@ -79,6 +82,32 @@ def run_distributed(
     with the run clock's zero (perf_counter_ns) once the plans are out; what it returns is
     called when the traffic is over."""
     logging.getLogger("locust").setLevel(logging.ERROR)
+    try:
+        secret = auth.worker_secret()
+        auth.check_master_bind(options.bind_host, secret)  # the CLI showed the warning already
+    except auth.SecretError as exc:
+        raise DistributedError(str(exc)) from None
+    with channel.secured(secret, on_refused=_report_refusal):
+        return _run_master(scenario, schedule, endpoint, sink, stop, run_dir, meta, options, on_start)
+
+
+def _report_refusal() -> None:
+    """A worker failed the handshake: say so and go on (a worker it leaves missing is handled
+    as any worker that never joined)."""
+    print(f"loadtest: warning: {auth.REFUSED_ON_MASTER}", file=sys.stderr, flush=True)
+
+
+def _run_master(
+    scenario: Scenario,
+    schedule: Schedule,
+    endpoint: Endpoint,
+    sink: Callable[[RequestRecord], None],
+    stop: gevent.event.Event,
+    run_dir: Path,
+    meta: RunMeta,
+    options: protocol.DistributedOptions,
+    on_start: Callable[[int], Callable[[], None]],
+) -> dict[str, Any]:
     port = options.bind_port or free_port(options.bind_host)
     environment = Environment(user_classes=[])
     master = environment.create_master_runner(options.bind_host, port)

@@ -25,11 +25,13 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from loadgen.collect.records import RequestRecord
-from loadgen.distributed import protocol
+from loadgen.distributed import auth, channel, protocol
+from loadgen.redact import register_secret
 from loadgen.traffic.runner import TrafficRunner
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint
 
+JOIN_TIMEOUT_S = 300.0  # as long as Locust's own join retries: a worker may start before its master
 PLAN_TIMEOUT_S = 300.0  # no plan within this long after joining: give up
 MASTER_SILENT_S = 15.0  # no heartbeat from the master for this long: it is gone, stop
 QUIT_WAIT_S = 30.0  # after the last batch, how long to wait for the master's quit
@@ -42,11 +44,28 @@ class WorkerError(Exception):
 def run_worker(master_host: str, master_port: int, stop: gevent.event.Event) -> None:
     """Join, wait for the plan, run it, report. Blocks until the master says quit (or is gone)."""
     logging.getLogger("locust").setLevel(logging.ERROR)
+    try:
+        secret = auth.worker_secret()
+    except auth.SecretError as exc:
+        raise WorkerError(str(exc)) from None
+    with channel.secured(secret):
+        _join_and_run(master_host, master_port, secret, stop)
+
+
+def _join_and_run(master_host: str, master_port: int, secret: str | None, stop: gevent.event.Event) -> None:
+    master = f"{master_host}:{master_port}"
+    joined = channel.handshake(master_host, master_port, stop, JOIN_TIMEOUT_S)
+    if joined is channel.Handshake.STOPPED:
+        return
+    if joined is channel.Handshake.REFUSED:
+        raise WorkerError(auth.refusal_message(master, secret))
+    if joined is channel.Handshake.UNREACHABLE:
+        raise WorkerError(f"no master answered at {master}")
     environment = Environment(user_classes=[])
     try:
         runner = environment.create_worker_runner(master_host, master_port)
     except ConnectionError:
-        raise WorkerError(f"no master answered at {master_host}:{master_port}") from None
+        raise WorkerError(f"no master answered at {master}") from None
     plan: gevent.event.AsyncResult = gevent.event.AsyncResult()
     quit_event = gevent.event.Event()
 
@@ -82,6 +101,7 @@ def _wait_plan(plan: gevent.event.AsyncResult, stop: gevent.event.Event) -> dict
 def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Event) -> None:
     worker = int(data["worker"])
     endpoint = Endpoint(**data["endpoint"])
+    register_secret(endpoint.api_key)  # the server's key came with the plan: never print it
     workload = protocol.load_workload(data["workload"])
     requests = protocol.decode_requests(data["requests"])
     schedule = Schedule(

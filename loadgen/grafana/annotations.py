@@ -27,6 +27,7 @@ from loadgen.grafana.client import (
     read_token,
 )
 from loadgen.observe import PhaseInfo, RunInfo, RunObserver
+from loadgen.redact import redact
 from loadgen.scenario import GrafanaConfig
 
 
@@ -115,7 +116,7 @@ class GrafanaAnnotator(RunObserver):
         self._off = True
         self.close()
         print(
-            f"loadtest: warning: Grafana annotations are off for this run: {reason}",
+            f"loadtest: warning: Grafana annotations are off for this run: {redact(reason)}",
             file=self._stderr or sys.stderr,
         )
 

@@ -3,10 +3,13 @@
 The token is read from the environment variable the user names (`--token-env`, `grafana.token_env`)
 and handed to grafana-client, which sends it as `Authorization: Bearer <token>`; it is never
 written anywhere. A URL with `user:password@` in it may stand in for a token (basic auth).
+Both are registered for redaction, and every reason built here from Grafana's answer is
+redacted before it is cut to one line (a proxy may echo the Authorization header back).
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
@@ -20,6 +23,8 @@ from grafana_client.client import (
     GrafanaServerError,
     GrafanaUnauthorizedError,
 )
+
+from loadgen.redact import redact, register_secret
 
 
 class GrafanaSetupError(Exception):
@@ -66,6 +71,7 @@ def has_url_credentials(url: str) -> bool:
 def read_token(token_env: str, environ: Mapping[str, str]) -> str | None:
     """The token from the named variable; None when it is unset or blank."""
     token = environ.get(token_env, "").strip()
+    register_secret(token)
     return token or None
 
 
@@ -78,6 +84,11 @@ def check_url(url: str) -> None:
 def connect(url: str, token: str | None, token_env: str, timeout: float) -> Grafana:
     """A client for `url`, authenticated by `token`, or by credentials in the URL."""
     check_url(url)
+    register_secret(token)
+    parts = urlsplit(url)
+    register_secret(parts.password)
+    if parts.username and parts.password:  # what a Basic Authorization header carries
+        register_secret(base64.b64encode(f"{parts.username}:{parts.password}".encode()).decode())
     if token is None and not has_url_credentials(url):
         raise GrafanaSetupError(
             f"environment variable {token_env} is not set: it must hold a Grafana service-account token"
@@ -104,7 +115,8 @@ def public_url(url: str) -> str:
 
 
 def _one_line(text: object, limit: int = 200) -> str:
-    line = re.sub(r"\s+", " ", str(text)).strip()
+    # Redact first: a cut made first could leave half a token that no longer matches.
+    line = re.sub(r"\s+", " ", redact(str(text))).strip()
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -117,7 +129,7 @@ def _message(exc: GrafanaException) -> str:
 
 def _cause(exc: BaseException) -> str:
     """'Connection refused' out of urllib3's long 'Max retries exceeded ... [Errno 111] ...'."""
-    found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
+    found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", redact(str(exc)))
     return found.group(1).strip() if found else type(exc).__name__
 
 

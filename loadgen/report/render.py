@@ -1,31 +1,45 @@
 """Turn a run directory's records into its reports: the one place a report is computed.
 
 Used at the end of a run and by `loadtest report`; it reads requests.jsonl and resources.jsonl,
-never memory, so both give the same numbers. Free of gevent and Locust.
+never memory, so both give the same numbers. Free of gevent and Locust. Never raises on a full
+or read-only disk: what cannot be written is named on stderr, and a verdict that was not already
+`error` becomes one (exit 2: a gate must not pass without its reports).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
-from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.records import RequestRecord, SkippedLines, read_records
 from loadgen.collect.server_metrics_summary import read_server_metrics, summarize_server_metrics
 from loadgen.evaluate.levels import LevelWindow
 from loadgen.report.build import build_report
+from loadgen.report.safe_write import write_formats
 from loadgen.report.search_report import build_search_report
-from loadgen.report.writers import write_reports
 from loadgen.rundir import RunMeta
 from loadgen.scenario import Scenario
 from loadgen.traffic.schedule import Schedule
 
 
-def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: RunMeta) -> dict[str, Any]:
-    """Compute the report from requests.jsonl (never from memory) and write every format."""
-    records_path = run_dir / "requests.jsonl"
-    records = list(read_records(records_path)) if records_path.exists() else []
+def render_reports(
+    run_dir: Path, scenario: Scenario, schedule: Schedule, meta: RunMeta, *, interrupted: bool = False
+) -> dict[str, Any]:
+    """Compute the report from requests.jsonl (never from memory) and write every format.
+    `interrupted` (Ctrl-C): all but report.html, whose charts take seconds; a user who wants out
+    gets the verdict at once, and `loadtest report RUN_DIR` draws the rest later."""
+    formats: list[str] = list(scenario.report.formats)
+    if interrupted and "html" in formats:
+        formats.remove("html")
+        print(
+            f"loadtest: report.html skipped on interrupt: `loadtest report {run_dir}` draws it",
+            file=sys.stderr,
+        )
+    records = _read_records(run_dir / "requests.jsonl")
     run_error = meta.run_error
     if not meta.finished and run_error is None:
         run_error = "the run did not finish (the load generator stopped unexpectedly)"
@@ -34,7 +48,7 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
         read_samples(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
     if scenario.search is not None:
-        return _render_search(run_dir, scenario, schedule, meta, records, run_error)
+        return _render_search(run_dir, scenario, schedule, meta, records, run_error, formats)
     # The server's own /metrics over the same window (bracketed by the scrapes around it).
     server_metrics = summarize_server_metrics(
         read_server_metrics(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
@@ -53,7 +67,7 @@ def render_reports(run_dir: Path, scenario: Scenario, schedule: Schedule, meta: 
         max_client_cpu_percent=scenario.client.max_cpu * 100,
         workers=meta.workers if meta.workers and "count" in meta.workers else None,
     )
-    _write(report, run_dir, scenario, schedule, meta, records)
+    _write(report, run_dir, scenario, schedule, meta, records, formats)
     return report
 
 
@@ -64,6 +78,7 @@ def _render_search(
     meta: RunMeta,
     records: list[RequestRecord],
     run_error: str | None,
+    formats: Sequence[str],
 ) -> dict[str, Any]:
     """A search run: its levels' windows come from run.json (the schedule is made level by level)."""
     windows = [LevelWindow.from_dict(data) for data in meta.levels]
@@ -86,7 +101,7 @@ def _render_search(
         # The server's own /metrics over the operating point's window(s).
         server_metrics=lambda start_s, end_s: summarize_server_metrics(scrapes, start_s=start_s, end_s=end_s),
     )
-    _write(report, run_dir, scenario, schedule, meta, records)
+    _write(report, run_dir, scenario, schedule, meta, records, formats)
     return report
 
 
@@ -97,10 +112,29 @@ def _write(
     schedule: Schedule,
     meta: RunMeta,
     records: list[RequestRecord],
+    formats: Sequence[str],
 ) -> None:
     """Every format; the HTML report reuses the records already read (100k lines take seconds)."""
     from loadgen.report.html.inputs import run_inputs  # matplotlib only where html is asked for
 
-    formats = scenario.report.formats
     inputs = run_inputs(run_dir, scenario, schedule, meta, records) if "html" in formats else None
-    write_reports(report, run_dir, formats, inputs)
+    failure = write_formats(report, run_dir, formats, inputs)
+    if failure is None:
+        return
+    if report["verdict"] != "error":
+        report["verdict"], report["reason"] = "error", failure
+        if "json" in formats and (run_dir / "report.json").exists():
+            write_formats(report, run_dir, ["json"])  # so report.json agrees with the exit code
+    else:  # the verdict line says the run's own reason; this says which reports are missing
+        print(f"loadtest: error: {failure}", file=sys.stderr, flush=True)
+
+
+def _read_records(path: Path) -> list[RequestRecord]:
+    """The records, saying on stderr what was skipped (a line cut by a crash mid-write)."""
+    if not path.exists():
+        return []
+    skipped = SkippedLines()
+    records = list(read_records(path, skipped))
+    for message in skipped.messages(path.name):
+        print(f"loadtest: warning: {message}", file=sys.stderr, flush=True)
+    return records

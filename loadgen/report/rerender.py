@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loadgen.disk import DiskError, check_writable
 from loadgen.report.render import render_reports
 from loadgen.rundir import RunMeta
 from loadgen.scenario_loader import ScenarioError, load_scenario
@@ -26,4 +27,8 @@ def rerender_run(run_dir: Path) -> dict[str, Any]:
         raise RerenderError(f"the run's scenario.yaml is not valid: {exc}") from None
     except (OSError, ValueError) as exc:
         raise RerenderError(f"cannot read {run_dir / 'run.json'}: {exc}") from None
+    try:
+        check_writable(run_dir)  # a read-only or full folder: one line, before any work
+    except DiskError as exc:
+        raise RerenderError(f"{exc} (the reports are written into the run directory)") from None
     return render_reports(run_dir, scenario, build_schedule(scenario), meta)

@@ -8,9 +8,18 @@ come from the server's `usage` when it sends one, else from the number of conten
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
+
+from loadgen.redact import redact
+
+# The error text of an HTTP error keeps this much of the body.
+ERROR_BODY_LIMIT = 200
 
 # Common short English words: each is one token in typical BPE vocabularies, so a prompt of n
 # words is close to n tokens; the server's usage field reports the exact count.
@@ -66,6 +75,7 @@ class StreamResult:
     usage_prompt_tokens: int | None = None
     usage_output_tokens: int | None = None
     error: str | None = None
+    error_kind: Literal["http", "protocol"] = "protocol"  # "http": the server sent an error object
     done: bool = False  # saw `data: [DONE]` (or a complete non-streaming body)
 
     @property
@@ -123,6 +133,7 @@ class StreamParser:
             error = chunk["error"]
             message = error.get("message") if isinstance(error, dict) else error
             self.result.error = f"server error in stream: {message}"
+            self.result.error_kind = "http"
             return
         for choice in chunk.get("choices") or []:
             if _content_of(choice):
@@ -157,3 +168,33 @@ def _content_of(choice: Any) -> str:
     if isinstance(message, dict):
         return str(message.get("content") or "")
     return str(choice.get("text") or "")
+
+
+def parse_retry_after(value: str | None, now_s: float | None = None) -> float | None:
+    """A Retry-After header in seconds from now: delta-seconds or an HTTP-date (RFC 9110 10.2.3);
+    None when absent or unreadable. A date in the past is 0."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # an asctime date carries no zone: HTTP dates are GMT
+            when = when.replace(tzinfo=UTC)
+        seconds = when.timestamp() - (time.time() if now_s is None else now_s)
+        return round(max(0.0, seconds), 3)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def http_error_text(code: int, body: bytes, secrets: Iterable[str] = ()) -> str:
+    """`HTTP 429: <the body's first 200 bytes>`, credentials redacted, on one line."""
+    # Redact more than is kept so a secret cut at the boundary is still recognised.
+    text = redact(body[: ERROR_BODY_LIMIT * 4].decode("utf-8", "replace"), secrets)
+    text = " ".join(text.split())
+    if len(text) > ERROR_BODY_LIMIT:
+        text = text[: ERROR_BODY_LIMIT - 1] + "…"
+    return f"HTTP {code}: {text}" if text else f"HTTP {code}"

@@ -13,7 +13,7 @@ sampled uniformly with replacement. A single workload draws exactly as before cl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,7 +55,12 @@ class Schedule:
         return index
 
 
-def build_schedule(scenario: Scenario) -> Schedule:
+# Planning a long run is seconds of pure CPU: every this many requests it calls `checkpoint`,
+# where the caller can let a Ctrl-C in (gevent.sleep(0)) and abandon the plan.
+CHECKPOINT_EVERY = 20_000
+
+
+def build_schedule(scenario: Scenario, checkpoint: Callable[[], None] | None = None) -> Schedule:
     rng = np.random.default_rng(scenario.seed)
     times: list[float] = []
     phases: list[int] = []
@@ -83,23 +88,28 @@ def build_schedule(scenario: Scenario) -> Schedule:
             windows.append(PhaseWindow(index, phase.kind, target, offset + cut, offset + phase.duration))
         offset += phase.duration
 
-    draws = draw_requests(scenario.classes, len(times), rng)
+    draws = draw_requests(scenario.classes, len(times), rng, checkpoint)
     first_class = scenario.classes[0][0]
-    requests = [
-        PlannedRequest(
-            id=i,
-            phase=phases[i],
-            scheduled_s=times[i],
-            prompt_tokens=_replayed_prompt_tokens(replayed[i]) if i in replayed else draws[i].prompt_tokens,
-            output_tokens=max(1, replayed[i].output_tokens) if i in replayed else draws[i].output_tokens,
-            warmup=times[i] < scenario.warmup,
-            max_concurrency=scenario.traffic[phases[i]].max_concurrency,
-            prompt=replayed[i].prompt if i in replayed else None,
-            request_class=first_class if i in replayed else draws[i].request_class,
-            dataset_row=None if i in replayed else draws[i].dataset_row,
+    requests: list[PlannedRequest] = []
+    for i in range(len(times)):
+        if checkpoint is not None and i % CHECKPOINT_EVERY == 0:
+            checkpoint()
+        requests.append(
+            PlannedRequest(
+                id=i,
+                phase=phases[i],
+                scheduled_s=times[i],
+                prompt_tokens=_replayed_prompt_tokens(replayed[i])
+                if i in replayed
+                else draws[i].prompt_tokens,
+                output_tokens=max(1, replayed[i].output_tokens) if i in replayed else draws[i].output_tokens,
+                warmup=times[i] < scenario.warmup,
+                max_concurrency=scenario.traffic[phases[i]].max_concurrency,
+                prompt=replayed[i].prompt if i in replayed else None,
+                request_class=first_class if i in replayed else draws[i].request_class,
+                dataset_row=None if i in replayed else draws[i].dataset_row,
+            )
         )
-        for i in range(len(times))
-    ]
     return Schedule(requests=requests, windows=windows, phase_starts=starts, duration_s=offset)
 
 
@@ -132,7 +142,10 @@ class Draw:
 
 
 def draw_requests(
-    classes: Sequence[tuple[str, float, Workload]], count: int, rng: np.random.Generator
+    classes: Sequence[tuple[str, float, Workload]],
+    count: int,
+    rng: np.random.Generator,
+    checkpoint: Callable[[], None] | None = None,
 ) -> list[Draw]:
     """`count` requests' classes (by weight), lengths and dataset lines, seeded. A dataset
     request's prompt_tokens is its client-side count (tokenizer:) or else its word count."""
@@ -149,6 +162,8 @@ def draw_requests(
         entries = workload.entries
         rows = rng.integers(0, len(entries), size=len(mine)) if entries else None
         for j, position in enumerate(mine.tolist()):
+            if checkpoint is not None and j % CHECKPOINT_EVERY == 0:
+                checkpoint()
             if rows is None:
                 draws[position] = Draw(name, int(prompt[j]), int(output[j]))
             else:

@@ -1,8 +1,9 @@
 """The Locust user: one concurrency slot that takes due requests and streams them.
 
-Each user holds one keep-alive connection. It reads the SSE stream line by line with
-`resp.stream.readline()`, which returns each line as it lands (iterating the stream would wait
-for 4 KiB blocks and smear TTFT), and stamps each line with a monotonic clock.
+Each user holds one keep-alive connection. It reads the SSE stream line by line as each line
+lands (iterating the stream would wait for 4 KiB blocks and smear TTFT), with a bounded reader
+(line_reader.py), and stamps each line with a monotonic clock. One gevent.Timeout bounds the whole
+request in wall time: connect, headers, body.
 """
 
 from __future__ import annotations
@@ -10,22 +11,33 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.client import HTTPException
 from typing import Any, ClassVar
 
 import gevent
 from gevent import GreenletExit
+from geventhttpclient.response import HTTPConnectionClosed
 from locust import constant, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser
 
-from loadgen.collect.records import RequestRecord, Status, summarize_itl
+from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
+from loadgen.redact import redact
 from loadgen.scenario import Workload
 from loadgen.traffic.dispatch import Dispatcher, Ticket
-from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
+from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
+from loadgen.traffic.openai_api import (
+    StreamParser,
+    http_error_text,
+    parse_retry_after,
+    prompt_text,
+    request_body,
+)
 from loadgen.workload import workload_classes
 from servers.base import Endpoint
 
 ERROR_TEXT_LIMIT = 200
+_EVERY_STATUS = frozenset(range(100, 600))
 
 
 @dataclass
@@ -42,9 +54,16 @@ class RunContext:
     # More than one: requests go round robin by id (client-side balancing across replicas).
     spread: tuple[Endpoint, ...] = ()
     classes: dict[str, Workload] = field(init=False, default_factory=dict)
+    headers: dict[str, str] = field(init=False, default_factory=dict)
+    secrets: tuple[str, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         self.classes = {name: workload for name, _, workload in workload_classes(self.workload)}
+        # identity: a compressed SSE stream could not be read line by line as it lands
+        self.headers = {"Accept-Encoding": "identity"}
+        if self.endpoint.api_key:
+            self.headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
+            self.secrets = (self.endpoint.api_key,)
 
 
 class OpenAIUser(FastHttpUser):
@@ -57,6 +76,13 @@ class OpenAIUser(FastHttpUser):
     # No per-read socket timeout (it costs a timer per SSE line); each request is bounded as a
     # whole by workload.request_timeout instead.
     network_timeout = None  # type: ignore[assignment]  # geventhttpclient passes it to settimeout()
+    connection_timeout = None  # type: ignore[assignment]  # the request's deadline bounds the connect
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        # Every status is a response to read: geventhttpclient would otherwise raise on a 429,
+        # closing the connection before its body (the error text) and Retry-After are read.
+        self.client.client.valid_response_codes = _EVERY_STATUS  # type: ignore[misc]
 
     @task
     def serve(self) -> None:
@@ -68,10 +94,10 @@ class OpenAIUser(FastHttpUser):
             self.run_context.sink(self._perform(ticket))
         except GreenletExit:
             # The run is being stopped (Ctrl-C): keep what this request measured so far.
-            self.run_context.sink(self._failed(ticket, "interrupted: the run was stopped"))
+            self.run_context.sink(self._failed(ticket, "interrupted: the run was stopped", "interrupted"))
             raise
         except Exception as exc:  # a client-side bug must cost one request, never the record
-            self.run_context.sink(self._failed(ticket, _short(f"client error: {exc!r}")))
+            self.run_context.sink(self._failed(ticket, _short(f"client error: {exc!r}"), "client"))
             raise
         finally:
             dispatcher.done()
@@ -93,46 +119,55 @@ class OpenAIUser(FastHttpUser):
         url = path
         if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
             url = ctx.spread[planned.id % len(ctx.spread)].base_url + path
-        headers = {"Authorization": f"Bearer {ctx.endpoint.api_key}"} if ctx.endpoint.api_key else {}
         parser = StreamParser()
         status: Status = "ok"
         error: str | None = None
+        kind: ErrorKind | None = None
         http_status: int | None = None
+        retry_after: float | None = None
         done_ns = 0
+        limit = workload.max_line
+        response: Any = None
         timeout = gevent.Timeout(workload.request_timeout)
         timeout.start()
         sent_ns = time.perf_counter_ns()  # after the body is built: from_send is the server's share
         try:
+            # stream=True always: Locust would read a whole body unbounded, without yielding
             response = self.client.request(
-                "POST", url, json=body, stream=workload.stream, headers=headers, name=path
+                "POST", url, json=body, stream=True, headers=ctx.headers, name=path
             )
-            try:
-                http_status = response.status_code or None
-                if not http_status:
-                    reason = getattr(response, "error", "no response")
-                    status, error = "error", _short(f"connection failed: {reason}")
-                elif http_status != 200:
-                    status, error = "error", _short(f"HTTP {http_status}: {_body_text(response)}")
-                elif workload.stream:
-                    done_ns = _read_stream(response, parser)
-                else:
-                    parser.feed_body(response.content or b"", time.perf_counter_ns())
-            finally:
-                _release(response)
+            http_status = response.status_code or None
+            if not http_status:
+                status, kind, error = _no_response(getattr(response, "error", None), timeout, workload)
+            elif http_status != 200:
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+                status, kind = "error", "http"
+                error = http_error_text(http_status, read_body(response.stream, limit), ctx.secrets)
+            elif workload.stream:
+                done_ns = _read_stream(response.stream, parser, limit)
+            else:
+                parser.feed_body(read_body(response.stream, limit), time.perf_counter_ns())
         except gevent.Timeout as exc:
             if exc is not timeout:
                 raise
-            status, error = "timeout", f"no complete response within {workload.request_timeout:g}s"
-        except (OSError, ValueError) as exc:  # connection reset mid-stream, malformed HTTP
-            status, error = "error", _short(f"{type(exc).__name__}: {exc}")
+            status, kind = "timeout", None
+            error = f"timeout: response not complete within {workload.request_timeout:g}s"
+        except LineTooLong as exc:  # the rest of the line is still on the wire: drop the connection
+            status, kind, error = "error", "line_too_long", str(exc)
+        except (OSError, HTTPException) as exc:  # reset or closed mid-answer, malformed HTTP
+            status, kind, error = "error", *_broken(exc)
+        except ValueError as exc:  # refused by the HTTP client before sending (e.g. a bad URL)
+            status, kind, error = "error", "client", _short(f"{type(exc).__name__}: {exc}")
         finally:
             timeout.close()
+            if response is not None:
+                _release(response, drop=kind == "line_too_long")
         done_ns = done_ns or time.perf_counter_ns()
         result = parser.result
         if status == "ok" and result.error:
-            status, error = "error", _short(result.error)
+            status, kind, error = "error", result.error_kind, _short(redact(result.error, ctx.secrets))
         elif status == "ok" and not result.done:
-            status, error = "error", "response ended before it was complete"
+            status, kind, error = "error", "protocol", "response ended before it was complete"
         streamed = workload.stream
         prompt_tokens = result.usage_prompt_tokens
         if prompt_tokens is None and entry is not None:  # no usage: the client tokenizer's count
@@ -152,7 +187,9 @@ class OpenAIUser(FastHttpUser):
             itl_ms=summarize_itl(result.itl_ms()) if streamed else [],
             status=status,
             error=error,
+            error_kind=kind,
             http_status=http_status,
+            retry_after_s=retry_after,
             warmup=planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
@@ -160,7 +197,7 @@ class OpenAIUser(FastHttpUser):
             request_class=planned.request_class,
         )
 
-    def _failed(self, ticket: Ticket, error: str) -> RequestRecord:
+    def _failed(self, ticket: Ticket, error: str, kind: ErrorKind) -> RequestRecord:
         ctx = self.run_context
         return RequestRecord(
             id=ticket.planned.id,
@@ -170,6 +207,7 @@ class OpenAIUser(FastHttpUser):
             done_s=_seconds(time.perf_counter_ns(), ctx.t0_ns),
             status="error",
             error=error,
+            error_kind=kind,
             warmup=ticket.planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
@@ -178,35 +216,53 @@ class OpenAIUser(FastHttpUser):
         )
 
 
-def _read_stream(response: Any, parser: StreamParser) -> int:
+def _read_stream(stream: Any, parser: StreamParser, limit: int) -> int:
     """Read SSE lines to the end of the body; return when `[DONE]` (or the last line) landed."""
-    stream = response.stream
+    result = parser.result
     done_ns = 0
     while True:
-        line = stream.readline(b"\n")
+        line = read_line(stream, limit)
         arrived_ns = time.perf_counter_ns()
         if not line:
             return done_ns or arrived_ns
         parser.feed(line, arrived_ns)
-        if parser.result.done and not done_ns:
+        if result.done and not done_ns:
             done_ns = arrived_ns
-        if parser.result.error:
+        if result.error:
             return arrived_ns
 
 
-def _release(response: Any) -> None:
-    """Give the connection back, or close it if the body was not read to its end. A response
-    for a failed connection (Locust's ErrorResponse) has no socket to give back."""
-    if getattr(response, "_response", None) is not None:
-        response.release()
+def _no_response(
+    exc: BaseException | None, timeout: gevent.Timeout, workload: Workload
+) -> tuple[Status, ErrorKind | None, str]:
+    """Why no response came. Locust catches the exceptions of connect/send/headers (our deadline
+    too) and hands back a response without a status, carrying the exception as `.error`."""
+    while getattr(exc, "original", None) is not None:  # geventhttpclient's RetriesExceeded wrapper
+        exc = exc.original  # type: ignore[union-attr]
+    if exc is timeout or isinstance(exc, (TimeoutError, gevent.Timeout)):
+        return "timeout", None, f"timeout: no response within {workload.request_timeout:g}s"
+    if isinstance(exc, HTTPException) and not isinstance(exc, HTTPConnectionClosed):
+        return "error", "protocol", _short(f"malformed HTTP response: {exc}")
+    return "error", "connection", _short(f"connection failed: {exc or 'no response'}")
 
 
-def _body_text(response: Any) -> str:
-    try:
-        raw = response.stream.read(ERROR_TEXT_LIMIT * 4)
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+def _broken(exc: OSError | HTTPException) -> tuple[ErrorKind, str]:
+    """A response that broke off while being read."""
+    if isinstance(exc, (OSError, HTTPConnectionClosed)) or "Incomplete response" in str(exc):
+        return "connection", _short(f"connection lost mid-response: {type(exc).__name__}: {exc}")
+    return "protocol", _short(f"malformed HTTP response: {exc}")
+
+
+def _release(response: Any, drop: bool) -> None:
+    """Give the connection back, or close it if the body was not read to its end (or `drop`).
+    A response for a failed connection (Locust's ErrorResponse) has no socket to give back."""
+    stream = getattr(response, "_response", None)
+    if stream is None:
+        return
+    if drop:
+        drop_connection(stream)
+    else:
+        stream.release()
 
 
 def _short(text: str) -> str:

@@ -23,6 +23,11 @@ HTTP API documentation (Folder, Dashboard and Annotations APIs; Grafana 11):
 Every request is recorded (method, path, query, JSON body, Authorization header) before it is
 answered, so tests can assert the exact requests. Requests without the expected credentials get
 Grafana's 401 answer. Anything else is a 404 like Grafana's.
+
+`echo=Echo(status, as_json)` plays a misbehaving proxy in front of Grafana: every API request
+(after the credential check) is answered `status` with a body that echoes the request's headers,
+Authorization included, as JSON `{"message": ...}` or as plain text. No real proxy is at hand
+that does this on purpose; the fault is the body's content, which this reproduces byte for byte.
 """
 
 from __future__ import annotations
@@ -51,6 +56,17 @@ class Recorded:
     status: int = 0  # what the fake answered
 
 
+@dataclass(frozen=True)
+class Echo:
+    """Answer every API request `status` with its headers echoed in the body: `template` is
+    formatted with `headers` (all of them, Authorization first) and `credential` (the bare token
+    or Basic value of the Authorization header)."""
+
+    status: int = 502
+    as_json: bool = True
+    template: str = "upstream connect error; request headers: {headers}"
+
+
 @dataclass
 class _State:
     folders: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -70,7 +86,10 @@ def _now() -> str:
 class FakeGrafana:
     """`with FakeGrafana(token="t") as grafana:` serves on `grafana.url` until the block ends."""
 
-    def __init__(self, token: str | None = "test-token", basic: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self, token: str | None = "test-token", basic: tuple[str, str] | None = None, echo: Echo | None = None
+    ) -> None:
+        self.echo = echo
         self.accepted: set[str] = set()
         if token is not None:
             self.accepted.add(f"Bearer {token}")
@@ -290,17 +309,28 @@ class _Handler(BaseHTTPRequestHandler):
                 401,
                 {"message": "Invalid API key", "messageId": "api-key.invalid", "statusCode": 401},
             )
+        elif self.fake.echo is not None:
+            status, answer = self.fake.echo.status, self._echoed(self.fake.echo)
         elif bad_json:
             status, answer = 400, {"message": "bad request data"}
         else:
             status, answer = self.fake.handle(self.command, parts.path, query, body)
         with self.fake._lock:
             self.fake.requests.append(Recorded(self.command, parts.path, query, body, authorization, status))
-        payload = json.dumps(answer).encode()
+        text = isinstance(answer, str)
+        payload = answer.encode() if text else json.dumps(answer).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if text else "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _echoed(self, echo: Echo) -> Any:
+        # Authorization first: a one-line reason cut at 200 characters must not hide the leak.
+        items = sorted(self.headers.items(), key=lambda item: item[0].lower() != "authorization")
+        headers = "; ".join(f"{name}: {value}" for name, value in items)
+        credential = (self.headers.get("Authorization") or "").rpartition(" ")[2]
+        line = echo.template.format(headers=headers, credential=credential)
+        return {"message": line, "headers": dict(self.headers.items())} if echo.as_json else line
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve

@@ -40,6 +40,8 @@ class RunInputs:
 def phase_spans(scenario: Scenario, schedule: Schedule) -> list[Span]:
     """Warm-up first (hatched), then one span per phase with its label."""
     spans: list[Span] = []
+    if not schedule.phase_starts:
+        return spans  # the run ended before its schedule was planned (Ctrl-C while planning)
     if scenario.warmup > 0:
         spans.append(Span(0.0, min(scenario.warmup, schedule.duration_s), "warm-up", "warmup"))
     ends = [*schedule.phase_starts[1:], schedule.duration_s]

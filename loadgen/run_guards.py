@@ -1,0 +1,75 @@
+"""What ends a run early, in one place: the stop event (Ctrl-C, a fault), the first fault's
+reason, the watch on every server the run started, and the guard against an endpoint that
+stopped answering. Every finished request passes through `sink()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gevent.event
+
+from loadgen.collect.records import RecordWriter, RequestRecord
+from loadgen.collect.resources import ResourceSampler
+from loadgen.collect.server_metrics import ServerMetricsScraper
+from loadgen.faults import RunFault
+from loadgen.observe import Observers
+from loadgen.rundir import RunMeta
+from loadgen.scenario import Scenario
+from loadgen.server_watch import RunClock, ServerDeath, ServerWatch, UnreachableGuard
+from servers.base import Endpoint
+
+# Connection failures in a row that end a run whose server config sets no `unreachable_after`.
+UNREACHABLE_AFTER = 20
+
+
+@dataclass
+class RunGuards:
+    """What ends a run early: the stop event (Ctrl-C, a fault), the first fault's reason, the
+    watch on every started server, and the guard against an endpoint that stopped answering."""
+
+    fault: RunFault
+    clock: RunClock
+    server_watch: ServerWatch
+    unreachable: UnreachableGuard | None = None
+
+    @classmethod
+    def for_run(cls, scenario: Scenario, stop: gevent.event.Event, meta: RunMeta) -> RunGuards:
+        fault, clock = RunFault(stop), RunClock()
+
+        def died(death: ServerDeath) -> None:
+            meta.server["exit"] = death.to_dict()
+
+        return cls(fault, clock, ServerWatch(fault, clock.now, died))
+
+    @property
+    def stop(self) -> gevent.event.Event:
+        return self.fault.stop
+
+    def watch_endpoint(self, scenario: Scenario, endpoint: Endpoint) -> None:
+        limit = getattr(scenario.server_config, "unreachable_after", UNREACHABLE_AFTER)
+        self.unreachable = UnreachableGuard(self.fault, limit, endpoint.base_url)
+
+    def set_origin(self, t0_ns: int, *samplers: ResourceSampler | ServerMetricsScraper | None) -> None:
+        """The run clock's zero: records, samples and a server death's time share it."""
+        self.clock.origin_ns = t0_ns
+        for sampler in samplers:
+            if sampler is not None:
+                sampler.set_origin(t0_ns)
+
+    def sink(
+        self, writer: RecordWriter, watch: Observers, also: Callable[[RequestRecord], None] | None = None
+    ) -> Callable[[RequestRecord], None]:
+        """Where each finished request goes: the file, the observers, the unreachable guard."""
+        unreachable = self.unreachable
+
+        def sink(record: RequestRecord) -> None:
+            writer.write(record)
+            if also is not None:
+                also(record)
+            watch.request_done(record)
+            if unreachable is not None:
+                unreachable.observe(record)
+
+        return sink

@@ -1,0 +1,137 @@
+"""The start stage of a run: start the server (`cold_starts` times), probe its first token, and
+time both, every wait bounded by a deadline and ended within a poll interval by Ctrl-C.
+
+Lives in the gevent world: each blocking step runs in a greenlet that the stop event can kill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import gevent
+import gevent.event
+
+from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
+from loadgen.collect.resources import ResourceSampler
+from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
+from loadgen.disk import append_line
+from loadgen.probe import ProbeError, first_token_ns
+from loadgen.run_guards import RunGuards
+from loadgen.rundir import RunMeta
+from loadgen.scenario import Scenario
+from servers.base import Adapter, Endpoint, ServerStartError
+
+# The probe's deadline when the server config has no startup_timeout of its own.
+PROBE_TIMEOUT_S = 300.0
+STOP_POLL_S = 0.05  # how soon a stop (Ctrl-C, a fault) is seen while waiting
+
+T = TypeVar("T")
+
+
+class RunAborted(Exception):
+    """The run cannot go on; the message is the one-line reason."""
+
+
+def interruptible(step: Callable[[], T], stop: gevent.event.Event, doing: str) -> T:
+    """Run a blocking `step` in a greenlet; a stop kills it within STOP_POLL_S and aborts the run
+    ("interrupted while <doing>"). The step's exception is re-raised here, never printed by gevent."""
+
+    def guarded() -> T | BaseException:
+        try:
+            return step()
+        except Exception as exc:  # returned, not raised: gevent would print a raised one
+            return exc
+
+    running = gevent.spawn(guarded)
+    while not running.ready():
+        if stop.wait(STOP_POLL_S):
+            running.kill(block=True, timeout=1.0)
+            raise RunAborted(f"interrupted while {doing}")
+    outcome: T | BaseException = running.value
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def start_server(
+    adapter: Adapter, run_dir: Path, stop: gevent.event.Event, log_name: str = "server.log"
+) -> Endpoint:
+    """Start the server; Ctrl-C during a long startup still stops the run (and the server)."""
+    try:
+        return interruptible(lambda: adapter.start(run_dir / log_name), stop, "the server was starting")
+    except RunAborted:
+        adapter.stop()
+        raise
+    except ServerStartError as exc:
+        raise RunAborted(str(exc)) from None
+    except Exception as exc:
+        raise RunAborted(f"the server adapter failed: {exc!r}") from None
+
+
+def cold_starts(
+    adapter: Adapter,
+    scenario: Scenario,
+    run_dir: Path,
+    meta: RunMeta,
+    resources: ResourceSampler,
+    guards: RunGuards,
+    *,
+    scraper: ServerMetricsScraper | None = None,
+) -> Endpoint:
+    """Start the server `cold_starts` times, timing each; every start but the last is stopped
+    again. Memory sampling and the death watch begin as soon as the last start is ready. A
+    server that was not spawned (external) is started once: it has no cold start to measure."""
+    starts: list[ColdStart] = []
+    total, stop, on_disk_failure = scenario.cold_starts, guards.stop, guards.fault.fail
+    for number in range(1, total + 1):
+        if total > 1:
+            marker = f"--- loadtest: start {number} of {total} ---"
+            append_line(run_dir / "server.log", marker, on_disk_failure)
+        endpoint = start_server(adapter, run_dir, stop)
+        spawned = adapter.spawned_at_ns is not None
+        last = number == total or not spawned
+        if last:
+            guards.server_watch.watch(adapter, "the server")
+            if adapter.pid is not None:
+                resources.start(adapter.pid)
+            if scraper is not None:
+                _start_scraper(scraper, endpoint)
+        start = _measure_cold_start(adapter, endpoint, scenario, stop)
+        if spawned:
+            starts.append(start)
+            meta.server["cold_start_s"] = summarize_cold_starts(starts)
+            meta.save(run_dir, on_disk_failure)
+        if last:
+            return endpoint
+        adapter.stop()
+    raise AssertionError("unreachable: the last start returns")
+
+
+def _start_scraper(scraper: ServerMetricsScraper, endpoint: Endpoint) -> None:
+    """Scrape the server's /metrics from now on (`auto`: only where it has them)."""
+    try:
+        scraper.start(endpoint)
+    except ServerMetricsUnavailable as exc:
+        raise RunAborted(str(exc)) from None
+
+
+def _measure_cold_start(
+    adapter: Adapter, endpoint: Endpoint, scenario: Scenario, stop: gevent.event.Event
+) -> ColdStart:
+    """Probe the first token (also proves the server serves); spawn → ready → first token.
+    The probe is bounded by the server's startup deadline, and Ctrl-C ends it at once."""
+    deadline_s = float(getattr(scenario.server_config, "startup_timeout", PROBE_TIMEOUT_S))
+    try:
+        first_ns = interruptible(
+            lambda: first_token_ns(endpoint, scenario.workload, deadline_s),
+            stop,
+            "waiting for the server's first token",
+        )
+    except ProbeError as exc:
+        raise RunAborted(str(exc)) from None
+    ready = round(adapter.ready_s, 4) if adapter.ready_s is not None else None
+    spawned_ns = adapter.spawned_at_ns
+    first_token = round((first_ns - spawned_ns) / 1e9, 4) if spawned_ns is not None else None
+    return ColdStart(ready=ready, first_token=first_token)

@@ -1,0 +1,135 @@
+"""A faulty OpenAI-compatible server on 127.0.0.1, run as its own process.
+
+    python tests/faults/misbehaving_server.py MODE [--probe-too] [--huge-bytes N]
+
+prints its port on the first line of stdout, then serves until killed. `/v1/models` and the
+start-up probe (a request with max_tokens 2) are answered normally, so the run gets past its
+checks (`--probe-too`: the probe meets the fault as well); the traffic's requests meet the
+fault of MODE:
+
+- normal: a short, well-formed stream (4 tokens, 20 ms apart);
+- never: reads the request and never answers;
+- endless: sends headers, then a token every 20 ms forever;
+- huge: every third request gets one SSE line of N bytes (default 64 MiB) at full speed, the
+  others a normal stream (with --probe-too, every request);
+- ratelimit: HTTP 429 with `Retry-After: 7` and a body that echoes a bearer token;
+- close: closes the connection without answering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODES = ("normal", "never", "endless", "huge", "ratelimit", "close")
+SECRET_BODY = b'{"error": {"message": "slow down", "echo": "Authorization: Bearer sk-secret-123456"}}'
+_counter = itertools.count(1)
+_lock = threading.Lock()
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def _token(text: str) -> bytes:
+    return b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": text}}]}).encode() + b"\n\n"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    mode = "normal"
+    huge_bytes = 64 << 20
+    probe_too = False
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet: tests read stdout
+        pass
+
+    def do_GET(self) -> None:
+        body = json.dumps({"object": "list", "data": [{"id": "faulty", "object": "model"}]}).encode()
+        self._send(200, body, "application/json")
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        probe = request.get("max_tokens") == 2  # the start-up probe
+        if probe and not self.probe_too:
+            self._stream(2)
+            return
+        with _lock:
+            number = 3 if probe else next(_counter)
+        try:
+            self._fault(number)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up on us, as it should
+
+    def _fault(self, number: int) -> None:
+        mode = self.mode
+        if mode == "never":
+            time.sleep(3600)
+        elif mode == "endless":
+            self._headers()
+            while True:
+                self.wfile.write(_chunk(_token("x")))
+                self.wfile.flush()
+                time.sleep(0.02)
+        elif mode == "huge" and number % 3 == 0:
+            self._headers()
+            self.wfile.write(_chunk(b"data: "))
+            block = b"x" * (256 << 10)
+            for _ in range(self.huge_bytes // len(block)):
+                self.wfile.write(_chunk(block))
+            self.wfile.write(_chunk(b"\n\n") + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        elif mode == "ratelimit":
+            self._send(429, SECRET_BODY, "application/json", {"Retry-After": "7"})
+        elif mode == "close":
+            self.close_connection = True
+        else:
+            self._stream(4)
+
+    def _stream(self, tokens: int) -> None:
+        self._headers()
+        for _ in range(tokens):
+            time.sleep(0.02)
+            self.wfile.write(_chunk(_token("hi")))
+            self.wfile.flush()
+        usage = {"choices": [], "usage": {"prompt_tokens": 8, "completion_tokens": tokens}}
+        tail = b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n"
+        self.wfile.write(_chunk(tail) + b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _headers(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+    def _send(self, code: int, body: bytes, kind: str, extra: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("mode", choices=MODES)
+    parser.add_argument("--probe-too", action="store_true")
+    parser.add_argument("--huge-bytes", type=int, default=Handler.huge_bytes)
+    args = parser.parse_args(argv)
+    Handler.mode, Handler.probe_too, Handler.huge_bytes = args.mode, args.probe_too, args.huge_bytes
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True  # a handler asleep forever must not keep the process alive
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
