@@ -261,9 +261,10 @@ class AdapterContract:
             assert time.monotonic() < deadline, "the disconnected request still holds its slot"
             time.sleep(0.02)
 
-    def test_stop_leaves_no_process(self, adapter_factory: Callable[[], Adapter], tmp_path: Path) -> None:
-        adapter = adapter_factory()
-        endpoint = adapter.start(tmp_path / "server.log")
+    def test_stop_leaves_no_process(self, started: tuple[Adapter, Endpoint]) -> None:
+        # The last test of the class's server: it stops it (one start less per adapter, and
+        # vLLM's takes ~45 s). Tests after this one must start their own servers.
+        adapter, endpoint = started
         pid = adapter.pid
         if not self.spawns_process:
             assert pid is None

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -54,6 +55,16 @@ def _servers_left(marker: str) -> list[psutil.Process]:
     return found
 
 
+def _run_that_errs(tmp_path: Path, scenario: str) -> tuple[CliRun, dict[str, Any]]:
+    """The run ends in verdict `error`, exit 2, without a traceback."""
+    run = run_cli(tmp_path, scenario, timeout=60)
+    assert run.code == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    report = run.report
+    assert report["verdict"] == "error"
+    return run, report
+
+
 def _check_whole_lines(run: CliRun) -> list[dict[str, object]]:
     lines = (run.run_dir / "requests.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]  # every line parses: none was cut
@@ -65,11 +76,7 @@ def test_a_started_server_that_dies_fails_the_run(tmp_path: Path):
     scenario = f"""name: dies
 server: {{kind: command, argv: {argv}, ready_url: "http://127.0.0.1:{{port}}/health", cwd: "{ROOT}"}}
 {TRAFFIC_AND_SLOS}"""
-    run = run_cli(tmp_path, scenario, timeout=60)
-    assert run.code == 2, run.stderr
-    assert "Traceback" not in run.stderr
-    report = run.report
-    assert report["verdict"] == "error"
+    run, report = _run_that_errs(tmp_path, scenario)
     assert "the server exited with code 3" in report["reason"]
     assert "the server exited with code 3" in run.stderr
     death = report["server"]["exit"]
@@ -110,11 +117,7 @@ def test_an_external_server_that_stops_answering_fails_the_run(tmp_path: Path, d
     scenario = f"""name: gone
 server: {{kind: external, url: "{dying_external}", unreachable_after: 5}}
 {TRAFFIC_AND_SLOS}"""
-    run = run_cli(tmp_path, scenario, timeout=60)
-    assert run.code == 2, run.stderr
-    assert "Traceback" not in run.stderr
-    report = run.report
-    assert report["verdict"] == "error"
+    run, report = _run_that_errs(tmp_path, scenario)
     assert f"the server at {dying_external} is unreachable since t=" in report["reason"]
     assert "5 connection failures in a row" in report["reason"]
     records = _check_whole_lines(run)
