@@ -193,13 +193,10 @@ def _run(options: argparse.Namespace) -> int:
 
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
-    if scenario.environments:
-        try:
-            return _run_environments(scenario, options, stop, show, live)
-        except DiskError as exc:
-            return _fail(str(exc))
-    observers = build_observers(scenario, live)
     try:
+        if scenario.environments:
+            return _run_environments(scenario, options, stop, show, live)
+        observers = build_observers(scenario, live)
         result = run_scenario(
             scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers, workers=workers
         )

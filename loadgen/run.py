@@ -91,7 +91,7 @@ def run_scenario(
     watch.run_started(RunInfo(run_id=run_dir.name, run_dir=run_dir, scenario=scenario))
     started = time.monotonic()
     adapter = make_adapter(scenario.server_config)
-    guards = RunGuards.for_run(scenario, stop, meta)
+    guards = RunGuards.for_run(stop, meta)
     # A full or failing disk mid-run: the writer stops, says why once, and the run stops (exit 2).
     on_disk_failure = guards.fault.fail
     writer = RecordWriter(run_dir / "requests.jsonl", on_failure=on_disk_failure)

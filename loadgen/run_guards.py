@@ -35,7 +35,7 @@ class RunGuards:
     unreachable: UnreachableGuard | None = None
 
     @classmethod
-    def for_run(cls, scenario: Scenario, stop: gevent.event.Event, meta: RunMeta) -> RunGuards:
+    def for_run(cls, stop: gevent.event.Event, meta: RunMeta) -> RunGuards:
         fault, clock = RunFault(stop), RunClock()
 
         def died(death: ServerDeath) -> None:

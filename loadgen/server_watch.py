@@ -17,7 +17,7 @@ import gevent
 
 from loadgen.collect.records import RequestRecord
 from loadgen.faults import RunFault
-from servers.base import Adapter
+from servers.base import Adapter, ServerExit
 
 POLL_INTERVAL_S = 0.1
 LOG_TAIL_LINES = 10
@@ -26,20 +26,19 @@ LOG_TAIL_LINES = 10
 @dataclass(frozen=True)
 class ServerDeath:
     name: str  # "the server" or "replica 2"
-    code: int
+    ended: ServerExit
     at_s: float | None  # on the run clock (None: before the traffic started)
-    log_tail: str
 
     def reason(self) -> str:
         when = f" at t={self.at_s:.1f}s" if self.at_s is not None else ""
-        how = f"was killed by signal {-self.code}" if self.code < 0 else f"exited with code {self.code}"
-        last = next((line.strip() for line in reversed(self.log_tail.splitlines()) if line.strip()), "")
+        lines = self.ended.log_tail.splitlines()
+        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
         said = f" (its log's last line: {last[:160]})" if last else ""
-        return f"{self.name} {how}{when}{said}"
+        return f"{self.name} {self.ended.describe()}{when}{said}"
 
     def to_dict(self) -> dict[str, Any]:
-        tail = "\n".join(self.log_tail.splitlines()[-LOG_TAIL_LINES:])
-        return {"name": self.name, "exit_code": self.code, "at_s": self.at_s, "log_tail": tail}
+        tail = "\n".join(self.ended.log_tail.splitlines()[-LOG_TAIL_LINES:])
+        return {"name": self.name, "exit_code": self.ended.code, "at_s": self.at_s, "log_tail": tail}
 
 
 class ServerWatch:
@@ -59,10 +58,6 @@ class ServerWatch:
         if self._greenlet is None:
             self._greenlet = gevent.spawn(self._poll)
 
-    def forget(self, adapter: Adapter) -> None:
-        """Stop watching one server (it is about to be stopped on purpose)."""
-        self._watched = [(name, watched) for name, watched in self._watched if watched is not adapter]
-
     def stop(self) -> None:
         """Before the servers are stopped on purpose: their exit is no failure."""
         self._watched = []
@@ -75,7 +70,7 @@ class ServerWatch:
             for name, adapter in list(self._watched):
                 ended = adapter.exit_status()
                 if ended is not None:
-                    death = ServerDeath(name, ended.code, self._run_clock(), ended.log_tail)
+                    death = ServerDeath(name, ended, self._run_clock())
                     self._watched = []
                     self._on_death(death)
                     self._fault.fail(death.reason())
