@@ -47,6 +47,8 @@ class ServerStartError(Exception):
         message = reason
         if self.log_tail:
             message += f"\n--- last lines of {log_path} ---\n{self.log_tail}"
+        elif log_path is not None:
+            message += f"\n(the server wrote nothing to {log_path})"
         super().__init__(message)
 
 
