@@ -42,7 +42,7 @@ from prometheus_client.registry import Collector
 
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.slo import LatencySLO, SLOSpec
-from loadgen.observe import PhaseInfo, RunInfo, RunObserver
+from loadgen.run.observers import PhaseInfo, RunInfo, RunObserver
 
 TTFT_SECONDS = "loadtest_ttft_seconds"
 ITL_SECONDS = "loadtest_itl_seconds"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from loadgen.disk import LineFile
+from loadgen.run.disk import LineFile
 
 Status = Literal["ok", "error", "timeout"]
 # What went wrong with a status "error" record (None for "ok" and for "timeout", whose status says it):
@@ -96,7 +96,7 @@ def summarize_itl(gaps_ms: list[float]) -> list[float] | dict[str, float]:
 
 
 class RecordWriter:
-    """Appends records as whole JSON lines, each handed to the OS at once (loadgen.disk.LineFile).
+    """Appends records as whole JSON lines, each handed to the OS at once (loadgen.run.disk.LineFile).
 
     Never raises on a full or failing disk: the first failure stops the writing and is reported
     once through `on_failure` (the run stops); every record written before it stays whole.

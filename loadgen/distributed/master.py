@@ -34,8 +34,8 @@ from locust.runners import STATE_MISSING, MasterRunner
 from loadgen.collect.records import RequestRecord
 from loadgen.distributed import auth, channel, protocol
 from loadgen.distributed.local import LocalWorkers
-from loadgen.rundir import RunMeta
-from loadgen.scenario import Scenario
+from loadgen.run.rundir import RunMeta
+from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint, free_port
 

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from loadgen.collect.records import RequestRecord
+from loadgen.scenario.workload import BASE_DIR_CONTEXT, Workload, WorkloadField
 from loadgen.traffic.schedule import PlannedRequest
-from loadgen.workload import BASE_DIR_CONTEXT, Workload, WorkloadField
 
 # master → worker
 MSG_PING = "loadtest_ping"  # {seq, master_ns}: answered at once with MSG_PONG

@@ -7,7 +7,7 @@ them. The run clock's zero is the master's start time, given in this worker's wa
 master corrected it by the offset it measured with a ping-pong), turned into a perf_counter_ns
 origin at receipt: record times are then on the master's clock with no conversion.
 
-Lives in the gevent world: import only after monkey-patching (loadgen.cli_worker does it).
+Lives in the gevent world: import only after monkey-patching (loadgen.cli.worker does it).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`loadtest run` on a scenario with `environments:`: the same search on each server variant in
 turn, each a complete run folder of its own (`<run>/<environment>/`), then the comparison.
 
-Lives in the gevent world (import only after monkey-patching), like loadgen.run.
+Lives in the gevent world (import only after monkey-patching), like loadgen.run.execute.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_envi
 from loadgen.environments.render import print_environments, write_comparison
 from loadgen.environments.spec import Environment
 from loadgen.evaluate.replicas import peak_rate_of
-from loadgen.rundir import create_run_dir, write_scenario
-from loadgen.scenario import Scenario
-from loadgen.search_run import print_line
-from loadgen.wiring import LiveOptions, build_observers
+from loadgen.run.rundir import create_run_dir, write_scenario
+from loadgen.run.search import print_line
+from loadgen.run.wiring import LiveOptions, build_observers
+from loadgen.scenario.model import Scenario
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def run_environments(
     console: Console,
 ) -> EnvironmentsResult:
     """Run every environment's search (in the scenario's order), then compare them."""
-    from loadgen.run import run_scenario  # the gevent-world run, imported once patched
+    from loadgen.run.execute import run_scenario  # the gevent-world run, imported once patched
 
     parent = create_run_dir(out_dir or scenario.report.dir, scenario.name)
     write_scenario(scenario, parent)

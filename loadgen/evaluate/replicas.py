@@ -15,7 +15,7 @@ from loadgen.traffic.trace_formats import TraceFormat
 from servers.config import StrictModel
 from servers.units import Fraction, PositiveDuration
 
-# The validation context key with the scenario file's folder (= loadgen.scenario.BASE_DIR_CONTEXT;
+# The validation context key with the scenario file's folder (= loadgen.scenario.model.BASE_DIR_CONTEXT;
 # not imported from there: the scenario module imports this one).
 BASE_DIR_CONTEXT = "base_dir"
 HOURS_PER_MONTH = 730.0  # 365 days × 24 h / 12 months = 730 h: the average month cloud bills use

@@ -26,9 +26,9 @@ from loadgen.grafana.client import (
     describe_error,
     read_token,
 )
-from loadgen.observe import PhaseInfo, RunInfo, RunObserver
 from loadgen.redact import redact
-from loadgen.scenario import GrafanaConfig
+from loadgen.run.observers import PhaseInfo, RunInfo, RunObserver
+from loadgen.scenario.model import GrafanaConfig
 
 
 class GrafanaAnnotator(RunObserver):

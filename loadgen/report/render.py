@@ -21,8 +21,8 @@ from loadgen.evaluate.levels import LevelWindow
 from loadgen.report.build import build_report
 from loadgen.report.safe_write import write_formats
 from loadgen.report.search_report import build_search_report
-from loadgen.rundir import RunMeta
-from loadgen.scenario import Scenario
+from loadgen.run.rundir import RunMeta
+from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadgen.disk import DiskError, check_writable
 from loadgen.report.render import render_reports
-from loadgen.rundir import RunMeta
-from loadgen.scenario_loader import ScenarioError, load_scenario
+from loadgen.run.disk import DiskError, check_writable
+from loadgen.run.rundir import RunMeta
+from loadgen.scenario.loader import ScenarioError, load_scenario
 from loadgen.traffic.schedule import build_schedule
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadgen.disk import os_reason
 from loadgen.report.writers import write_reports
+from loadgen.run.disk import os_reason
 
 if TYPE_CHECKING:
     from loadgen.report.html.inputs import RunInputs

@@ -17,7 +17,7 @@ from loadgen.evaluate.levels import LevelWindow, group_levels, mark_unmeasured
 from loadgen.evaluate.plan import evaluate
 from loadgen.fmt import format_number
 from loadgen.report.build import build_report, round_floats
-from loadgen.scenario import Scenario
+from loadgen.scenario.model import Scenario
 
 
 def _operating_windows(

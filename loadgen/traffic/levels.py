@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadgen.scenario import ConstantPhase, PoissonPhase, Workload
+from loadgen.scenario.model import ConstantPhase, PoissonPhase, Workload
+from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.schedule import Draw, PlannedRequest, draw_requests
-from loadgen.workload import workload_classes
 
 
 def level_rng(seed: int, index: int) -> np.random.Generator:

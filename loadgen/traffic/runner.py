@@ -16,7 +16,7 @@ import gevent.event
 from locust.env import Environment
 
 from loadgen.collect.records import RequestRecord
-from loadgen.scenario import Workload
+from loadgen.scenario.model import Workload
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.schedule import Schedule

@@ -23,7 +23,8 @@ from locust.exception import StopUser
 
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
 from loadgen.redact import redact
-from loadgen.scenario import Workload
+from loadgen.scenario.model import Workload
+from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
 from loadgen.traffic.openai_api import (
@@ -33,7 +34,6 @@ from loadgen.traffic.openai_api import (
     prompt_text,
     request_body,
 )
-from loadgen.workload import workload_classes
 from servers.base import Endpoint
 
 ERROR_TEXT_LIMIT = 200

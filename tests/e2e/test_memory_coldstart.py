@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from loadgen.scenario_loader import load_scenario
+from loadgen.scenario.loader import load_scenario
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
 pytestmark = pytest.mark.slow

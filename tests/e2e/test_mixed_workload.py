@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadgen.scenario_loader import load_scenario
+from loadgen.scenario.loader import load_scenario
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig
 from tests.cli_helpers import ROOT, run_cli

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from loadgen.scenario import RampPhase, SpikePhase
-from loadgen.scenario_loader import load_scenario
+from loadgen.scenario.loader import load_scenario
+from loadgen.scenario.model import RampPhase, SpikePhase
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.traces import read_trace
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from loadgen.collect.records import RecordWriter, RequestRecord
-from loadgen.rundir import RunMeta, utc_now, write_scenario
-from loadgen.scenario_loader import load_scenario
+from loadgen.run.rundir import RunMeta, utc_now, write_scenario
+from loadgen.scenario.loader import load_scenario
 
 
 def make_run_folder(run_dir: Path, scenario_text: str, records: int, *, finished: bool) -> Path:

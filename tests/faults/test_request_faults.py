@@ -115,8 +115,8 @@ PROBE = """
 from gevent import monkey; monkey.patch_all()
 import json, sys, time
 import gevent
-from loadgen.probe import ProbeError, first_token_ns
-from loadgen.workload import Workload
+from loadgen.run.probe import ProbeError, first_token_ns
+from loadgen.scenario.workload import Workload
 from servers.base import Endpoint
 
 def probe(url, timeout_s=1.0):

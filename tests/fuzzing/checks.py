@@ -18,8 +18,8 @@ from pathlib import Path
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from loadgen.scenario_loader import ScenarioError, ScenarioIssue, parse_scenario
-from loadgen.scenario_yaml import YamlProblem, decode, read_yaml
+from loadgen.scenario.loader import ScenarioError, ScenarioIssue, parse_scenario
+from loadgen.scenario.yaml_reader import YamlProblem, decode, read_yaml
 
 # What YAML 1.1 counts as a line break (libyaml and PyYAML alike): its line numbers count these.
 LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from loadgen.scenario_yaml import YamlProblem, read_yaml
+from loadgen.scenario.yaml_reader import YamlProblem, read_yaml
 from tests.fuzzing.checks import SCENARIOS
 
 ROOT = SCENARIOS.parent

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from loadgen.scenario import Scenario
+from loadgen.scenario.model import Scenario
 from servers.cpus import parse_cpu_setting
 from servers.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from loadgen.scenario_loader import ScenarioError
+from loadgen.scenario.loader import ScenarioError
 from tests.fuzzing.checks import Tally, check, outcome, outcome_of_bytes
 from tests.fuzzing.mutations import (
     HOSTILE,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from loadgen.grafana.annotations import GrafanaAnnotator
-from loadgen.observe import Observers, PhaseInfo, RunInfo
-from loadgen.scenario import GrafanaConfig, Scenario
+from loadgen.run.observers import Observers, PhaseInfo, RunInfo
+from loadgen.scenario.model import GrafanaConfig, Scenario
 from servers.base import free_port
 from tests.cli_helpers import run_cli
 from tests.fakes.grafana import FakeGrafana

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from loadgen.scenario import ConstantPhase, GammaPhase, PoissonPhase
+from loadgen.scenario.model import ConstantPhase, GammaPhase, PoissonPhase
 from loadgen.traffic.arrivals import arrival_offsets
 
 

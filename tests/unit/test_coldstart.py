@@ -6,7 +6,7 @@ import pytest
 
 from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
 from loadgen.evaluate.slo import SLOSpec, check_slos
-from loadgen.scenario import Scenario
+from loadgen.scenario.model import Scenario
 
 SPEC = SLOSpec.model_validate({"cold_start": {"max": "3s"}})
 

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from loadgen.collect.exporter import HISTOGRAMS, METRIC_NAMES, LiveExporter
 from loadgen.collect.records import RequestRecord
-from loadgen.observe import PhaseInfo
+from loadgen.run.observers import PhaseInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "dashboards" / "loadtest.json"

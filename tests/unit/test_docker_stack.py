@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from loadgen.cli import SUBCOMMANDS, _parser
-from loadgen.scenario_loader import load_scenario
+from loadgen.cli.main import SUBCOMMANDS, _parser
+from loadgen.scenario.loader import load_scenario
 from servers.base import free_port
 from tests.cli_helpers import ROOT
 

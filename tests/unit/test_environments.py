@@ -9,7 +9,7 @@ import pytest
 
 from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import render_markdown
-from loadgen.scenario_loader import ScenarioError, parse_scenario
+from loadgen.scenario.loader import ScenarioError, parse_scenario
 
 BASIS = PlanBasis(peak_rate=60.0, target_utilization=0.8, redundancy=1)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.scenario import Workload
-from loadgen.scenario_loader import ScenarioError, load_scenario
+from loadgen.scenario.loader import ScenarioError, load_scenario
+from loadgen.scenario.model import Workload
 from loadgen.traffic.levels import ClosedLoopSupply, level_rng, rate_level_requests
 from loadgen.traffic.schedule import PlannedRequest
 
@@ -104,7 +104,7 @@ def test_closed_loop_supply_numbers_requests_and_marks_warmup() -> None:
 def test_peak_rate_from_a_trace_resolves_beside_the_scenario(tmp_path: Path) -> None:
     from loadgen.evaluate.replicas import BASE_DIR_CONTEXT as REPLICAS_KEY
     from loadgen.evaluate.replicas import peak_rate_of
-    from loadgen.scenario import BASE_DIR_CONTEXT
+    from loadgen.scenario.model import BASE_DIR_CONTEXT
 
     assert REPLICAS_KEY == BASE_DIR_CONTEXT  # the two modules must read the same context key
     # 10 requests in the first second, then one every 2 s: the busiest 1 s window holds 10.

@@ -18,9 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadgen.collect.exporter import LATENCY_BUCKETS, METRIC_NAMES, LiveExporter, slo_thresholds
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.slo import SLOSpec
-from loadgen.observe import Observers, PhaseInfo, RunInfo
-from loadgen.scenario import Scenario
-from loadgen.wiring import LiveOptions, build_observers
+from loadgen.run.observers import Observers, PhaseInfo, RunInfo
+from loadgen.run.wiring import LiveOptions, build_observers
+from loadgen.scenario.model import Scenario
 from tests.metrics_helpers import refused
 
 RUN_ID = "20261122T100000Z-unit"

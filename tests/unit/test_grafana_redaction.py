@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from loadgen.grafana.annotations import GrafanaAnnotator
-from loadgen.observe import Observers, PhaseInfo, RunInfo, RunObserver
 from loadgen.redact import REDACTED
-from loadgen.scenario import GrafanaConfig, Scenario
+from loadgen.run.observers import Observers, PhaseInfo, RunInfo, RunObserver
+from loadgen.scenario.model import GrafanaConfig, Scenario
 from tests.cli_helpers import ROOT, loadtest_argv
 from tests.fakes.grafana import Echo, FakeGrafana
 

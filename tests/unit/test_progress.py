@@ -5,8 +5,8 @@ import io
 from rich.console import Console
 
 from loadgen.collect.records import RequestRecord
-from loadgen.progress import LiveStats, ProgressView
-from loadgen.scenario_loader import parse_scenario
+from loadgen.run.progress import LiveStats, ProgressView
+from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import build_schedule
 
 SCENARIO = """

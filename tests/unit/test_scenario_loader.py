@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.scenario_loader import ScenarioError, load_scenario, parse_scenario
+from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 
 GOOD = """\
 name: demo

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import loadgen.scenario_yaml as scenario_yaml
-from loadgen.scenario_loader import ScenarioError, load_scenario, parse_scenario
+import loadgen.scenario.yaml_reader as scenario_yaml
+from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from servers.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
 from tests.cli_helpers import ROOT, loadtest_argv
 
@@ -237,8 +237,8 @@ def test_without_libyaml_the_same_errors() -> None:
     """PyYAML built without libyaml: the pure-Python events give the same located errors."""
     code = (
         "import sys; sys.modules['yaml._yaml'] = None\n"
-        "from loadgen.scenario_loader import parse_scenario, ScenarioError\n"
-        "import loadgen.scenario_yaml as y; assert y._EventSource.__module__ != 'yaml._yaml'\n"
+        "from loadgen.scenario.loader import parse_scenario, ScenarioError\n"
+        "import loadgen.scenario.yaml_reader as y; assert y._EventSource.__module__ != 'yaml._yaml'\n"
         "deep = 'name: a\\nx: ' + '[' * 600 + ']' * 600\n"
         "for text in [deep, 'name: a\\nname: b', 'name: d\\xe9mo\\nseed: 1\\x07']:\n"
         "    try: parse_scenario(text)\n"

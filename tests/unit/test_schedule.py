@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from loadgen.scenario_loader import parse_scenario
+from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import build_schedule
 
 BASE = """

@@ -10,7 +10,7 @@ from loadgen.evaluate.levels import LevelWindow
 from loadgen.report.junit_report import render_junit
 from loadgen.report.markdown_report import render_markdown
 from loadgen.report.search_report import build_search_report
-from loadgen.scenario_loader import parse_scenario
+from loadgen.scenario.loader import parse_scenario
 from tests.unit.test_levels import closed_loop_records, simulated_search
 
 SCENARIO = """name: synthetic-search

@@ -2,7 +2,7 @@ import io
 
 from rich.console import Console
 
-from loadgen.summary import print_summary
+from loadgen.cli.summary import print_summary
 
 
 def test_summary_lists_key_numbers_and_each_slo():

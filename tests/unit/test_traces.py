@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from loadgen.evaluate.replicas import busiest_window_rate
-from loadgen.scenario import TracePhase
-from loadgen.scenario_loader import ScenarioError, load_scenario, parse_scenario
+from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
+from loadgen.scenario.model import TracePhase
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.traces import (
     TraceError,

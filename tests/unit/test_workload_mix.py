@@ -16,12 +16,12 @@ from loadgen.collect.stats import PhaseWindow
 from loadgen.evaluate.slo import SLOSpec, check_slos
 from loadgen.report.build import build_report
 from loadgen.report.markdown_report import render_markdown
-from loadgen.scenario import Scenario
-from loadgen.scenario_loader import ScenarioError, load_scenario, parse_scenario
+from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
+from loadgen.scenario.model import Scenario
+from loadgen.scenario.workload import Workload, WorkloadMix, workload_classes
 from loadgen.traffic.levels import ClosedLoopSupply, rate_level_requests
 from loadgen.traffic.openai_api import request_body
 from loadgen.traffic.schedule import build_schedule, sample_lengths
-from loadgen.workload import Workload, WorkloadMix, workload_classes
 from tests.cli_helpers import ROOT
 
 TOKENIZER = ROOT / "servers" / "models" / "tiny" / "tokenizer.json"

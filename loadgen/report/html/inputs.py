@@ -14,8 +14,8 @@ from loadgen.collect.stats import PhaseWindow
 from loadgen.evaluate.levels import LevelWindow, mark_unmeasured
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import Span
-from loadgen.rundir import RunMeta
-from loadgen.scenario import Scenario, phase_label
+from loadgen.run.rundir import RunMeta
+from loadgen.scenario.model import Scenario, phase_label
 from loadgen.traffic.schedule import Schedule
 
 
@@ -107,7 +107,7 @@ def run_inputs(
 
 def load_run_inputs(run_dir: Path) -> RunInputs:
     """Read a run folder (scenario.yaml, run.json, requests.jsonl, resources.jsonl)."""
-    from loadgen.scenario_loader import load_scenario
+    from loadgen.scenario.loader import load_scenario
     from loadgen.traffic.schedule import build_schedule
 
     scenario = load_scenario(run_dir / "scenario.yaml")

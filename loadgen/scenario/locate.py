@@ -21,8 +21,8 @@ import yaml
 from pydantic import BaseModel
 from yaml.constructor import SafeConstructor
 
-from loadgen.scenario import Scenario
-from loadgen.workload import WORKLOAD_TAGS, Workload, WorkloadClass
+from loadgen.scenario.model import Scenario
+from loadgen.scenario.workload import WORKLOAD_TAGS, Workload, WorkloadClass
 
 # Tags pydantic puts into a path for `workload:` (one mapping or a list): no key in the file.
 _TAGGED_MODELS: dict[str, type[BaseModel]] = {WORKLOAD_TAGS[0]: Workload, WORKLOAD_TAGS[1]: WorkloadClass}

@@ -16,11 +16,11 @@ import gevent.event
 from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
-from loadgen.disk import append_line
-from loadgen.probe import ProbeError, first_token_ns
-from loadgen.run_guards import RunGuards
-from loadgen.rundir import RunMeta
-from loadgen.scenario import Scenario
+from loadgen.run.disk import append_line
+from loadgen.run.guards import RunGuards
+from loadgen.run.probe import ProbeError, first_token_ns
+from loadgen.run.rundir import RunMeta
+from loadgen.scenario.model import Scenario
 from servers.base import Adapter, Endpoint, ServerStartError
 
 # The probe's deadline when the server config has no startup_timeout of its own.

@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from loadgen import gevent_world
+from loadgen.cli import gevent_world
 
 EXIT_OK, EXIT_ERROR = 0, 2
 

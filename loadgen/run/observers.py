@@ -15,7 +15,7 @@ from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.redact import redact
-from loadgen.scenario import Scenario
+from loadgen.scenario.model import Scenario
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 import gevent
 
 from loadgen.redact import redact
-from loadgen.scenario import Workload
+from loadgen.scenario.model import Workload
 from loadgen.traffic.line_reader import size_text
 from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
 from servers.base import Endpoint

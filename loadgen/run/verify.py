@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from loadgen.fmt import format_number
-from loadgen.scenario import Scenario, VerifySpec
-from loadgen.search_run import LevelRunner
+from loadgen.run.search import LevelRunner
+from loadgen.scenario.model import Scenario, VerifySpec
 from servers.base import Endpoint
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import gevent
 
 from loadgen.collect.records import RequestRecord
-from loadgen.faults import RunFault
+from loadgen.run.faults import RunFault
 from servers.base import Adapter, ServerExit
 
 POLL_INTERVAL_S = 0.1

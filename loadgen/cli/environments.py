@@ -56,7 +56,7 @@ def _basis_of(paths: Sequence[Path]) -> PlanBasis | None:
     if len(paths) != 1 or environment_folders(paths[0]) is None:
         return None  # compare_environments takes the first report's basis
     from loadgen.environments.run import plan_basis  # reads the scenario's capacity section
-    from loadgen.scenario_loader import ScenarioError, load_scenario
+    from loadgen.scenario.loader import ScenarioError, load_scenario
 
     try:
         return plan_basis(load_scenario(paths[0] / "scenario.yaml"))

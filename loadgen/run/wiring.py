@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loadgen.observe import RunObserver
-from loadgen.scenario import Scenario
+from loadgen.run.observers import RunObserver
+from loadgen.scenario.model import Scenario
 
 
 @dataclass(frozen=True)

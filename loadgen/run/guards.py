@@ -13,11 +13,11 @@ import gevent.event
 from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper
-from loadgen.faults import RunFault
-from loadgen.observe import Observers
-from loadgen.rundir import RunMeta
-from loadgen.scenario import Scenario
-from loadgen.server_watch import RunClock, ServerDeath, ServerWatch, UnreachableGuard
+from loadgen.run.faults import RunFault
+from loadgen.run.observers import Observers
+from loadgen.run.rundir import RunMeta
+from loadgen.run.server_watch import RunClock, ServerDeath, ServerWatch, UnreachableGuard
+from loadgen.scenario.model import Scenario
 from servers.base import Endpoint
 
 # Connection failures in a row that end a run whose server config sets no `unreachable_after`.

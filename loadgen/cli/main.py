@@ -16,18 +16,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loadgen import cli_dashboards, cli_worker, gevent_world
-from loadgen.disk import DiskError
+from loadgen.cli import dashboards as cli_dashboards
+from loadgen.cli import gevent_world
+from loadgen.cli import worker as cli_worker
 from loadgen.redact import redact
-from loadgen.scenario_loader import ScenarioError, load_scenario
+from loadgen.run.disk import DiskError
+from loadgen.scenario.loader import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
     from gevent.event import Event
 
     from loadgen.distributed.protocol import DistributedOptions
     from loadgen.evaluate.compare import Settings
-    from loadgen.scenario import Scenario
-    from loadgen.wiring import LiveOptions
+    from loadgen.run.wiring import LiveOptions
+    from loadgen.scenario.model import Scenario
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("run", "validate", "report", "compare", "dashboards", "worker")
@@ -188,8 +190,8 @@ def _run(options: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
-    from loadgen.run import run_scenario
-    from loadgen.wiring import LiveOptions, build_observers
+    from loadgen.run.execute import run_scenario
+    from loadgen.run.wiring import LiveOptions, build_observers
 
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
@@ -205,7 +207,7 @@ def _run(options: argparse.Namespace) -> int:
     if show:
         from rich.console import Console
 
-        from loadgen.summary import print_summary
+        from loadgen.cli.summary import print_summary
 
         print_summary(result.report, Console())
     _print_verdict(result.report, result.run_dir)
@@ -255,7 +257,7 @@ def _report(options: argparse.Namespace) -> int:
 
     run_dir: Path = options.run_dir
     if not (run_dir / "requests.jsonl").exists() and environment_folders(run_dir) is not None:
-        from loadgen.cli_environments import report_environments
+        from loadgen.cli.environments import report_environments
 
         return report_environments(run_dir)  # each environment's reports, then the comparison
     try:
@@ -272,7 +274,7 @@ def _compare(options: argparse.Namespace) -> int:
 
     runs: list[Path] = options.runs
     if len(runs) != 2 or options.environments:
-        from loadgen.cli_environments import compare_environment_runs
+        from loadgen.cli.environments import compare_environment_runs
         from loadgen.environments.from_runs import environment_folders
 
         if len(runs) == 1 and environment_folders(runs[0]) is None:

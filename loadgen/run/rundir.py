@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from loadgen.disk import DiskError, disk_reason
-from loadgen.scenario import Scenario
+from loadgen.run.disk import DiskError, disk_reason
+from loadgen.scenario.model import Scenario
 
 RUN_META = "run.json"
 

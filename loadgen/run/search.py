@@ -22,8 +22,8 @@ from loadgen.collect.stats import PhaseWindow, percentiles
 from loadgen.evaluate.levels import LevelRole, LevelWindow, is_drifting, level_result
 from loadgen.evaluate.search import LevelResult, SearchSpec, search_levels
 from loadgen.fmt import format_number
-from loadgen.observe import Observers, PhaseInfo
-from loadgen.scenario import Scenario
+from loadgen.run.observers import Observers, PhaseInfo
+from loadgen.scenario.model import Scenario
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.levels import ClosedLoopSupply, level_rng, rate_level_requests
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns

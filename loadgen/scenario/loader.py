@@ -2,8 +2,8 @@
 
 Pydantic says *what* is wrong and *where* in the data; YAML's node tree says where that place is
 in the file. This module joins the two so a user never sees a traceback for bad input: the YAML
-itself is read by loadgen.scenario_yaml (size, encoding, depth, aliases, duplicate keys), the
-plan's bounds are loadgen.scenario_bounds, and tests/unit/test_scenario_fuzz.py holds it to that.
+itself is read by loadgen.scenario.yaml_reader (size, encoding, depth, aliases, duplicate keys), the
+plan's bounds are loadgen.scenario.bounds, and tests/unit/test_scenario_fuzz.py holds it to that.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from loadgen.scenario import BASE_DIR_CONTEXT, Scenario
-from loadgen.scenario_bounds import SENDERS_CONTEXT
-from loadgen.scenario_locate import fitting_errors, locate
-from loadgen.scenario_yaml import MAX_BYTES, YamlProblem, decode, read_yaml
+from loadgen.scenario.bounds import SENDERS_CONTEXT
+from loadgen.scenario.locate import fitting_errors, locate
+from loadgen.scenario.model import BASE_DIR_CONTEXT, Scenario
+from loadgen.scenario.yaml_reader import MAX_BYTES, YamlProblem, decode, read_yaml
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from servers.units import MAX_DURATION_S
 
 if TYPE_CHECKING:
-    from loadgen.scenario import Scenario
+    from loadgen.scenario.model import Scenario
 
 MAX_PLANNED_REQUESTS = 100_000_000
 MAX_RATE_PER_PROCESS = 1000.0

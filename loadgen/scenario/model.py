@@ -24,18 +24,18 @@ from loadgen.environments.spec import Environment
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
-from loadgen.scenario_bounds import SENDERS_CONTEXT, plan_error
-from loadgen.traffic.traces import TraceError, TraceFormat, TraceRow, load_window, scaled_count
-from loadgen.workload import (  # the workload models live there; re-exported (`X as X`) from here
+from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
+from loadgen.scenario.workload import (  # the workload models live there; re-exported (`X as X`) from here
     BASE_DIR_CONTEXT as BASE_DIR_CONTEXT,
 )
-from loadgen.workload import FixedLength as FixedLength
-from loadgen.workload import Length as Length
-from loadgen.workload import LognormalLength as LognormalLength
-from loadgen.workload import NormalLength as NormalLength
-from loadgen.workload import UniformLength as UniformLength
-from loadgen.workload import Workload as Workload
-from loadgen.workload import WorkloadField, workload_classes
+from loadgen.scenario.workload import FixedLength as FixedLength
+from loadgen.scenario.workload import Length as Length
+from loadgen.scenario.workload import LognormalLength as LognormalLength
+from loadgen.scenario.workload import NormalLength as NormalLength
+from loadgen.scenario.workload import UniformLength as UniformLength
+from loadgen.scenario.workload import Workload as Workload
+from loadgen.scenario.workload import WorkloadField, workload_classes
+from loadgen.traffic.traces import TraceError, TraceFormat, TraceRow, load_window, scaled_count
 from servers.config import StrictModel
 from servers.cpus import CpuSetting
 from servers.registry import ServerConfig

@@ -25,26 +25,26 @@ from loadgen.collect.memory import RESOURCES_FILE
 from loadgen.collect.records import RecordWriter
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper
-from loadgen.disk import check_run_dir_writable
 from loadgen.distributed.protocol import DistributedOptions, max_worker_cpu
 from loadgen.evaluate.capacity import capacity_at_slo
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.levels import LevelWindow
 from loadgen.evaluate.plan import replica_plan
 from loadgen.evaluate.replicas import CapacitySpec, peak_rate_of
-from loadgen.observe import Observers, PhaseInfo, RunInfo, RunObserver
-from loadgen.progress import LiveStats, ProgressView
 from loadgen.redact import redact
 from loadgen.report.build import exit_code
 from loadgen.report.render import render_reports
-from loadgen.run_guards import RunGuards
-from loadgen.rundir import RunMeta, create_run_dir, utc_now, write_scenario
-from loadgen.scenario import Scenario, phase_label
-from loadgen.search_run import LevelRunner, SearchStopped, print_line, run_search
-from loadgen.server_start import RunAborted, cold_starts, start_server
+from loadgen.run.disk import check_run_dir_writable
+from loadgen.run.guards import RunGuards
+from loadgen.run.observers import Observers, PhaseInfo, RunInfo, RunObserver
+from loadgen.run.progress import LiveStats, ProgressView
+from loadgen.run.rundir import RunMeta, create_run_dir, utc_now, write_scenario
+from loadgen.run.search import LevelRunner, SearchStopped, print_line, run_search
+from loadgen.run.server_start import RunAborted, cold_starts, start_server
+from loadgen.run.verify import verify_plan
+from loadgen.scenario.model import Scenario, phase_label
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import Schedule, build_schedule
-from loadgen.verify_run import verify_plan
 from servers.base import Adapter, Endpoint
 from servers.cpus import PinningError, client_cores, pin_this_process, pinning_summary
 from servers.registry import make_adapter

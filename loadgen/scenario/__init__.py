@@ -1,0 +1,1 @@
+"""scenario.yaml: its schema (model.py), the hostile-input reader, error locations, bounds."""
