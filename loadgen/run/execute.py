@@ -36,10 +36,11 @@ from loadgen.report.build import exit_code
 from loadgen.report.render import render_reports
 from loadgen.run.disk import check_run_dir_writable
 from loadgen.run.guards import RunGuards
+from loadgen.run.level_runner import LevelRunner, SearchStopped
 from loadgen.run.observers import Observers, PhaseInfo, RunInfo, RunObserver
 from loadgen.run.progress import LiveStats, ProgressView
 from loadgen.run.rundir import RunMeta, create_run_dir, utc_now, write_scenario
-from loadgen.run.search import LevelRunner, SearchStopped, print_line, run_search
+from loadgen.run.search import print_line, run_search
 from loadgen.run.server_start import RunAborted, cold_starts, start_server
 from loadgen.run.verify import verify_plan
 from loadgen.scenario.model import Scenario, phase_label

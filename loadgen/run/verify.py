@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from loadgen.fmt import format_number
-from loadgen.run.search import LevelRunner
+from loadgen.run.level_runner import LevelRunner
 from loadgen.scenario.model import Scenario, VerifySpec
 from servers.base import Endpoint
 

@@ -1,0 +1,195 @@
+"""Runs single load levels of a search or a plan's verification against the running server.
+
+Lives in the gevent world. Every level is a Locust run of its own (users = the level's slots) on
+the run's single clock; its records carry the level and its own phase index, and its measured
+window is saved in run.json, so the report is recomputed from files like any other run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import gevent.event
+import psutil
+from locust.env import Environment
+
+from loadgen.collect.records import RequestRecord
+from loadgen.collect.stats import PhaseWindow, percentiles
+from loadgen.evaluate.levels import LevelRole, LevelWindow, is_drifting
+from loadgen.evaluate.search import SearchSpec
+from loadgen.fmt import format_number
+from loadgen.run.observers import Observers, PhaseInfo
+from loadgen.scenario.model import Scenario
+from loadgen.traffic.closed_loop import ClosedLoopDispatcher
+from loadgen.traffic.levels import ClosedLoopSupply, level_rng, rate_level_requests
+from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
+from loadgen.traffic.schedule import Schedule
+from servers.base import Endpoint
+
+
+@dataclass
+class _Window:
+    """A level's measured window on the run clock; a closed-loop level may move it once."""
+
+    index: int
+    start_s: float
+    end_s: float
+    step_s: float  # how far an extension moves it
+    extended: bool = False
+
+    def extend_if_drifting(self, records: Sequence[RequestRecord], max_drift: float) -> bool:
+        """Still drifting at the window's end: measure a fresh window after it (once)."""
+        measured = PhaseWindow(self.index, "level", 0.0, self.start_s, self.end_s)
+        if self.extended or not is_drifting(records, measured, max_drift):
+            return False
+        self.extended = True
+        self.start_s, self.end_s = self.end_s, self.end_s + self.step_s
+        return True
+
+
+class SearchStopped(Exception):
+    """The search cannot go on (interrupted, or the client could not keep up); the message says why."""
+
+
+@dataclass
+class LevelRunner:
+    """Runs single load levels on the run's clock (zero at `origin_ns`) and keeps their records."""
+
+    scenario: Scenario
+    spec: SearchSpec
+    endpoint: Endpoint
+    sink: Callable[[RequestRecord], None]
+    stop: gevent.event.Event
+    watch: Observers
+    origin_ns: int
+    windows: list[LevelWindow] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
+    # Called with every window so far after each level run (run.json keeps them as they come).
+    on_window: Callable[[list[LevelWindow]], None] | None = None
+
+    def __post_init__(self) -> None:
+        self._next_id = 0
+        self._current: TrafficRunner | None = None
+
+    def in_flight(self) -> int:
+        return self._current.dispatcher.in_flight if self._current is not None else 0
+
+    def _keep(self, record: RequestRecord) -> None:
+        self.records.append(record)
+        self.sink(record)
+
+    def run(
+        self,
+        level: float,
+        over: str,
+        *,
+        duration_s: float,
+        warmup_s: float,
+        trial: int = 0,
+        role: LevelRole = "search",
+        spread: Sequence[Endpoint] = (),
+    ) -> LevelWindow:
+        """Run one level to its end (and its in-flight requests to theirs); return its window."""
+        index = len(self.windows)
+        closed = over == "concurrency"
+        supply = None
+        if closed:
+            rng = level_rng(self.scenario.seed, index)
+            supply = ClosedLoopSupply(
+                level, index, self._next_id, self.scenario.workload, rng, warmup_until_s=0
+            )
+        empty = Schedule(requests=[], windows=[], phase_starts=[], duration_s=0.0)
+        runner = TrafficRunner(
+            empty,
+            self.endpoint,
+            self.scenario.workload,
+            self._keep,
+            dispatcher=ClosedLoopDispatcher(supply) if supply is not None else None,
+            spread=spread,
+        )
+        environment = runner.spawn(int(level) if closed else self.spec.max_concurrency)
+        # The level's place on the run clock is known only now that its users are up.
+        start_ns = planned_t0_ns()
+        offset_s = (start_ns - self.origin_ns) / 1e9
+        window = _Window(index, offset_s + warmup_s, offset_s + duration_s, step_s=duration_s - warmup_s)
+        if supply is not None:
+            supply.warmup_until_s = window.start_s
+        else:
+            runner.schedule = self._rate_schedule(level, index, offset_s, duration_s, warmup_s)
+        self._announce(index, level, over, role)
+        cpu = self._timed(runner, environment, start_ns, window)
+        self._next_id += supply.issued if supply is not None else len(runner.schedule.requests)
+        result = LevelWindow(
+            index=index,
+            level=level,
+            over="concurrency" if closed else "rate",
+            start_s=round(window.start_s, 6),
+            end_s=round(window.end_s, 6),
+            target_rate=None if closed else level,
+            trial=trial,
+            role=role,
+            replicas=max(1, len(spread)),
+            extended=window.extended,
+            cpu_percent=cpu,
+        )
+        self.windows.append(result)
+        if self.on_window is not None:
+            self.on_window(self.windows)
+        if self.stop.is_set():
+            raise SearchStopped("interrupted: the run was stopped before it finished")
+        return result
+
+    def _rate_schedule(
+        self, rate: float, index: int, offset_s: float, duration_s: float, warmup_s: float
+    ) -> Schedule:
+        requests = rate_level_requests(
+            rate=rate,
+            duration_s=duration_s,
+            warmup_s=warmup_s,
+            arrival=self.spec.arrival,
+            offset_s=offset_s,
+            phase=index,
+            first_id=self._next_id,
+            workload=self.scenario.workload,
+            max_concurrency=self.spec.max_concurrency,
+            rng=level_rng(self.scenario.seed, index),
+        )
+        return Schedule(
+            requests=requests, windows=[], phase_starts=[offset_s], duration_s=offset_s + duration_s
+        )
+
+    def _announce(self, index: int, level: float, over: str, role: LevelRole) -> None:
+        label = f"level {format_number(level)} ({over}{', ' + role if role != 'search' else ''})"
+        target = None if over == "concurrency" else level
+        self.watch.phase_started(
+            PhaseInfo(index=index, kind=over, target_rate=target, level=level, label=label)
+        )
+
+    def _timed(
+        self, runner: TrafficRunner, environment: Environment, start_ns: int, window: _Window
+    ) -> float:
+        """Run the level; return the load generator's CPU use meanwhile (% of one core)."""
+
+        def end_at(planned_end_ns: int) -> int | None:
+            """Closed loop: stop at the window's end, or extend once while throughput drifts."""
+            if planned_end_ns and not window.extend_if_drifting(self.records, self.spec.max_drift):
+                return None
+            return self.origin_ns + round(window.end_s * 1e9)
+
+        self._current = runner
+        process = psutil.Process()
+        cpu_before, wall_before = sum(process.cpu_times()[:2]), time.monotonic()
+        try:
+            runner.run(environment, self.stop, t0_ns=self.origin_ns, start_ns=start_ns, end_at=end_at)
+        finally:
+            self._current = None
+        cpu = 100 * (sum(process.cpu_times()[:2]) - cpu_before) / max(time.monotonic() - wall_before, 1e-9)
+        return round(cpu, 1)
+
+    def lag_p99_ms(self, windows: Sequence[LevelWindow]) -> float:
+        indexes = {window.index for window in windows}
+        return (
+            percentiles([r.lag_ms for r in self.records if r.phase in indexes and not r.warmup])["p99"] or 0.0
+        )
