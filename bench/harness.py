@@ -14,11 +14,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from servers.direct_http import open_url
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +70,7 @@ def _wait_ready(url: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as response:
+            with open_url(url + "/health", 1) as response:
                 if response.status == 200:
                     return
         except OSError:
@@ -79,7 +80,7 @@ def _wait_ready(url: str, timeout: float = 30.0) -> None:
 
 def server_timings(url: str) -> dict[str, Any]:
     """Percentiles of the server's own write times (see servers/http/timings.py)."""
-    with urllib.request.urlopen(url + "/debug/timings", timeout=5) as response:
+    with open_url(url + "/debug/timings", 5) as response:
         data: dict[str, Any] = json.loads(response.read())
         return data
 

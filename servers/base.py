@@ -2,6 +2,7 @@
 
 Adapters run inside the gevent-patched load generator, so everything here is plain blocking
 stdlib (subprocess, urllib, time.sleep): gevent makes it cooperative, asyncio is never used.
+Requests go through `servers.direct_http` (never a proxy), readiness through `servers.readiness`.
 """
 
 from __future__ import annotations
@@ -13,22 +14,18 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from servers.config import StrictModel
 from servers.cpus import CpuSetting, PinningError, available_cpus, check_cpus, pin_to, split_for_server
+from servers.direct_http import http_get
 from servers.proctree import die_with_parent_hook, log_tail, terminate_tree
+from servers.readiness import POLL_INTERVAL_S, ExitedDuringStartup, NotReadyInTime, wait_ready
 from servers.units import format_duration
-
-# Proxies are bypassed: the load generator's client talks to the server directly, so the
-# adapter checks the same path.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass(frozen=True)
@@ -54,6 +51,10 @@ class ServerStartError(Exception):
 
 class Adapter(ABC):
     """Starts (or finds) one server for a run. `stop()` must be safe to call at any time."""
+
+    # Whether the tool starts the server (a process it spawns, times and can start again for a
+    # replica) or only finds one already running: the one place that question is answered.
+    starts_server: ClassVar[bool] = True
 
     def __init__(self, config: StrictModel) -> None:
         self.config = config
@@ -106,17 +107,6 @@ class ServerExit:
 
     def describe(self) -> str:
         return f"was killed by signal {-self.code}" if self.code < 0 else f"exited with code {self.code}"
-
-
-def http_get(url: str, timeout: float, api_key: str | None = None) -> tuple[int, bytes]:
-    """GET a URL: (status, body) for any HTTP answer; URLError/OSError if none came."""
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
-    try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, exc.read()
 
 
 def first_model_id(body: bytes, base_url: str) -> str:
@@ -189,7 +179,7 @@ def module_server_spec(
 class ProcessAdapter(Adapter):
     """Base for adapters that spawn a local server process; subclasses give `launch_spec()`."""
 
-    poll_interval_s = 0.05
+    poll_interval_s = POLL_INTERVAL_S  # the readiness grid; `ready` reads at most this late
 
     def __init__(
         self,
@@ -289,30 +279,21 @@ class ProcessAdapter(Adapter):
     def _wait_ready(self, proc: subprocess.Popen[bytes], ready_url: str, log_path: Path) -> None:
         assert self._spawned_at_ns is not None
         started = self._spawned_at_ns / 1e9
-        deadline = started + self.startup_timeout
-        while True:
-            code = proc.poll()
-            if code is not None:
-                how = ServerExit(code, "").describe()
-                raise ServerStartError(f"server {how} during startup", log_path)
-            now = time.perf_counter()
-            if self._answers(ready_url, timeout=max(0.05, min(1.0, deadline - now))):
-                self._ready_s = time.perf_counter() - started
-                return
-            now = time.perf_counter()
-            if now >= deadline:
-                limit = format_duration(self.startup_timeout)
-                raise ServerStartError(f"server did not become ready within {limit}", log_path)
-            # Poll on a fixed grid from spawn: a slow poll neither drifts nor bursts the next ones.
-            ticks = int((now - started) / self.poll_interval_s) + 1
-            time.sleep(max(0.0, min(started + ticks * self.poll_interval_s, deadline) - now))
-
-    @staticmethod
-    def _answers(url: str, timeout: float) -> bool:
         try:
-            return http_get(url, timeout)[0] == 200
-        except (OSError, http.client.HTTPException):
-            return False
+            ready = wait_ready(
+                ready_url,
+                started=started,
+                deadline=started + self.startup_timeout,
+                exit_code=proc.poll,
+                interval_s=self.poll_interval_s,
+            )
+        except ExitedDuringStartup as exc:
+            how = ServerExit(exc.code, "").describe()
+            raise ServerStartError(f"server {how} during startup", log_path) from None
+        except NotReadyInTime:
+            limit = format_duration(self.startup_timeout)
+            raise ServerStartError(f"server did not become ready within {limit}", log_path) from None
+        self._ready_s = ready - started
 
     def exit_status(self) -> ServerExit | None:
         proc = self._proc

@@ -13,8 +13,9 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from loadgen.redact import register_secret
-from servers.base import Adapter, Endpoint, ServerStartError, first_model_id, http_get
+from servers.base import Adapter, Endpoint, ServerStartError, first_model_id
 from servers.config import StrictModel
+from servers.direct_http import http_get
 from servers.units import Duration, format_duration
 
 
@@ -56,6 +57,7 @@ def _why(exc: BaseException) -> str:
 
 
 class ExternalAdapter(Adapter):
+    starts_server = False  # it finds a running server: no cold start to time, no replica to add
     poll_interval_s = 0.2
 
     def __init__(self, config: ExternalServerConfig) -> None:

@@ -116,7 +116,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from servers.engines.simulated import SimulatedEngine
+    from servers.engines.simulated_engine import SimulatedEngine
     from servers.http import build_app, run
 
     engine = SimulatedEngine(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from loadgen.cli import dashboards as cli_dashboards
 from loadgen.cli import gevent_world
+from loadgen.cli import schema as cli_schema
 from loadgen.cli import worker as cli_worker
 from loadgen.redact import redact
 from loadgen.run.disk import DiskError
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from loadgen.scenario.model import Scenario
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("run", "validate", "report", "compare", "dashboards", "worker")
+SUBCOMMANDS = ("run", "validate", "report", "compare", "dashboards", "worker", "schema")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compare": _compare,
         "dashboards": cli_dashboards.handle,
         "worker": cli_worker.handle,
+        "schema": cli_schema.handle,
     }[options.command]
     # Until a command installs its own handlers (the gevent world's), Ctrl-C or a SIGTERM ends
     # it with one line and exit 2, never a KeyboardInterrupt traceback.
@@ -151,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     cli_dashboards.add_parser(commands)
     cli_worker.add_parser(commands)
+    cli_schema.add_parser(commands)
     return parser
 
 
@@ -194,14 +197,12 @@ def _run(options: argparse.Namespace) -> int:
     from loadgen.run.wiring import LiveOptions, build_observers
 
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
-    live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger)
+    live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger, progress=show)
     try:
         if scenario.environments:
-            return _run_environments(scenario, options, stop, show, live)
+            return _run_environments(scenario, options, stop, live)
         observers = build_observers(scenario, live)
-        result = run_scenario(
-            scenario, out_dir=options.out, stop=stop, show_progress=show, observers=observers, workers=workers
-        )
+        result = run_scenario(scenario, out_dir=options.out, stop=stop, observers=observers, workers=workers)
     except DiskError as exc:  # the run folder cannot be made or written: nothing was started
         return _fail(str(exc))
     if show:
@@ -214,17 +215,13 @@ def _run(options: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _run_environments(
-    scenario: Scenario, options: argparse.Namespace, stop: Event, show: bool, live: LiveOptions
-) -> int:
+def _run_environments(scenario: Scenario, options: argparse.Namespace, stop: Event, live: LiveOptions) -> int:
     """Each environment's search in its own sub-folder, then the comparison and its exit code."""
     from rich.console import Console
 
     from loadgen.environments.run import run_environments
 
-    result = run_environments(
-        scenario, out_dir=options.out, stop=stop, show_progress=show, live=live, console=Console(width=160)
-    )
+    result = run_environments(scenario, out_dir=options.out, stop=stop, live=live, console=Console(width=160))
     print(f"loadtest: comparison written to {result.run_dir}", file=sys.stderr)
     return result.exit_code
 

@@ -37,7 +37,8 @@ from loadgen.collect.server_metrics_summary import (
     values_for_watchers,
 )
 from loadgen.run.disk import LineFile
-from servers.base import Endpoint, http_get
+from servers.base import Endpoint
+from servers.direct_http import http_get
 
 PROBE_TIMEOUT_S = 5.0
 MAX_SCRAPE_TIMEOUT_S = 2.0

@@ -1,6 +1,6 @@
 """Statistics over request records: the `metrics`, `phases` and `client` parts of report.json.
 
-Pure functions over plain data. The measurement rules (DESIGN.md) live here:
+Pure functions over plain data. The measurement rules (README, "What a run does") live here:
 - latency counts from the scheduled send time (`*_ms`) and, separately, from the actual send
   (`*_from_send_ms`);
 - failed and timed-out requests keep their elapsed time in e2e and count in the error rate;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 STOP_WAIT_S = 5.0
@@ -35,8 +36,12 @@ class LocalWorkers:
         """The pids of the workers whose process has ended."""
         return {process.pid for process in self.processes if process.poll() is not None}
 
-    def stop(self) -> None:
-        """Wait a little for each to leave on its own, then terminate, then kill."""
+    def stop(self, kill_now: Collection[int | None] = ()) -> None:
+        """Wait a little for each to leave on its own, then terminate, then kill; the workers
+        in `kill_now` (pids of lost ones: maybe frozen, deaf to SIGTERM) are killed at once."""
+        for process in self.processes:
+            if process.pid in kill_now and process.poll() is None:
+                process.kill()
         for process in self.processes:
             try:
                 process.wait(STOP_WAIT_S)

@@ -23,21 +23,21 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 import gevent.event
 from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner
 
-from loadgen.collect.records import RequestRecord
 from loadgen.distributed import auth, channel, protocol
 from loadgen.distributed.local import LocalWorkers
-from loadgen.run.rundir import RunMeta
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint, free_port
+
+if TYPE_CHECKING:
+    from loadgen.run.context import RunContext
 
 CONNECT_TIMEOUT_S = 60.0  # every worker must have joined by then
 PINGS = 5
@@ -68,17 +68,9 @@ class _Worker:
 
 
 def run_distributed(
-    scenario: Scenario,
-    schedule: Schedule,
-    endpoint: Endpoint,
-    sink: Callable[[RequestRecord], None],
-    stop: gevent.event.Event,
-    run_dir: Path,
-    meta: RunMeta,
-    options: protocol.DistributedOptions,
-    on_start: Callable[[int], Callable[[], None]],
+    ctx: RunContext, options: protocol.DistributedOptions, on_start: Callable[[int], Callable[[], None]]
 ) -> dict[str, Any]:
-    """Run the schedule on the workers; return `client.workers`. `on_start(t0_ns)` is called
+    """Run the context's schedule on the workers; return `client.workers`. `on_start(t0_ns)` is called
     with the run clock's zero (perf_counter_ns) once the plans are out; what it returns is
     called when the traffic is over."""
     logging.getLogger("locust").setLevel(logging.ERROR)
@@ -88,7 +80,7 @@ def run_distributed(
     except auth.SecretError as exc:
         raise DistributedError(str(exc)) from None
     with channel.secured(secret, on_refused=_report_refusal):
-        return _run_master(scenario, schedule, endpoint, sink, stop, run_dir, meta, options, on_start)
+        return _run_master(ctx, options, on_start)
 
 
 def _report_refusal() -> None:
@@ -98,16 +90,11 @@ def _report_refusal() -> None:
 
 
 def _run_master(
-    scenario: Scenario,
-    schedule: Schedule,
-    endpoint: Endpoint,
-    sink: Callable[[RequestRecord], None],
-    stop: gevent.event.Event,
-    run_dir: Path,
-    meta: RunMeta,
-    options: protocol.DistributedOptions,
-    on_start: Callable[[int], Callable[[], None]],
+    ctx: RunContext, options: protocol.DistributedOptions, on_start: Callable[[int], Callable[[], None]]
 ) -> dict[str, Any]:
+    scenario, schedule, stop, run_dir = ctx.scenario, ctx.schedule, ctx.stop, ctx.run_dir
+    assert ctx.endpoint is not None
+    endpoint, sink = ctx.endpoint, ctx.sink()
     port = options.bind_port or free_port(options.bind_host)
     environment = Environment(user_classes=[])
     master = environment.create_master_runner(options.bind_host, port)
@@ -140,8 +127,8 @@ def _run_master(
     finish: Callable[[], None] | None = None
     try:
         pids = local.start()
-        meta.workers = {"master": f"{options.bind_host}:{port}", "local_pids": pids}
-        meta.save(run_dir)
+        ctx.meta.workers = {"master": f"{options.bind_host}:{port}", "local_pids": pids}
+        ctx.save_meta()
         for index, client_id in enumerate(_wait_for_workers(master, options.total, stop, local)):
             workers[client_id] = _Worker(client_id, index)
         _measure_clocks(master, workers, pongs)
@@ -153,9 +140,12 @@ def _run_master(
             finish()
         for client_id in {*workers, *master.clients}:  # extra or not yet counted workers leave too
             _send(master, protocol.MSG_QUIT, None, client_id)
-        gevent.sleep(0.2)
-        master.quit()
-        local.stop()
+        gevent.sleep(0.2)  # the quit messages leave, the workers' last record batches arrive
+        # Not master.quit(): it sends quit again and sleeps 0.5 s more for stats we do not use.
+        master.stop(send_stop_to_client=False)
+        master.greenlet.kill(block=True)
+        # A lost worker may be frozen (SIGSTOP, a hung host): it never leaves on its own.
+        local.stop(kill_now={worker.pid for worker in workers.values() if worker.lost})
     ordered = sorted(workers.values(), key=lambda worker: worker.index)
     offsets = [protocol.clock_offset(worker.samples) for worker in ordered]
     return {

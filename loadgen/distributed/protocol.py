@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from loadgen.collect.records import RequestRecord
-from loadgen.scenario.workload import BASE_DIR_CONTEXT, Workload, WorkloadField
+from loadgen.scenario.files import BASE_DIR_CONTEXT
+from loadgen.scenario.workload import Workload, WorkloadField
 from loadgen.traffic.schedule import PlannedRequest
 
 # master → worker

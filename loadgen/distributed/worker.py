@@ -12,7 +12,6 @@ Lives in the gevent world: import only after monkey-patching (loadgen.cli.worker
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import time
@@ -20,13 +19,13 @@ from typing import Any
 
 import gevent
 import gevent.event
-import psutil
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from loadgen.collect.records import RequestRecord
 from loadgen.distributed import auth, channel, protocol
 from loadgen.redact import register_secret
+from loadgen.run.client_process import CpuMeter, freeze_heap
 from loadgen.traffic.runner import TrafficRunner
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint
@@ -128,28 +127,25 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
 
     traffic = TrafficRunner(schedule, endpoint, workload, sink)
     environment = traffic.spawn(int(data["slots"]))
-    gc.collect()
-    gc.freeze()  # as in a single-process run: no full collection stalls the streams
-    process = psutil.Process()
-    cpu_before, wall_before = sum(process.cpu_times()[:2]), time.monotonic()
-    # The master's start, in this worker's wall clock, as this process's perf_counter origin.
-    t0_ns = time.perf_counter_ns() + (int(data["t0_wall_ns"]) - time.time_ns())
-    flusher = gevent.spawn(flush_forever)
-    try:
-        traffic.run(environment, stop, t0_ns=t0_ns)
-    finally:
-        flusher.kill()
-        send(batcher.drain())
-    cpu_s = sum(process.cpu_times()[:2]) - cpu_before
-    wall_s = max(time.monotonic() - wall_before, 1e-9)
+    freeze_heap()  # as in a single-process run: no full collection stalls the streams
+    cpu = CpuMeter()
+    with cpu:
+        # The master's start, in this worker's wall clock, as this process's perf_counter origin.
+        t0_ns = time.perf_counter_ns() + (int(data["t0_wall_ns"]) - time.time_ns())
+        flusher = gevent.spawn(flush_forever)
+        try:
+            traffic.run(environment, stop, t0_ns=t0_ns)
+        finally:
+            flusher.kill()
+            send(batcher.drain())
     runner.send_message(
         protocol.MSG_DONE,
         {
             "worker": worker,
             "sent": sent,
-            "cpu_s": round(cpu_s, 3),
-            "wall_s": round(wall_s, 3),
-            "cpu_percent": round(100 * cpu_s / wall_s, 1),
+            "cpu_s": round(cpu.cpu_s, 3),
+            "wall_s": round(cpu.wall_s, 3),
+            "cpu_percent": cpu.percent,
         },
     )
 

@@ -42,15 +42,11 @@ def environment_meta(environment: Environment) -> dict[str, Any]:
 
 
 def plan_basis(scenario: Scenario) -> PlanBasis | None:
-    """The scenario's replica-plan basis; None when its peak rate cannot be read."""
+    """The scenario's replica-plan basis; None without a `capacity:` section."""
     capacity = scenario.capacity
     if capacity is None:
         return None
-    try:
-        peak = peak_rate_of(capacity)
-    except ValueError:
-        return None  # every environment's own run reports the broken trace
-    return PlanBasis(peak, capacity.target_utilization, capacity.redundancy)
+    return PlanBasis(peak_rate_of(capacity), capacity.target_utilization, capacity.redundancy)
 
 
 def run_environments(
@@ -58,7 +54,6 @@ def run_environments(
     *,
     out_dir: Path | None,
     stop: gevent.event.Event,
-    show_progress: bool,
     live: LiveOptions,
     console: Console,
 ) -> EnvironmentsResult:
@@ -79,13 +74,14 @@ def run_environments(
         print_line(f"environment {number} of {total}: {described}")
         own = scenario.for_environment(environment)
         # The exporter lingers only after the last environment: a scraper sees one run at a time.
-        observers = build_observers(own, LiveOptions(live.prometheus_port, live.linger and number == total))
+        observers = build_observers(
+            own, LiveOptions(live.prometheus_port, live.linger and number == total, live.progress)
+        )
         result = run_scenario(
             own,
             out_dir=None,
             run_dir=parent / environment.name,
             stop=stop,
-            show_progress=show_progress,
             observers=observers,
             environment=meta,
         )

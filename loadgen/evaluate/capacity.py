@@ -1,7 +1,4 @@
-"""Capacity at SLO: the highest sustained rate of one replica at which every SLO holds.
-
-Also the closed-form capacity of the simulated server, which end-to-end tests compare against.
-"""
+"""Capacity at SLO: the highest sustained rate of one replica at which every SLO holds."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.evaluate.search import LevelResult
+from loadgen.evaluate.curve import LevelResult
 
 
 def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, LevelResult | None]:
@@ -64,59 +61,3 @@ def capacity_at_slo(levels: Sequence[LevelResult], seed: int = 0) -> dict[str, A
         "limiting_slo": limiting,
         "level": best.level,
     }
-
-
-def simulated_service_time(ttft_s: float, itl_s: float, output_tokens: int) -> float:
-    """Seconds one request holds a slot of the simulated engine: T = t + (N − 1)·i."""
-    return ttft_s + max(output_tokens - 1, 0) * itl_s
-
-
-def simulated_capacity(
-    slots: int, ttft_s: float, itl_s: float, output_tokens: int, ttft_p95_slo_s: float | None = None
-) -> tuple[float, float]:
-    """(requests/s, output tokens/s) the simulated engine sustains under a TTFT-p95 SLO.
-
-    The engine decodes up to S = `slots` requests at once; each holds its slot for
-    T = t + (N − 1)·i (TTFT t, ITL i, N output tokens). With S requests always in flight and
-    none waiting, TTFT stays t, so
-
-        capacity = S / T  requests/s,   S·N / T  output tokens/s      (if SLO ≥ t)
-        capacity = 0                                                   (if SLO < t: never met)
-
-    More load only queues: in a closed loop with c > S users, Little's law gives
-    e2e = c·T/S and TTFT = t + T·(c/S − 1) with throughput still S/T, so the SLO can admit more
-    users but never more throughput. (Open loop with Poisson arrivals sits below S/T: queueing
-    starts before full utilisation.)
-    """
-    if ttft_p95_slo_s is not None and ttft_p95_slo_s < ttft_s:
-        return 0.0, 0.0
-    rate = slots / simulated_service_time(ttft_s, itl_s, output_tokens)
-    return rate, rate * output_tokens
-
-
-def simulated_closed_loop(
-    concurrency: float,
-    slots: int,
-    ttft_s: float,
-    itl_s: float,
-    output_tokens: int,
-    ttft_p95_slo_s: float | None = None,
-) -> LevelResult:
-    """The simulated engine's steady state at a closed-loop concurrency (deterministic: every
-    percentile equals the mean). See `simulated_capacity` for the derivation."""
-    service = simulated_service_time(ttft_s, itl_s, output_tokens)
-    queued = max(concurrency / slots - 1.0, 0.0) * service  # wait for a slot beyond S users
-    throughput = min(concurrency, slots) / service
-    ttft_ms = (ttft_s + queued) * 1000.0
-    e2e_ms = (service + queued) * 1000.0
-    passed = ttft_p95_slo_s is None or ttft_ms <= ttft_p95_slo_s * 1000.0 + 1e-9
-    return LevelResult(
-        level=concurrency,
-        throughput_rps=throughput,
-        output_tokens_per_s=throughput * output_tokens,
-        ttft_ms={"p50": ttft_ms, "p95": ttft_ms},
-        itl_ms={"p50": itl_s * 1000.0, "p95": itl_s * 1000.0},
-        e2e_ms={"p50": e2e_ms, "p95": e2e_ms},
-        slo_passed=passed,
-        failed_slos=() if passed else ("ttft p95",),
-    )

@@ -1,9 +1,10 @@
 """The knee: the lowest load level past which p95 latency grows faster than throughput.
 
-Between consecutive levels a and b (sorted by level) the elasticity is
-d log p95 / d log throughput. The knee is level a of the first pair where the elasticity
-exceeds 1 *and* throughput gains flatten (throughput grew by less than `flat_efficiency` of the
-load growth). The second condition keeps a p95 blip on a still-scaling level from counting.
+Between consecutive levels a and b (sorted by level) the elasticity is d log p95 / d log
+throughput (curve.elasticity, the formula the search policy's bisection uses too). The knee is
+level a of the first pair where the elasticity exceeds 1 *and* throughput gains flatten
+(throughput grew by less than `flat_efficiency` of the load growth). The second condition keeps
+a p95 blip on a still-scaling level from counting.
 
 Cross-check: `kneed`'s KneeLocator on throughput vs level (concave, increasing). That curve
 rises with load and bends where the server saturates, which is kneed's shape; latency vs
@@ -19,38 +20,17 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from loadgen.evaluate.search import LevelResult, SearchOver
-
-_TINY = 1e-9  # throughput or latency at or below this is treated as zero (no log of 0)
-
-
-def elasticity(a: LevelResult, b: LevelResult, metric: str = "e2e_ms", key: str = "p95") -> float:
-    """d log latency / d log throughput from a to b; inf when latency grows and throughput doesn't."""
-    lat_a, lat_b = getattr(a, metric).get(key, 0.0), getattr(b, metric).get(key, 0.0)
-    d_latency = math.log(lat_b / lat_a) if lat_a > _TINY and lat_b > _TINY else 0.0
-    if a.throughput_rps <= _TINY:
-        return 0.0  # from no throughput to some: all gain
-    if b.throughput_rps <= _TINY:
-        return math.inf  # throughput collapsed
-    d_throughput = math.log(b.throughput_rps / a.throughput_rps)
-    if d_throughput <= _TINY:
-        return math.inf if d_latency > _TINY else 0.0
-    return d_latency / d_throughput
+from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, by_level, elasticity
 
 
 def _flattening(a: LevelResult, b: LevelResult, flat_efficiency: float) -> bool:
     """Throughput grew by less than `flat_efficiency` of the load growth (both in log terms)."""
-    if a.throughput_rps <= _TINY:
+    if a.throughput_rps <= TINY:
         return False  # from zero throughput nothing has flattened yet
-    if b.throughput_rps <= _TINY or a.level <= 0:
+    if b.throughput_rps <= TINY or a.level <= 0:
         return True
     scaling = math.log(b.throughput_rps / a.throughput_rps) / math.log(b.level / a.level)
     return scaling < flat_efficiency
-
-
-def _by_level(levels: Sequence[LevelResult]) -> list[LevelResult]:
-    """Sorted by level; a repeated level keeps its last result."""
-    return sorted({result.level: result for result in levels}.values(), key=lambda r: r.level)
 
 
 def elasticity_knee(
@@ -60,7 +40,7 @@ def elasticity_knee(
     flat_efficiency: float = 0.5,
 ) -> LevelResult | None:
     """The knee level's result by the elasticity rule, or None when no pair qualifies."""
-    ordered = _by_level(levels)
+    ordered = by_level(levels)
     for a, b in pairwise(ordered):
         if elasticity(a, b, metric, key) > 1.0 and _flattening(a, b, flat_efficiency):
             return a
@@ -69,7 +49,7 @@ def elasticity_knee(
 
 def kneed_knee(levels: Sequence[LevelResult]) -> float | None:
     """kneed's knee of throughput vs level, or None (fewer than 3 levels, or no bend)."""
-    ordered = _by_level(levels)
+    ordered = by_level(levels)
     if len(ordered) < 3:
         return None
     from kneed import KneeLocator  # imported here: only the evaluator needs it
@@ -103,5 +83,5 @@ def find_knee(
         "kneed_level": kneed_level,
         "kneed_on": "throughput_rps vs level (concave, increasing)",
         "agree": knee is not None and kneed_level is not None and float(knee.level) == kneed_level,
-        "levels": [result.to_dict() for result in _by_level(levels)],
+        "levels": [result.to_dict() for result in by_level(levels)],
     }

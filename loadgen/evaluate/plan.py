@@ -1,19 +1,45 @@
 """The evaluator's verdicts from level results: knee, capacity at SLO, the replica plan and its
-verification. Pure: the live search uses it to size the verification, reports to fill report.json.
+verification. Pure: the live search uses it (`judge_curve`, `replica_plan`) to announce the knee
+and capacity and to size the verification, reports (`evaluate`) to fill report.json, from the
+same level results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.capacity import capacity_at_slo
+from loadgen.evaluate.curve import LevelResult, SearchOver
 from loadgen.evaluate.knee import find_knee
-from loadgen.evaluate.levels import LevelRole, LevelWindow, group_levels, level_result, search_results
+from loadgen.evaluate.level_results import LevelRole, LevelWindow, group_levels, level_result, search_results
 from loadgen.evaluate.replicas import CapacitySpec, plan_replicas
-from loadgen.evaluate.search import LevelResult, SearchSpec
+from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
+
+
+@dataclass(frozen=True)
+class CurveVerdict:
+    """report.json's `knee` and `capacity` objects (None when no level was run)."""
+
+    knee: dict[str, Any] | None
+    capacity: dict[str, Any] | None
+
+    @property
+    def knee_level(self) -> float | None:
+        return None if self.knee is None else self.knee["level"]
+
+    @property
+    def capacity_rps(self) -> float | None:
+        return None if self.capacity is None else self.capacity["rate_rps"]
+
+
+def judge_curve(results: Sequence[LevelResult], over: SearchOver, seed: int = 0) -> CurveVerdict:
+    """The knee and the capacity at SLO of the searched levels' results."""
+    knee = find_knee(results, over) if results else None
+    return CurveVerdict(knee=knee, capacity=capacity_at_slo(results, seed))
 
 
 def replica_plan(
@@ -94,11 +120,10 @@ def evaluate(
 ) -> tuple[list[LevelResult], dict[str, Any]]:
     """(the searched levels' results, {knee, capacity, replicas}) for report.json."""
     results = search_results(windows, records, slo, search.max_drift)
-    knee = find_knee(results, search.over) if results else None
-    capacity = capacity_at_slo(results, seed)
-    replicas = replica_plan(capacity, capacity_spec, peak_rate)
+    curve = judge_curve(results, search.over, seed)
+    replicas = replica_plan(curve.capacity, capacity_spec, peak_rate)
     if replicas is not None:
         verified = verification(windows, records, slo, verify_setup)
         if verified is not None:
             replicas["verified"] = verified
-    return results, {"knee": knee, "capacity": capacity, "replicas": replicas}
+    return results, {"knee": curve.knee, "capacity": curve.capacity, "replicas": replicas}

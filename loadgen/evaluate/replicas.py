@@ -5,19 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
-from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationInfo, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
 from loadgen.fmt import format_number
+from loadgen.scenario.files import field_error, resolve
 from loadgen.traffic.trace_formats import TraceFormat
 from servers.config import StrictModel
 from servers.units import Fraction, PositiveDuration
 
-# The validation context key with the scenario file's folder (= loadgen.scenario.model.BASE_DIR_CONTEXT;
-# not imported from there: the scenario module imports this one).
-BASE_DIR_CONTEXT = "base_dir"
 HOURS_PER_MONTH = 730.0  # 365 days × 24 h / 12 months = 730 h: the average month cloud bills use
 
 
@@ -25,21 +22,28 @@ class TraceWindow(StrictModel):
     path: str  # relative: from the scenario file's folder; stored resolved
     format: TraceFormat = "jsonl"
     window: PositiveDuration = 60.0
+    # The busiest window's rate, found when the trace is read at validation: read once, not again
+    # when the run starts (a private attribute: never dumped into the run's scenario.yaml).
+    _peak_rps: float | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _readable(self, info: ValidationInfo) -> TraceWindow:
         """Resolve the path and read the trace now: a broken trace is a scenario error."""
         from loadgen.traffic.traces import TraceError, read_trace  # the readers, only when used
 
-        base_dir = (info.context or {}).get(BASE_DIR_CONTEXT)
-        path = Path(self.path).expanduser()
-        if not path.is_absolute() and base_dir is not None:
-            path = Path(base_dir) / path
+        path = resolve(self.path, info)
         try:
-            read_trace(path.resolve(), self.format)
+            trace = read_trace(path, self.format)
         except TraceError as exc:
-            raise ValueError(f"trace {exc}") from None
-        return self.model_copy(update={"path": str(path.resolve())})
+            raise field_error("path", f"trace {exc}", self.path) from None
+        resolved = self.model_copy(update={"path": str(path)})
+        resolved._peak_rps = busiest_window_rate(trace.arrival_times_s, self.window)
+        return resolved
+
+    @property
+    def peak_rps(self) -> float:
+        assert self._peak_rps is not None, "set when the model is validated"
+        return self._peak_rps
 
 
 class PeakFromTrace(StrictModel):
@@ -58,18 +62,11 @@ class CapacitySpec(StrictModel):
 
 
 def peak_rate_of(spec: CapacitySpec) -> float:
-    """The peak rate to plan for: the number given, or the busiest window of the trace (read and
-    validated here, so a broken trace stops the run before anything starts: ValueError)."""
-    if not isinstance(spec.peak_rate, PeakFromTrace):
-        return float(spec.peak_rate)
-    from loadgen.traffic.traces import TraceError, read_trace  # the trace readers, only when used
-
-    source = spec.peak_rate.from_trace
-    try:
-        trace = read_trace(source.path, source.format)
-    except TraceError as exc:
-        raise ValueError(str(exc)) from None
-    return busiest_window_rate(trace.arrival_times_s, source.window)
+    """The peak rate to plan for: the number given, or the busiest window of the trace (read
+    once, when the scenario was validated: a broken trace never gets this far)."""
+    if isinstance(spec.peak_rate, PeakFromTrace):
+        return spec.peak_rate.from_trace.peak_rps
+    return float(spec.peak_rate)
 
 
 def busiest_window_rate(arrival_times_s: Sequence[float], window_s: float) -> float:

@@ -2,7 +2,8 @@
 
 The policy is a generator (after GuideLLM's sweep profile): it yields a level, the caller runs
 it and `send()`s back a `LevelResult`, and the generator yields the next level or stops. It never
-measures anything itself, so it is a pure function of past results and a synthetic curve tests it.
+measures anything itself: it is a pure function of past results. loadgen.run.search drives it,
+with real levels or (in the tests) a synthetic curve.
 
 Adaptive search: grow geometrically (`growth`) from `start` until an SLO breaks or throughput
 stops growing (gain < `min_gain`, or p95 latency grows faster than it), then bisect between the
@@ -13,57 +14,17 @@ A fixed `levels` grid is run as given.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Generator
+from typing import Literal
 
 from pydantic import Field, model_validator
 
+from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, elasticity
 from servers.config import StrictModel
 from servers.units import Duration, PositiveDuration
 
-SearchOver = Literal["concurrency", "rate"]
 # Levels are whole numbers for concurrency, requests/s for rate.
-Policy = Generator[float, "LevelResult", None]
-
-
-@dataclass(frozen=True)
-class LevelResult:
-    """What one load level measured. Latency dicts are ms keyed by percentile (p50, p95, ...)."""
-
-    level: float
-    throughput_rps: float
-    output_tokens_per_s: float
-    ttft_ms: Mapping[str, float] = field(default_factory=dict)
-    itl_ms: Mapping[str, float] = field(default_factory=dict)
-    e2e_ms: Mapping[str, float] = field(default_factory=dict)
-    error_rate: float = 0.0
-    slo_passed: bool = True
-    failed_slos: tuple[str, ...] = ()  # names of the SLO checks that failed, e.g. "ttft p95"
-    trial_rps: tuple[float, ...] = ()  # throughput of each trial when trials > 1 (for CIs)
-    # Steady state: relative change of the completion rate between the measured window's two
-    # halves (None: too few requests to tell), and whether it stayed under the bound.
-    drift: float | None = None
-    steady: bool | None = None
-    requests: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """One entry of report.json's `knee.levels`."""
-        return {
-            "level": self.level,
-            "throughput_rps": self.throughput_rps,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "ttft_ms": dict(self.ttft_ms),
-            "itl_ms": dict(self.itl_ms),
-            "e2e_ms": dict(self.e2e_ms),
-            "error_rate": self.error_rate,
-            "slo_passed": self.slo_passed,
-            "failed_slos": list(self.failed_slos),
-            "trial_rps": list(self.trial_rps),
-            "drift": self.drift,
-            "steady": self.steady,
-            "requests": self.requests,
-        }
+Policy = Generator[float, LevelResult, None]
 
 
 class SearchSpec(StrictModel):
@@ -107,23 +68,17 @@ class SearchSpec(StrictModel):
 
 def _gain(before: LevelResult, after: LevelResult) -> float:
     """Relative throughput gain; from (near) zero any positive throughput counts as growth."""
-    if before.throughput_rps <= 1e-12:
-        return math.inf if after.throughput_rps > 1e-12 else 0.0
+    if before.throughput_rps <= TINY:
+        return math.inf if after.throughput_rps > TINY else 0.0
     return after.throughput_rps / before.throughput_rps - 1.0
 
 
 def _still_scaling(lower: LevelResult, upper: LevelResult) -> bool:
-    """Bisection test: below the knee, p95 latency grows no faster than throughput (elasticity ≤ 1)."""
-    if not upper.slo_passed:
-        return False
-    if lower.throughput_rps <= 1e-12:
-        return upper.throughput_rps > 1e-12
-    if upper.throughput_rps <= lower.throughput_rps:
+    """Bisection test: the upper level held its SLOs, gained throughput, and its p95 latency grew
+    no faster than that throughput (elasticity ≤ 1, the knee's formula)."""
+    if not upper.slo_passed or upper.throughput_rps <= lower.throughput_rps:
         return False  # no throughput gained: past the knee whatever latency did
-    d_throughput = math.log(upper.throughput_rps / lower.throughput_rps)
-    low, high = lower.e2e_ms.get("p95", 0.0), upper.e2e_ms.get("p95", 0.0)
-    d_latency = math.log(high / low) if low > 0 and high > 0 else 0.0
-    return d_latency <= d_throughput
+    return elasticity(lower, upper) <= 1.0
 
 
 def _midpoint(low: float, high: float, whole: bool) -> float:
@@ -133,8 +88,8 @@ def _midpoint(low: float, high: float, whole: bool) -> float:
 def search_levels(spec: SearchSpec, min_gain: float = 0.05) -> Policy:
     """Yield load levels; receive each level's `LevelResult` through `send()`.
 
-    Drive it with `run_search`, or by hand: `level = next(gen)`, then `level = gen.send(result)`
-    until StopIteration. Concurrency levels are yielded as ints.
+    Driven by loadgen.run.search, or by hand: `level = next(gen)`, then
+    `level = gen.send(result)` until StopIteration. Concurrency levels are yielded as ints.
     """
     whole = spec.over == "concurrency"
 
@@ -178,16 +133,3 @@ def search_levels(spec: SearchSpec, min_gain: float = 0.05) -> Policy:
             good, low = result, mid
         else:
             high = mid
-
-
-def run_search(policy: Policy, measure: Callable[[float], LevelResult]) -> list[LevelResult]:
-    """Drive a policy with `measure(level)`; return the results in the order they were run."""
-    results: list[LevelResult] = []
-    try:
-        level = next(policy)
-        while True:
-            result = measure(level)
-            results.append(result)
-            level = policy.send(result)
-    except StopIteration:
-        return results

@@ -1,4 +1,4 @@
-"""Assemble report.json (SCENARIO.md's contract) from records, windows, SLOs and server facts.
+"""Assemble report.json (every key: docs/report-json.md) from records, windows, SLOs and server facts.
 
 The verdict has a fixed precedence: `error` (the run failed or the client could not keep up, so
 no number can be trusted) beats `fail` (an SLO broke) beats `pass`.
@@ -7,6 +7,7 @@ no number can be trusted) beats `fail` (an SLO broke) beats `pass`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from loadgen.collect.server_metrics_summary import with_ttft_gap
 from loadgen.collect.stats import PhaseWindow, client_trust, compute_metrics, phase_metrics
 from loadgen.distributed.protocol import workers_error
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
+from loadgen.scenario.model import Scenario
 
 SCHEMA_VERSION = 1
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
@@ -89,25 +91,42 @@ def decide_verdict(
     return "pass", f"all {len(slos)} SLOs held"
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What report.json states about a run besides its records (kept in run.json)."""
+
+    name: str
+    started_at: datetime
+    duration_s: float
+    server: Mapping[str, Any]
+    run_error: str | None = None
+    client_cpu_percent: float | None = None  # the load generator's, during the traffic
+    workers: Mapping[str, Any] | None = None  # a distributed run's `client.workers`
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What a run is judged against: its SLOs, and the bounds on the client's own lateness."""
+
+    slo: SLOSpec | None = None
+    max_lag_p99_ms: float = 10.0
+    max_client_cpu_percent: float | None = None
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> Judging:
+        client = scenario.client
+        return cls(scenario.slo, client.max_schedule_lag_p99 * 1000, client.max_cpu * 100)
+
+
 def build_report(
-    *,
-    name: str,
-    started_at: datetime,
-    duration_s: float,
-    records: Iterable[RequestRecord],
-    windows: Sequence[PhaseWindow],
-    slo_spec: SLOSpec | None,
-    server: Mapping[str, Any],
-    max_lag_p99_ms: float,
-    run_error: str | None,
-    client_cpu_percent: float | None = None,
-    max_client_cpu_percent: float | None = None,
-    workers: Mapping[str, Any] | None = None,
+    facts: RunFacts, judging: Judging, records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]
 ) -> dict[str, Any]:
-    """report.json as a dict; `knee`, `capacity` and `replicas` are None for a plain run.
-    `workers`: a distributed run's `client.workers`; a lost worker makes the verdict `error`."""
+    """report.json as a dict; `knee`, `capacity` and `replicas` are None for a plain run. A
+    lost worker (in `facts.workers`) makes the verdict `error`."""
+    name, started_at, duration_s, server = facts.name, facts.started_at, facts.duration_s, facts.server
+    slo_spec, workers = judging.slo, facts.workers
     records = list(records)
-    run_error = run_error or workers_error(workers)
+    run_error = facts.run_error or workers_error(workers)
     metrics = compute_metrics(records, windows)
     server_info = normalize_server(server)
     if "metrics" in server_info:  # the server's own /metrics (None where not scraped)
@@ -117,7 +136,9 @@ def build_report(
     several = bool(named) or len({record.request_class for record in records}) > 1
     classes = class_metrics(records, windows, named) if several else {}
     slos = check_slos(slo_spec, metrics, server_info, classes) if slo_spec is not None else []
-    client = client_trust(records, max_lag_p99_ms, client_cpu_percent, max_client_cpu_percent)
+    client = client_trust(
+        records, judging.max_lag_p99_ms, facts.client_cpu_percent, judging.max_client_cpu_percent
+    )
     if workers is not None:
         client["workers"] = {
             key: value for key, value in workers.items() if key not in ("local_pids", "pids")

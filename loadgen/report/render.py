@@ -17,8 +17,8 @@ from typing import Any
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
 from loadgen.collect.records import RequestRecord, SkippedLines, read_records
 from loadgen.collect.server_metrics_summary import read_server_metrics, summarize_server_metrics
-from loadgen.evaluate.levels import LevelWindow
-from loadgen.report.build import build_report
+from loadgen.evaluate.level_results import LevelWindow
+from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.safe_write import write_formats
 from loadgen.report.search_report import build_search_report
 from loadgen.run.rundir import RunMeta
@@ -53,20 +53,8 @@ def render_reports(
     server_metrics = summarize_server_metrics(
         read_server_metrics(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
-    report = build_report(
-        name=scenario.name,
-        started_at=datetime.fromisoformat(meta.started_at),
-        duration_s=meta.duration_s,
-        records=records,
-        windows=schedule.windows,
-        slo_spec=scenario.slo,
-        server={**meta.server, "memory": memory, "metrics": server_metrics},
-        max_lag_p99_ms=scenario.client.max_schedule_lag_p99 * 1000,
-        run_error=run_error,
-        client_cpu_percent=meta.client_cpu_percent,
-        max_client_cpu_percent=scenario.client.max_cpu * 100,
-        workers=meta.workers if meta.workers and "count" in meta.workers else None,
-    )
+    facts = _facts(scenario, meta, {**meta.server, "memory": memory, "metrics": server_metrics}, run_error)
+    report = build_report(facts, Judging.of(scenario), records, schedule.windows)
     _write(report, run_dir, scenario, schedule, meta, records, formats)
     return report
 
@@ -88,14 +76,10 @@ def _render_search(
     memory = summarize_memory(read_samples(run_dir / RESOURCES_FILE), start_s=start, end_s=end)
     scrapes = read_server_metrics(run_dir / RESOURCES_FILE)
     report = build_search_report(
-        scenario=scenario,
-        started_at=datetime.fromisoformat(meta.started_at),
-        duration_s=meta.duration_s,
-        records=records,
-        windows=windows,
-        server={**meta.server, "memory": memory},
-        run_error=run_error,
-        client_cpu_percent=meta.client_cpu_percent,
+        _facts(scenario, meta, {**meta.server, "memory": memory}, run_error),
+        scenario,
+        records,
+        windows,
         peak_rate=meta.peak_rate,
         verify_setup=meta.verify,
         # The server's own /metrics over the operating point's window(s).
@@ -103,6 +87,19 @@ def _render_search(
     )
     _write(report, run_dir, scenario, schedule, meta, records, formats)
     return report
+
+
+def _facts(scenario: Scenario, meta: RunMeta, server: dict[str, Any], run_error: str | None) -> RunFacts:
+    """What run.json says about the run, as the report states it."""
+    return RunFacts(
+        name=scenario.name,
+        started_at=datetime.fromisoformat(meta.started_at),
+        duration_s=meta.duration_s,
+        server=server,
+        run_error=run_error,
+        client_cpu_percent=meta.client_cpu_percent,
+        workers=meta.workers if meta.workers and "count" in meta.workers else None,
+    )
 
 
 def _write(

@@ -8,15 +8,15 @@ lowest level run when none held: `metrics` and `slo` describe it, `phases` lists
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import phase_metrics
-from loadgen.evaluate.levels import LevelWindow, group_levels, mark_unmeasured
+from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured
 from loadgen.evaluate.plan import evaluate
 from loadgen.fmt import format_number
-from loadgen.report.build import build_report, round_floats
+from loadgen.report.build import Judging, RunFacts, build_report, round_floats
 from loadgen.scenario.model import Scenario
 
 
@@ -86,19 +86,18 @@ def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -
 
 
 def build_search_report(
-    *,
+    facts: RunFacts,
     scenario: Scenario,
-    started_at: datetime,
-    duration_s: float,
     records: Iterable[RequestRecord],
     windows: Sequence[LevelWindow],
-    server: Mapping[str, Any],
-    run_error: str | None,
-    client_cpu_percent: float | None,
+    *,
     peak_rate: float | None,
     verify_setup: Mapping[str, Any] | None,
     server_metrics: Callable[[float, float], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
+    """A search run's report.json: the plain report over the operating point's window(s), plus
+    the curve, knee, capacity, replica plan and verification. `server_metrics(start_s, end_s)`:
+    the server's own /metrics over a window."""
     assert scenario.search is not None
     records = mark_unmeasured(records, windows)
     _, evaluation = evaluate(
@@ -112,21 +111,17 @@ def build_search_report(
         scenario.seed,
     )
     operating = _operating_windows(windows, evaluation["capacity"])
+    server = facts.server
     if server_metrics is not None and operating:
         # Trials of one level are apart in time: the first trial's window stands for the level.
         server = {**server, "metrics": server_metrics(operating[0].start_s, operating[0].end_s)}
-    report = build_report(
-        name=scenario.name,
-        started_at=started_at,
-        duration_s=duration_s,
-        records=records,
-        windows=[window.phase_window() for window in operating],
-        slo_spec=scenario.slo,
+    facts = replace(
+        facts,
         server=server,
-        max_lag_p99_ms=scenario.client.max_schedule_lag_p99 * 1000,
-        run_error=run_error or (None if windows else "the search ran no load level"),
-        client_cpu_percent=client_cpu_percent,
-        max_client_cpu_percent=scenario.client.max_cpu * 100,
+        run_error=facts.run_error or (None if windows else "the search ran no load level"),
+    )
+    report = build_report(
+        facts, Judging.of(scenario), records, [window.phase_window() for window in operating]
     )
     report["phases"] = _phases(records, windows)
     if operating and operating[0].target_rate is None:

@@ -3,27 +3,30 @@
 Lives in the gevent world. Every level is a Locust run of its own (users = the level's slots) on
 the run's single clock; its records carry the level and its own phase index, and its measured
 window is saved in run.json, so the report is recomputed from files like any other run.
+A closed-loop level starts its users one by one over the first half of its warm-up
+(closed_loop.py), so they are not in step when its window opens.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import gevent.event
-import psutil
 from locust.env import Environment
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, percentiles
-from loadgen.evaluate.levels import LevelRole, LevelWindow, is_drifting
+from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.level_results import LevelRole, LevelWindow, is_drifting, level_result
 from loadgen.evaluate.search import SearchSpec
+from loadgen.evaluate.throughput import CLOSED_LOOP
 from loadgen.fmt import format_number
+from loadgen.run.client_process import CpuMeter
 from loadgen.run.observers import Observers, PhaseInfo
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
-from loadgen.traffic.levels import ClosedLoopSupply, level_rng, rate_level_requests
+from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint
@@ -41,7 +44,7 @@ class _Window:
 
     def extend_if_drifting(self, records: Sequence[RequestRecord], max_drift: float) -> bool:
         """Still drifting at the window's end: measure a fresh window after it (once)."""
-        measured = PhaseWindow(self.index, "level", 0.0, self.start_s, self.end_s)
+        measured = PhaseWindow(self.index, CLOSED_LOOP, 0.0, self.start_s, self.end_s)
         if self.extended or not is_drifting(records, measured, max_drift):
             return False
         self.extended = True
@@ -101,13 +104,12 @@ class LevelRunner:
                 level, index, self._next_id, self.scenario.workload, rng, warmup_until_s=0
             )
         empty = Schedule(requests=[], windows=[], phase_starts=[], duration_s=0.0)
+        dispatcher = None
+        if supply is not None:
+            # Started over the warm-up's first half: the rest lets the last users settle.
+            dispatcher = ClosedLoopDispatcher(supply, users=int(level), stagger_s=warmup_s / 2)
         runner = TrafficRunner(
-            empty,
-            self.endpoint,
-            self.scenario.workload,
-            self._keep,
-            dispatcher=ClosedLoopDispatcher(supply) if supply is not None else None,
-            spread=spread,
+            empty, self.endpoint, self.scenario.workload, self._keep, dispatcher=dispatcher, spread=spread
         )
         environment = runner.spawn(int(level) if closed else self.spec.max_concurrency)
         # The level's place on the run clock is known only now that its users are up.
@@ -139,6 +141,25 @@ class LevelRunner:
             self.on_window(self.windows)
         if self.stop.is_set():
             raise SearchStopped("interrupted: the run was stopped before it finished")
+        return result
+
+    def measure(self, level: float) -> LevelResult:
+        """One search level, every trial of it, as the policy reads it. Raises SearchStopped when
+        the client could not keep up (its schedule lag broke the client bound)."""
+        spec, scenario = self.spec, self.scenario
+        windows = [
+            self.run(
+                level, spec.over, duration_s=spec.level_duration, warmup_s=spec.level_warmup, trial=trial
+            )
+            for trial in range(spec.trials)
+        ]
+        result, _ = level_result(windows, self.records, scenario.slo, spec.max_drift)
+        lag_ms, max_lag_ms = self.lag_p99_ms(windows), scenario.client.max_schedule_lag_p99 * 1000
+        if lag_ms > max_lag_ms:
+            raise SearchStopped(
+                f"level {format_number(level)}: schedule lag p99 {format_number(lag_ms)} ms exceeded the "
+                f"{format_number(max_lag_ms)} ms bound: the client could not keep up"
+            )
         return result
 
     def _rate_schedule(
@@ -179,14 +200,14 @@ class LevelRunner:
             return self.origin_ns + round(window.end_s * 1e9)
 
         self._current = runner
-        process = psutil.Process()
-        cpu_before, wall_before = sum(process.cpu_times()[:2]), time.monotonic()
+        cpu = CpuMeter()
         try:
-            runner.run(environment, self.stop, t0_ns=self.origin_ns, start_ns=start_ns, end_at=end_at)
+            with cpu:
+                runner.run(environment, self.stop, t0_ns=self.origin_ns, start_ns=start_ns, end_at=end_at)
         finally:
             self._current = None
-        cpu = 100 * (sum(process.cpu_times()[:2]) - cpu_before) / max(time.monotonic() - wall_before, 1e-9)
-        return round(cpu, 1)
+        assert cpu.percent is not None
+        return cpu.percent
 
     def lag_p99_ms(self, windows: Sequence[LevelWindow]) -> float:
         indexes = {window.index for window in windows}

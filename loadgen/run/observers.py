@@ -49,6 +49,9 @@ class RunObserver:
     def request_done(self, record: RequestRecord) -> None:
         """One request finished (the same record requests.jsonl gets)."""
 
+    def traffic_finished(self) -> None:
+        """The load is over (every level of a search too); the report comes next."""
+
     def server_sample(self, values: Mapping[str, float]) -> None:
         """Fresh server-side figures. Keys (each optional): rss_bytes, gpu_bytes,
         requests_running, requests_waiting, kv_cache_usage (0..1)."""
@@ -92,6 +95,9 @@ class Observers(RunObserver):
 
     def request_done(self, record: RequestRecord) -> None:
         self._each("request_done", record)
+
+    def traffic_finished(self) -> None:
+        self._each("traffic_finished")
 
     def server_sample(self, values: Mapping[str, float]) -> None:
         self._each("server_sample", values)

@@ -1,10 +1,11 @@
 """One request before the load: proves the endpoint serves the model and times the first token.
 
 Runs in the load generator's (gevent-patched) process with plain urllib, so it blocks only its
-own greenlet, and it can be killed (a stop event) at any wait. The whole probe has one deadline
-(`timeout_s`), not a per-read timeout: a server that never answers or streams forever fails it
-in time. Lines are bounded by `max_line`. A failure here stops the run with a clear message
-instead of a run of errors.
+own greenlet, and it can be killed (a stop event) at any wait. Like the load, it never goes
+through a proxy (`servers.direct_http`). The whole probe has one deadline (`timeout_s`), not a
+per-read timeout: a server that never answers or streams forever fails it in time. Lines are
+bounded by `max_line`. A failure here stops the run with a clear message instead of a run of
+errors.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from loadgen.scenario.model import Workload
 from loadgen.traffic.line_reader import size_text
 from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
 from servers.base import Endpoint
+from servers.direct_http import open_url
 
 
 class ProbeError(Exception):
@@ -81,7 +83,7 @@ def _stream(
     parser = StreamParser()
     late = ProbeError(f"{url} did not complete a test request within {timeout_s:g}s")
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with open_url(request, timeout_s) as response:
             while not (parser.result.done or parser.result.error):
                 line = _read_line(response, limit, url)
                 if not line:

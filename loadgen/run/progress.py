@@ -1,38 +1,58 @@
-"""Live progress on the terminal: phase, time, target vs achieved rate, in-flight, p95 TTFT, errors.
+"""Live progress on the terminal: phase or level, time, target vs done/s, in flight, p95 TTFT, errors.
 
-`LiveStats` is fed every record (cheap: counters and a bounded window); `ProgressView` renders it
-twice a second with rich. Nothing is printed when stdout is not a terminal.
+`ProgressView` is a run observer, so it works the same whatever drives the traffic (one
+process, workers, a search): it hears each phase or level begin and each request finish, and
+renders twice a second with rich. The CLI adds it only when stdout is a terminal (or asked).
 """
 
 from __future__ import annotations
 
 import collections
+import sys
 import time
 from collections.abc import Callable
 
+import gevent
 import numpy as np
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from loadgen.collect.records import RequestRecord
-from loadgen.traffic.schedule import Schedule
+from loadgen.run.observers import PhaseInfo, RunInfo, RunObserver
 
 RATE_WINDOW_S = 5.0
+TICK_S = 0.5
+COLUMNS = ("phase", "elapsed", "target", "done/s", "in-flight", "done", "p95 TTFT", "errors")
 
 
 class LiveStats:
+    """Counters and a bounded window of recent records: cheap enough for every request."""
+
     def __init__(self) -> None:
         self.finished = 0
         self.errors = 0
         self.recent_ttft_ms: collections.deque[float] = collections.deque(maxlen=500)
+        self._done_at: collections.deque[float] = collections.deque()
 
-    def observe(self, record: RequestRecord) -> None:
+    def observe(self, record: RequestRecord, now: float) -> None:
         self.finished += 1
         if record.status != "ok":
             self.errors += 1
         if record.first_token_s is not None and not record.warmup:
             self.recent_ttft_ms.append((record.first_token_s - record.scheduled_s) * 1000)
+        self._done_at.append(now)
+        self._forget_before(now - RATE_WINDOW_S)
+
+    def _forget_before(self, oldest: float) -> None:
+        while self._done_at and self._done_at[0] < oldest:
+            self._done_at.popleft()
+
+    def done_per_s(self, now: float, since: float) -> float | None:
+        """Completions per second over the last RATE_WINDOW_S (or since `since`, if later)."""
+        self._forget_before(now - RATE_WINDOW_S)
+        span = min(RATE_WINDOW_S, now - since)
+        return len(self._done_at) / span if span >= 1.0 else None
 
     def ttft_p95_ms(self) -> float | None:
         if not self.recent_ttft_ms:
@@ -40,71 +60,104 @@ class LiveStats:
         return float(np.percentile(np.fromiter(self.recent_ttft_ms, float), 95))
 
 
-class ProgressView:
-    """Call `tick()` periodically; `close()` once. `sent` and `in_flight` are read on each tick."""
+class ProgressView(RunObserver):
+    """`planned_s`: the schedule's length, when the run has one (a search does not)."""
 
-    def __init__(
-        self,
-        name: str,
-        schedule: Schedule,
-        rates: list[float],
-        stats: LiveStats,
-        sent: Callable[[], int],
-        in_flight: Callable[[], int],
-        console: Console | None = None,
-    ) -> None:
-        self.name, self.schedule, self.rates, self.stats = name, schedule, rates, stats
-        self._sent, self._in_flight = sent, in_flight
-        self._samples: collections.deque[tuple[float, int]] = collections.deque()
-        self._console = console or Console()
+    def __init__(self, name: str, planned_s: float | None = None, console: Console | None = None) -> None:
+        self.name, self.planned_s = name, planned_s
+        self.stats = LiveStats()
+        # Not a terminal (a CI log, `--progress always | tee`): wide enough that no cell is cut.
+        self._console = console or Console(width=None if sys.stdout.isatty() else 120)
+        self._live: Live | None = None
+        self._ticker: gevent.Greenlet | None = None
+        self._in_flight: Callable[[], int] | None = None
+        self._phase: PhaseInfo | None = None
+        self._phases: int | None = None  # the planned phase count (a search's levels are open-ended)
+        self._t0 = self._phase_t0 = 0.0
+
+    def run_started(self, info: RunInfo) -> None:
+        if info.scenario.search is None:
+            self._phases = len(info.scenario.traffic)
+
+    def traffic_started(self, in_flight: Callable[[], int]) -> None:
+        self._in_flight = in_flight
+        self._t0 = self._phase_t0 = time.monotonic()
         self._live = Live(console=self._console, auto_refresh=False, transient=False)
-        self._started = False
-        self._t0 = 0.0
-
-    def start(self) -> None:
-        self._t0 = time.monotonic()
         self._live.start()
-        self._started = True
+        self._ticker = gevent.spawn(self._tick_forever)
 
-    def tick(self) -> None:
-        if not self._started:
-            return
-        now = time.monotonic()
-        self._samples.append((now, self._sent()))
-        while self._samples and now - self._samples[0][0] > RATE_WINDOW_S:
-            self._samples.popleft()
-        self._live.update(self._render(now - self._t0), refresh=True)
+    def phase_started(self, phase: PhaseInfo) -> None:
+        self._phase, self._phase_t0 = phase, time.monotonic()
+
+    def request_done(self, record: RequestRecord) -> None:
+        self.stats.observe(record, time.monotonic())
+
+    def traffic_finished(self) -> None:
+        self.close()  # the report's lines come next: the live table must not draw over them
 
     def close(self) -> None:
-        if self._started:
+        if self._ticker is not None:
+            self._ticker.kill()
+            self._ticker = None
+        if self._live is not None:
             self.tick()
             self._live.stop()
-            self._started = False
+            self._live = None
 
-    def _achieved_rate(self, elapsed: float) -> float | None:
-        if elapsed > self.schedule.duration_s:  # draining: the run's rate, not the last seconds'
-            return self._sent() / self.schedule.duration_s
-        if len(self._samples) < 2:
-            return None
-        (t_a, n_a), (t_b, n_b) = self._samples[0], self._samples[-1]
-        return (n_b - n_a) / (t_b - t_a) if t_b > t_a else None
+    def tick(self) -> None:
+        if self._live is not None:
+            self._live.update(self.render(time.monotonic()), refresh=True)
 
-    def _render(self, elapsed: float) -> Table:
-        phase = self.schedule.phase_at(elapsed)
-        total = self.schedule.duration_s
-        achieved = self._achieved_rate(elapsed)
+    def _tick_forever(self) -> None:
+        while True:
+            self.tick()
+            gevent.sleep(TICK_S)
+
+    def render(self, now: float) -> Table:
+        elapsed = now - self._t0
+        done_rate = self.stats.done_per_s(now, self._phase_t0)
         ttft = self.stats.ttft_p95_ms()
         table = Table(title=f"loadtest · {self.name}", show_header=True, header_style="bold")
-        for column in ("phase", "elapsed", "target", "achieved", "in-flight", "done", "p95 TTFT", "errors"):
-            table.add_column(column, justify="right")
+        for column in COLUMNS:
+            table.add_column(column, justify="right", no_wrap=True)
         table.add_row(
-            f"{phase + 1}/{len(self.rates)}",
-            f"{min(elapsed, total):.0f}/{total:.0f}s" if elapsed <= total else f"{total:.0f}s (draining)",
-            f"{self.rates[phase]:g} req/s",
-            f"{achieved:.1f} req/s" if achieved is not None else "…",
-            str(self._in_flight()),
+            self._phase_text(),
+            self._elapsed_text(elapsed),
+            self._target_text(),
+            f"{done_rate:.1f}" if done_rate is not None else "…",
+            str(self._in_flight()) if self._in_flight is not None else "…",
             str(self.stats.finished),
             f"{ttft:.1f} ms" if ttft is not None else "…",
             f"[red]{self.stats.errors}[/red]" if self.stats.errors else "0",
         )
         return table
+
+    def _elapsed_text(self, elapsed: float) -> str:
+        if self.planned_s is None:
+            return f"{elapsed:.0f}s"
+        if elapsed <= self.planned_s:
+            return f"{elapsed:.0f}/{self.planned_s:.0f}s"
+        return f"{self.planned_s:.0f}s (draining)"
+
+    def _phase_text(self) -> str:
+        """`2/3 poisson` for a planned phase, `level 4` for a search's (or a verification's) run."""
+        phase = self._phase
+        if phase is None:
+            return "…"
+        if phase.level is not None:
+            return f"level {phase.index + 1}"
+        return (
+            f"{phase.index + 1}/{self._phases} {phase.kind}"
+            if self._phases
+            else f"{phase.index + 1} {phase.kind}"
+        )
+
+    def _target_text(self) -> str:
+        phase = self._phase
+        if phase is None:
+            return "…"
+        if phase.target_rate is not None:
+            return f"{phase.target_rate:g} req/s"
+        if phase.level is not None:
+            return f"{phase.level:g} users"
+        return "…"

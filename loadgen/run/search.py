@@ -1,23 +1,36 @@
-"""Runs a search: load levels one after another against the running server, each chosen from the
-results so far (loadgen.evaluate.search), each run by loadgen.run.level_runner.
+"""Runs a search: load levels one after another, each chosen from the results so far by the
+policy (loadgen.evaluate.search) and measured by `measure(level)`: on the running server,
+`LevelRunner.measure` (loadgen.run.level_runner); in the tests, a synthetic curve.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from loadgen.evaluate.levels import level_result
-from loadgen.evaluate.search import LevelResult, search_levels
+from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.search import SearchSpec, search_levels
 from loadgen.fmt import format_number
-from loadgen.run.level_runner import LevelRunner, SearchStopped
+
+if TYPE_CHECKING:  # the level runner lives in the gevent world; this module does not need it
+    from loadgen.run.level_runner import LevelRunner
 
 
 def run_search(levels: LevelRunner, say: Callable[[str], None]) -> list[LevelResult]:
-    """The adaptive (or grid) search; returns each level's result in the order run."""
-    spec, scenario = levels.spec, levels.scenario
-    max_lag_ms = scenario.client.max_schedule_lag_p99 * 1000
-    policy = search_levels(spec)
+    """The adaptive (or grid) search on the running server; each level's result in the order run."""
+    return search(levels.spec, levels.measure, say)
+
+
+def search(
+    spec: SearchSpec,
+    measure: Callable[[float], LevelResult],
+    say: Callable[[str], None],
+    min_gain: float = 0.05,
+) -> list[LevelResult]:
+    """Drive the policy with `measure(level)` for at most `spec.max_levels` levels; say one line
+    per level. Returns the results in the order the levels were run."""
+    policy = search_levels(spec, min_gain)
     results: list[LevelResult] = []
     try:
         level = next(policy)
@@ -25,21 +38,9 @@ def run_search(levels: LevelRunner, say: Callable[[str], None]) -> list[LevelRes
             if len(results) >= spec.max_levels:
                 say(f"search: stopped after search.max_levels = {spec.max_levels} levels")
                 break
-            windows = [
-                levels.run(
-                    level, spec.over, duration_s=spec.level_duration, warmup_s=spec.level_warmup, trial=trial
-                )
-                for trial in range(spec.trials)
-            ]
-            result, _ = level_result(windows, levels.records, scenario.slo, spec.max_drift)
+            result = measure(level)
             results.append(result)
             say(describe_level(result, spec.over))
-            lag = levels.lag_p99_ms(windows)
-            if lag > max_lag_ms:
-                raise SearchStopped(
-                    f"level {format_number(level)}: schedule lag p99 {format_number(lag)} ms exceeded the "
-                    f"{format_number(max_lag_ms)} ms bound: the client could not keep up"
-                )
             level = policy.send(result)
     except StopIteration:
         pass

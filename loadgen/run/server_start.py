@@ -1,5 +1,5 @@
 """The start stage of a run: start the server (`cold_starts` times), probe its first token, and
-time both, every wait bounded by a deadline and ended within a poll interval by Ctrl-C.
+time both, every wait bounded by a deadline and ended at once by Ctrl-C.
 
 Lives in the gevent world: each blocking step runs in a greenlet that the stop event can kill.
 """
@@ -14,18 +14,15 @@ import gevent
 import gevent.event
 
 from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
-from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
+from loadgen.run.context import RunContext
 from loadgen.run.disk import append_line
-from loadgen.run.guards import RunGuards
 from loadgen.run.probe import ProbeError, first_token_ns
-from loadgen.run.rundir import RunMeta
 from loadgen.scenario.model import Scenario
 from servers.base import Adapter, Endpoint, ServerStartError
 
 # The probe's deadline when the server config has no startup_timeout of its own.
 PROBE_TIMEOUT_S = 300.0
-STOP_POLL_S = 0.05  # how soon a stop (Ctrl-C, a fault) is seen while waiting
 
 T = TypeVar("T")
 
@@ -35,8 +32,10 @@ class RunAborted(Exception):
 
 
 def interruptible(step: Callable[[], T], stop: gevent.event.Event, doing: str) -> T:
-    """Run a blocking `step` in a greenlet; a stop kills it within STOP_POLL_S and aborts the run
-    ("interrupted while <doing>"). The step's exception is re-raised here, never printed by gevent."""
+    """Run a blocking `step` in a greenlet; a stop kills it at once and aborts the run
+    ("interrupted while <doing>"). The step's exception is re-raised here, never printed by gevent.
+    Both are waited on together, not polled: the next stage (the probe after readiness) starts the
+    moment this one ends, so the cold start's first token carries no polling delay."""
 
     def guarded() -> T | BaseException:
         try:
@@ -45,10 +44,10 @@ def interruptible(step: Callable[[], T], stop: gevent.event.Event, doing: str) -
             return exc
 
     running = gevent.spawn(guarded)
-    while not running.ready():
-        if stop.wait(STOP_POLL_S):
-            running.kill(block=True, timeout=1.0)
-            raise RunAborted(f"interrupted while {doing}")
+    gevent.wait([running, stop], count=1)
+    if not running.ready():  # stopped first
+        running.kill(block=True, timeout=1.0)
+        raise RunAborted(f"interrupted while {doing}")
     outcome: T | BaseException = running.value
     if isinstance(outcome, BaseException):
         raise outcome
@@ -70,19 +69,11 @@ def start_server(
         raise RunAborted(f"the server adapter failed: {exc!r}") from None
 
 
-def cold_starts(
-    adapter: Adapter,
-    scenario: Scenario,
-    run_dir: Path,
-    meta: RunMeta,
-    resources: ResourceSampler,
-    guards: RunGuards,
-    *,
-    scraper: ServerMetricsScraper | None = None,
-) -> Endpoint:
+def cold_starts(ctx: RunContext) -> Endpoint:
     """Start the server `cold_starts` times, timing each; every start but the last is stopped
     again. Memory sampling and the death watch begin as soon as the last start is ready. A
     server that was not spawned (external) is started once: it has no cold start to measure."""
+    adapter, scenario, run_dir, guards = ctx.adapter, ctx.scenario, ctx.run_dir, ctx.guards
     starts: list[ColdStart] = []
     total, stop, on_disk_failure = scenario.cold_starts, guards.stop, guards.fault.fail
     for number in range(1, total + 1):
@@ -90,19 +81,18 @@ def cold_starts(
             marker = f"--- loadtest: start {number} of {total} ---"
             append_line(run_dir / "server.log", marker, on_disk_failure)
         endpoint = start_server(adapter, run_dir, stop)
-        spawned = adapter.spawned_at_ns is not None
+        spawned = adapter.starts_server
         last = number == total or not spawned
         if last:
             guards.server_watch.watch(adapter, "the server")
             if adapter.pid is not None:
-                resources.start(adapter.pid)
-            if scraper is not None:
-                _start_scraper(scraper, endpoint)
+                ctx.resources.start(adapter.pid)
+            _start_scraper(ctx.scraper, endpoint)
         start = _measure_cold_start(adapter, endpoint, scenario, stop)
         if spawned:
             starts.append(start)
-            meta.server["cold_start_s"] = summarize_cold_starts(starts)
-            meta.save(run_dir, on_disk_failure)
+            ctx.meta.server["cold_start_s"] = summarize_cold_starts(starts)
+            ctx.save_meta()
         if last:
             return endpoint
         adapter.stop()

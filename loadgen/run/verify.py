@@ -14,6 +14,7 @@ from loadgen.fmt import format_number
 from loadgen.run.level_runner import LevelRunner
 from loadgen.scenario.model import Scenario, VerifySpec
 from servers.base import Endpoint
+from servers.registry import make_adapter
 
 
 def verify_plan(
@@ -35,7 +36,7 @@ def verify_plan(
             "replicas": count,
             "skipped": f"the plan needs {count} replicas; verify.max_replicas is {spec.max_replicas}",
         }
-    if count > 1 and scenario.server_config.kind == "external":
+    if count > 1 and not make_adapter(scenario.server_config).starts_server:
         return {
             "replicas": count,
             "skipped": "verify starts replicas only for servers the tool starts (server.kind is external)",

@@ -15,6 +15,7 @@ from loadgen.scenario.model import Scenario
 class LiveOptions:
     prometheus_port: int | None = None  # --prometheus-port: overrides scenario.prometheus.port
     linger: bool = True  # --no-linger: stop the exporter as soon as the run ends
+    progress: bool = False  # --progress: the live table on the terminal (any mode: plain, workers, search)
 
 
 def build_observers(scenario: Scenario, options: LiveOptions) -> list[RunObserver]:
@@ -31,4 +32,9 @@ def build_observers(scenario: Scenario, options: LiveOptions) -> list[RunObserve
         from loadgen.grafana.annotations import GrafanaAnnotator
 
         observers.append(GrafanaAnnotator(scenario.grafana))
+    if options.progress:
+        from loadgen.run.progress import ProgressView
+
+        planned = None if scenario.search is not None else scenario.total_duration
+        observers.append(ProgressView(scenario.name, planned))
     return observers

@@ -18,8 +18,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from loadgen.scenario.bounds import SENDERS_CONTEXT
+from loadgen.scenario.files import BASE_DIR_CONTEXT
 from loadgen.scenario.locate import fitting_errors, locate
-from loadgen.scenario.model import BASE_DIR_CONTEXT, Scenario
+from loadgen.scenario.model import Scenario
 from loadgen.scenario.yaml_reader import MAX_BYTES, YamlProblem, decode, read_yaml
 
 

@@ -1,7 +1,8 @@
 """The scenario schema: what `scenario.yaml` may say, validated once and read-only afterwards.
 
-Every plug-in is chosen by a `kind:` field through a pydantic discriminated union. Names follow
-`shared/SCENARIO.md`; keys added beyond it are documented in the README.
+Every plug-in is chosen by a `kind:` field through a pydantic discriminated union. docs/scenario.md
+documents every key; docs/schema/scenario.schema.json is generated from these models
+(`loadtest schema scenario`).
 """
 
 from __future__ import annotations
@@ -14,21 +15,18 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
-    ValidationError,
     ValidationInfo,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from loadgen.environments.spec import Environment
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
-from loadgen.scenario.workload import (  # the workload models live there; re-exported (`X as X`) from here
-    BASE_DIR_CONTEXT as BASE_DIR_CONTEXT,
-)
-from loadgen.scenario.workload import FixedLength as FixedLength
+from loadgen.scenario.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-exported (`X as X`)
+from loadgen.scenario.files import field_error, resolve
+from loadgen.scenario.workload import FixedLength as FixedLength  # workload models, re-exported
 from loadgen.scenario.workload import Length as Length
 from loadgen.scenario.workload import LognormalLength as LognormalLength
 from loadgen.scenario.workload import NormalLength as NormalLength
@@ -188,20 +186,18 @@ class TracePhase(StrictModel):
         cls, data: Any, handler: ModelWrapValidatorHandler[TracePhase], info: ValidationInfo
     ) -> TracePhase:
         phase = handler(data)
-        base_dir = (info.context or {}).get(BASE_DIR_CONTEXT)
         given = phase.duration if "duration" in phase.model_fields_set else None
         try:
             window = load_window(
-                phase.path,
+                str(resolve(phase.path, info)),
                 phase.format,
-                base_dir=Path(base_dir) if base_dir is not None else None,
                 time_scale=phase.time_scale,
                 start=phase.start,
                 duration=given,
                 rate_scale=phase.rate_scale,
             )
         except TraceError as exc:
-            raise _field_error("path", f"trace {exc}", phase.path) from None
+            raise field_error("path", f"trace {exc}", phase.path) from None
         loaded = phase.model_copy(update={"path": window.path, "duration": window.duration})
         loaded._rows = window.rows
         return loaded
@@ -222,14 +218,6 @@ class TracePhase(StrictModel):
     def peak_rate(self) -> tuple[float, str]:
         given = [key for key in ("rate_scale", "time_scale") if key in self.model_fields_set]
         return self.rate, given[0] if given else "path"
-
-
-def _field_error(field: str | tuple[str | int, ...], message: str, value: object) -> ValidationError:
-    """A validation error located at `field` (so the loader points at that key's line)."""
-    loc = field if isinstance(field, tuple) else (field,)
-    error = PydanticCustomError("trace_error", "{message}", {"message": message})
-    details = InitErrorDetails(type=error, loc=loc, input=value)
-    return ValidationError.from_exception_data("TracePhase", [details])
 
 
 Phase = Annotated[
@@ -347,13 +335,13 @@ class Scenario(StrictModel):
         if not self.environments:
             if self.server is None:
                 message = "required: the server to test (or environments: to compare several)"
-                raise _field_error("server", message, None)
+                raise field_error("server", message, None)
             return self
         if self.server is not None:
             message = "give either server: or environments: (each with its own server:), not both"
-            raise _field_error("environments", message, None)
+            raise field_error("environments", message, None)
         if self.search is None or self.capacity is None:
-            raise _field_error(
+            raise field_error(
                 "environments",
                 "environments are compared by capacity and replica plan: give search: and capacity: too",
                 None,
@@ -362,7 +350,7 @@ class Scenario(StrictModel):
         for index, environment in enumerate(self.environments):
             if environment.name in seen:
                 message = f"duplicate environment name '{environment.name}'"
-                raise _field_error(("environments", index, "name"), message, environment.name)
+                raise field_error(("environments", index, "name"), message, environment.name)
             seen.add(environment.name)
         return self
 
@@ -371,15 +359,15 @@ class Scenario(StrictModel):
         # Each message is located at the key that is out of place (the loader shows its line).
         if self.search is not None and self.traffic:
             message = "give either traffic: (phases) or search: (load levels), not both"
-            raise _field_error("search", message, None)
+            raise field_error("search", message, None)
         if self.search is not None and self.warmup > 0:
-            raise _field_error("warmup", "with search:, set search.level_warmup instead of warmup", None)
+            raise field_error("warmup", "with search:, set search.level_warmup instead of warmup", None)
         if self.capacity is not None and self.search is None:
             message = "needs search: (the plan divides by the capacity it measures)"
-            raise _field_error("capacity", message, None)
+            raise field_error("capacity", message, None)
         if self.verify_spec is not None and self.capacity is None:
             message = "needs capacity: (it runs the replica plan at the peak rate)"
-            raise _field_error("verify", message, None)
+            raise field_error("verify", message, None)
         return self
 
     @model_validator(mode="after")
@@ -387,10 +375,10 @@ class Scenario(StrictModel):
         if self.search is not None:
             return self
         if not self.traffic:
-            raise _field_error("traffic", "give at least one phase (or a search: section)", self.traffic)
+            raise field_error("traffic", "give at least one phase (or a search: section)", self.traffic)
         if self.warmup >= self.total_duration:
             message = f"warmup ({self.warmup:g}s) must be shorter than the traffic ({self.total_duration:g}s)"
-            raise _field_error("warmup", message, self.warmup)
+            raise field_error("warmup", message, self.warmup)
         return self
 
     @model_validator(mode="after")
@@ -407,7 +395,7 @@ class Scenario(StrictModel):
         unknown = [name for name in self.slo.classes if name not in names]
         if unknown:
             message = f"unknown class '{unknown[0]}'; the workload's classes: {', '.join(names)}"
-            raise _field_error(("slo", "classes", unknown[0]), message, unknown[0])
+            raise field_error(("slo", "classes", unknown[0]), message, unknown[0])
         return self
 
     @property

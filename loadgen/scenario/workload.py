@@ -23,19 +23,15 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     Tag,
-    ValidationError,
     ValidationInfo,
     WrapSerializer,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from loadgen.scenario.files import field_error, resolve
 from servers.config import StrictModel
 from servers.units import PositiveDuration, Size
 
-# The validation context key under which the scenario file's folder is passed: a relative
-# dataset or trace path counts from there (else from the working directory).
-BASE_DIR_CONTEXT = "base_dir"
 DEFAULT_CLASS = "default"
 DATASET_MAX_LINES = 1_000_000
 # Longer than any model's context (the longest are ~10 M tokens): beyond it a length is a typo,
@@ -102,13 +98,6 @@ class DatasetError(ValueError):
     pass
 
 
-def _resolve(path: str, base_dir: Any) -> Path:
-    given = Path(path).expanduser()
-    if not given.is_absolute() and base_dir is not None:
-        given = Path(base_dir) / given
-    return given.resolve()
-
-
 def read_dataset(path: Path, api: str) -> list[DatasetEntry]:
     """Parse a JSONL dataset; raise DatasetError naming the file and line of the first problem."""
     try:
@@ -169,13 +158,6 @@ def count_tokens(entries: list[DatasetEntry], tokenizer_path: Path) -> list[Data
     return [DatasetEntry(e.prompt, e.messages, n) for e, n in zip(entries, counts, strict=True)]
 
 
-def _field_error(field: str, message: str, value: object) -> ValidationError:
-    """A validation error located at `field` (so the loader points at that key's line)."""
-    error = PydanticCustomError("dataset_error", "{message}", {"message": message})
-    details = InitErrorDetails(type=error, loc=(field,), input=value)
-    return ValidationError.from_exception_data("Workload", [details])
-
-
 # ---- workloads ---------------------------------------------------------------------------------
 
 
@@ -208,24 +190,23 @@ class Workload(StrictModel):
         workload = handler(data)
         if workload.dataset is None:
             if workload.tokenizer is not None:
-                raise _field_error("tokenizer", "tokenizer: counts a dataset's prompts; give dataset:", None)
+                raise field_error("tokenizer", "tokenizer: counts a dataset's prompts; give dataset:", None)
             return workload
         # (a written-back scenario carries the default prompt_tokens beside its dataset: allowed)
         if workload.prompt_tokens != _DEFAULT_PROMPT_TOKENS:
-            raise _field_error("dataset", "give dataset: or prompt_tokens:, not both", workload.dataset)
-        base_dir = (info.context or {}).get(BASE_DIR_CONTEXT)
-        path = _resolve(workload.dataset, base_dir)
+            raise field_error("dataset", "give dataset: or prompt_tokens:, not both", workload.dataset)
+        path = resolve(workload.dataset, info)
         try:
             entries = read_dataset(path, workload.api)
         except DatasetError as exc:
-            raise _field_error("dataset", str(exc), workload.dataset) from None
+            raise field_error("dataset", str(exc), workload.dataset) from None
         tokenizer = None
         if workload.tokenizer is not None:
-            tokenizer = str(_resolve(workload.tokenizer, base_dir))
+            tokenizer = str(resolve(workload.tokenizer, info))
             try:
                 entries = count_tokens(entries, Path(tokenizer))
             except DatasetError as exc:
-                raise _field_error("tokenizer", str(exc), workload.tokenizer) from None
+                raise field_error("tokenizer", str(exc), workload.tokenizer) from None
         loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})
         loaded._entries = tuple(entries)
         return loaded

@@ -3,6 +3,10 @@
 The concurrency level is the number of users. A request is due when a user asks for it, so it has
 no schedule lag and no slot wait, and its latency from schedule equals its latency from send.
 Lives in the gevent world.
+
+Users start one by one, evenly over `stagger_s`: started together they would stay in step on a
+server with fixed service times (all finishing, and all sending, at once), and the server
+would see bursts instead of N independent users.
 """
 
 from __future__ import annotations
@@ -12,23 +16,36 @@ import time
 import gevent.event
 
 from loadgen.traffic.dispatch import Dispatcher, Ticket
-from loadgen.traffic.levels import ClosedLoopSupply
+from loadgen.traffic.level_requests import ClosedLoopSupply
 
 
 class ClosedLoopDispatcher(Dispatcher):
-    def __init__(self, supply: ClosedLoopSupply) -> None:
+    def __init__(self, supply: ClosedLoopSupply, *, users: int = 1, stagger_s: float = 0.0) -> None:
         super().__init__()
         self.supply = supply
         self._go = gevent.event.Event()
+        self._closing = gevent.event.Event()
         self._t0_ns = 0
+        self._opened_ns = 0
+        self._users = users
+        self._gap_ns = round(stagger_s * 1e9 / users) if users > 1 else 0
+        self._started = 0  # users that took their first request
 
     def open(self, t0_ns: int) -> None:
         """Users spawned before the level's start wait here until it starts."""
         self._t0_ns = t0_ns
+        self._opened_ns = time.perf_counter_ns()
         self._go.set()
 
     def take(self) -> Ticket | None:
         self._go.wait()
+        if self._started < self._users:
+            # A user's first request. Every user is waiting at the start when it opens and takes
+            # its first request before any request can finish, so the first `users` takes are
+            # one per user.
+            start_ns = self._opened_ns + self._started * self._gap_ns
+            self._started += 1
+            self._closing.wait(max(0.0, (start_ns - time.perf_counter_ns()) / 1e9))
         if self._closed:
             return None
         now_ns = time.perf_counter_ns()
@@ -39,4 +56,5 @@ class ClosedLoopDispatcher(Dispatcher):
 
     def close(self) -> None:
         super().close()
-        self._go.set()  # users still waiting for the start give up
+        self._closing.set()  # users still waiting for their start give up
+        self._go.set()

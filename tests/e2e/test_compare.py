@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.collect.records import RequestRecord
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
+from tests.unit.test_compare_bound import borderline_ttft
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +70,47 @@ def test_bad_input_exits_2_with_a_one_line_reason(tmp_path: Path):
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "does not exist" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _write_ttft_run(run_dir: Path, ttft_ms: list[float]) -> Path:
+    """A run folder with one record per TTFT value: 4 tokens 40 ms apart, no errors, so
+    e2e = TTFT + 120 ms (a 15 ms move is under 10% of it) and only TTFT can regress."""
+    run_dir.mkdir()
+    lines = []
+    for index, ttft in enumerate(ttft_ms):
+        first = index * 0.05 + ttft / 1000
+        record = RequestRecord(
+            id=index,
+            phase=0,
+            scheduled_s=index * 0.05,
+            sent_s=index * 0.05,
+            first_token_s=first,
+            done_s=first + 0.12,
+            output_tokens=4,
+            itl_ms=[40.0] * 3,
+        )
+        lines.append(json.dumps(record.to_dict()))
+    (run_dir / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    metrics = {"requests": len(ttft_ms), "errors": 0, "error_rate": 0.0, "output_tokens_per_s": 80.0}
+    (run_dir / "report.json").write_text(json.dumps({"verdict": "pass", "metrics": metrics}))
+    return run_dir
+
+
+def test_alpha_sets_the_bound_a_borderline_move_must_clear(tmp_path: Path):
+    # tests/unit/test_compare_bound.py's construction: TTFT p50 +15% with a rank-test p-value
+    # below 0.002, but 2.8% of the bootstrap's resamples see no move at all: a regression at
+    # --alpha 0.05, "not significant" at the default 0.01 (test_alpha_moves_the_bound_on_one_and_
+    # the_same_pair), so exit 1 here says --alpha reached the bound. Nothing else differs.
+    baseline, current = borderline_ttft(87)
+    base_dir = _write_ttft_run(tmp_path / "baseline", baseline)
+    cur_dir = _write_ttft_run(tmp_path / "current", current)
+    out = tmp_path / "compare.json"
+    done = _compare(str(base_dir), str(cur_dir), "--alpha", "0.05", "--json", str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = json.loads(out.read_text())
+    assert data["alpha"] == 0.05 and "alpha 0.05" in done.stdout
+    rows = {row["metric"]: row for row in data["rows"]}
+    assert rows["ttft p50"]["verdict"] == "regression"
+    assert rows["ttft p50"]["change"] == pytest.approx(0.15) and rows["ttft p50"]["p_value"] < 0.002
+    others = {name: row["verdict"] for name, row in rows.items() if name != "ttft p50"}
+    assert set(others.values()) == {"ok"}, others

@@ -137,8 +137,15 @@ def test_no_environment_meeting_the_slos_exits_1(tmp_path: Path):
 
 def test_bundled_environments_scenario_recommends_on_real_runtimes(tmp_path: Path):
     """scenarios/environments.yaml as shipped: ONNX Runtime (1 and 2 threads), PyTorch (float32,
-    bfloat16) and, where .venv-vllm exists, vLLM pinned to its own core."""
-    run = run_cli(tmp_path, ROOT / "scenarios" / "environments.yaml", timeout=900)
+    bfloat16) and, where .venv-vllm exists, vLLM pinned to its own core. Levels of 2 s (1.5 s
+    measured) instead of the shipped 3 s: the same plans, a minute less of CI."""
+    shipped = (ROOT / "scenarios" / "environments.yaml").read_text(encoding="utf-8")
+    assert "level_duration: 3s\n  level_warmup: 1s\n" in shipped
+    text = shipped.replace(
+        "level_duration: 3s\n  level_warmup: 1s\n", "level_duration: 2s\n  level_warmup: 0.5s\n"
+    )
+    # The vLLM environment names its interpreter relative to the working directory (the repo root).
+    run = run_cli(tmp_path, text, timeout=900)
     assert run.code == 0, run.stderr[-3000:]
     comparison = _comparison(run.run_dir)
     rows = _rows(comparison)
@@ -153,11 +160,12 @@ def test_bundled_environments_scenario_recommends_on_real_runtimes(tmp_path: Pat
     assert winner["status"] == "recommended" and winner["monthly_cost"] == cheapest
     assert comparison["recommendation"]["replicas"] == winner["replicas"]
     vllm_python = ROOT / ".venv-vllm" / "bin" / "python"
-    if os.environ.get("LOADTEST_VLLM_PYTHON") and vllm_python.exists():
+    if not vllm_python.exists():
+        assert rows["vllm-cpu"]["status"] == "left out"
+    elif os.environ.get("LOADTEST_VLLM_PYTHON"):
         # Pinned to its own core, vLLM's run is trustworthy: it is compared, not left out.
         report = json.loads((run.run_dir / "vllm-cpu" / "report.json").read_text())
         assert report["client"]["trustworthy"], report["reason"]
         assert rows["vllm-cpu"]["status"] != "left out", rows["vllm-cpu"]
-    else:
-        assert rows["vllm-cpu"]["status"] == "left out"
+    # (installed but not announced: vLLM runs, and its verdict is whatever this machine gives)
     _check_in_browser(run.run_dir / "comparison.html", tmp_path / "comparison.png")

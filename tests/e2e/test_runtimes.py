@@ -1,6 +1,8 @@
-"""The quickstart on real runtimes: ONNX Runtime (the default), the same scenario file with
-only `server.kind` changed to PyTorch, and scenarios/vllm.yaml (the quickstart's workload and
-rate on vLLM, with SLOs for a real CPU server; vLLM needs its own venv: see .ci/run)."""
+"""The quickstart on real runtimes: ONNX Runtime (the default), its workload and SLOs on PyTorch
+at a rate PyTorch sustains here, and scenarios/vllm.yaml (the quickstart's workload and rate on
+vLLM, with SLOs for a real CPU server; vLLM needs its own venv: see .ci/run). Each must reach
+its SLO verdict, pass, with a client that kept up: a run that could not be trusted is a failure
+of the test, not an allowed outcome."""
 
 from __future__ import annotations
 
@@ -22,20 +24,11 @@ pytestmark = pytest.mark.slow
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 
 
-def _with_server(tmp_path: Path, server: dict[str, Any]) -> Path:
-    scenario = yaml.safe_load(QUICKSTART.read_text())
-    scenario["server"] = server
-    scenario["prometheus"] = {"port": 0, "linger": 0}  # tests use free ports, and need no linger
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
-    return path
-
-
-def _check_ran_end_to_end(run: CliRun, max_failed: int = 0) -> dict[str, Any]:
+def _check_ran_end_to_end(run: CliRun, requests: int = 200, max_failed: int = 0) -> dict[str, Any]:
     """Every request answered with exactly 64 tokens, and the report has the real numbers."""
     report = run.report
     records = run.records()
-    assert len(records) == 200  # Poisson 10 req/s × 20 s, exactly
+    assert len(records) == requests  # Poisson rate × duration, exactly (200: 10 req/s × 20 s)
     failed = [r for r in records if r["status"] != "ok"]
     assert len(failed) <= max_failed, failed
     # A failure must be the server's or the network's, recorded as such: never a client bug.
@@ -83,29 +76,36 @@ def test_quickstart_runs_on_onnxruntime_and_passes(tmp_path: Path):
     assert "onnxruntime" in (run.run_dir / "scenario.yaml").read_text()
 
 
-def _passed_or_untrusted(run: CliRun) -> None:
-    """A real server shares this 2-core machine with the load generator: when something else
-    also wants the cores, the run may rightly say it could not keep up (exit 2), never more."""
-    if run.code == 2:
-        assert "could not keep up" in run.report["reason"], run.stderr
-    else:
-        assert run.code == 0, run.stderr
+def _passed_trusted(run: CliRun) -> None:
+    assert run.report["client"]["trustworthy"], run.report["client"]
+    assert run.code == 0 and run.report["verdict"] == "pass", run.stderr
+    assert all(slo["passed"] for slo in run.report["slo"]), run.report["slo"]
 
 
-def test_same_scenario_runs_on_torch(tmp_path: Path):
-    run = run_cli(tmp_path, _with_server(tmp_path, {"kind": "torch"}))
-    report = _check_ran_end_to_end(run)
+# PyTorch on one thread serves the quickstart's 10 req/s of 64-token streams near its limit on
+# this 2-core VM: its Poisson bursts queue (TTFT p95 30 ms to 570 ms between runs), so that rate
+# measures the machine's mood, not the tool. At 4 req/s, on a core of its own (cpus: auto, the
+# client on the other), it holds the quickstart's latency SLOs with room: TTFT p95 54 ms against
+# 250 ms, ITL p95 16 ms against 50 ms, e2e p99 0.75 s against 2 s, with other test runs beside it.
+TORCH_RATE, TORCH_DURATION_S = 4, 10
+
+
+def test_quickstart_workload_passes_on_torch(tmp_path: Path):
+    scenario = yaml.safe_load(QUICKSTART.read_text())
+    scenario["server"] = {"kind": "torch", "cpus": "auto"}
+    scenario["traffic"][0].update(rate=TORCH_RATE, duration=f"{TORCH_DURATION_S}s")
+    scenario["warmup"] = "2s"
+    # The throughput floor follows the rate: 4 req/s × 64 tokens = 256 tok/s is all there is.
+    scenario["slo"]["output_tokens_per_s"] = {"min": 200}
+    scenario["prometheus"] = {"port": 0, "linger": 0}  # tests use free ports, and need no linger
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    run = run_cli(tmp_path, path)
+    report = _check_ran_end_to_end(run, requests=TORCH_RATE * TORCH_DURATION_S)
     assert report["server"]["kind"] == "torch"
-    # PyTorch on one thread serves the quickstart's 640 tok/s near its limit on this VM: its
-    # Poisson bursts queue (seen: TTFT p95 30 ms to 570 ms between runs, with the code before
-    # and after issue 10 alike), so the ORT-tuned TTFT SLO may fail. That verdict is the
-    # server's; what this test checks is that the tool measured it end to end and judged it.
-    if run.code == 1:
-        failed = [slo["name"] for slo in report["slo"] if not slo["passed"]]
-        assert failed and set(failed) <= {"ttft p95", "itl p95", "e2e p99"}, report["slo"]
-        assert report["client"]["trustworthy"]
-    else:
-        _passed_or_untrusted(run)
+    _passed_trusted(run)
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert report["server"]["pinning"]["server_cpus"] and report["server"]["pinning"]["client_cpus"]
 
 
 @pytest.mark.vllm
@@ -115,12 +115,16 @@ def test_vllm_scenario_runs_and_passes_trusted(tmp_path: Path):
     python = os.environ.get("LOADTEST_VLLM_PYTHON")
     if not python:
         pytest.skip("LOADTEST_VLLM_PYTHON is not set (.ci/run installs vLLM and sets it)")
+    if len(os.sched_getaffinity(0)) < 2:
+        # vLLM's CPU engine keeps its cores busy: sharing one with the load generator, requests
+        # leave hundreds of ms late (README) and no verdict can be trusted.
+        pytest.skip("vLLM on CPU needs a core of its own, away from the load generator's")
     scenario = yaml.safe_load((ROOT / "scenarios" / "vllm.yaml").read_text())
     scenario["server"]["python"] = python
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     run = run_cli(tmp_path, path, timeout=900)
-    report = _check_ran_end_to_end(run, max_failed=0)
+    report = _check_ran_end_to_end(run)
     assert report["server"]["kind"] == "vllm"
     # vLLM's own /metrics beside the client's view: TTFT p50/p95 from its histogram's buckets.
     server_metrics = report["server"]["metrics"]
@@ -128,15 +132,16 @@ def test_vllm_scenario_runs_and_passes_trusted(tmp_path: Path):
     ttft = server_metrics["ttft_ms"]
     assert ttft["method"] == "histogram buckets" and 0 < ttft["p50"] <= ttft["p95"]
     assert ttft["count"] > 100 and server_metrics["generation_tokens_per_s"] > 0
+    # The client's TTFT from the send minus vLLM's own: what the HTTP front and the loopback
+    # add (6–10 ms at p50 in bench/vllm_pinning.py; mean 17 ms with other test runs beside it).
+    # The mean's gap is exact (sum over count) and cannot be negative: vLLM's clock starts after
+    # the client's send. The p50's also carries where vLLM's histogram interpolates inside its
+    # 20-ms-wide buckets below 100 ms.
     gap = server_metrics["ttft_gap_ms"]
-    assert gap["p50"] is not None and gap["p95"] is not None
+    assert -1.0 <= gap["mean"] < 40.0, gap
+    assert -20.0 < gap["p50"] < 45.0, gap
     # vLLM's CPU engine keeps every core it has busy; pinned to its own core(s), away from the
     # load generator's (server.cpus: auto), the run stays trustworthy (unpinned it did not).
-    # Done when scenarios/vllm.yaml passes trusted here (issue 10): it does, pinned.
     pinning = report["server"]["pinning"]
-    if len(os.sched_getaffinity(0)) >= 2:
-        assert pinning["server_cpus"] and pinning["client_cpus"], pinning
-        assert report["client"]["trustworthy"], report["reason"]
-        assert run.code == 0, run.stderr
-    else:
-        _passed_or_untrusted(run)
+    assert pinning["server_cpus"] and pinning["client_cpus"], pinning
+    _passed_trusted(run)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.evaluate.capacity import simulated_capacity
 from loadgen.evaluate.plan import replica_plan
 from loadgen.evaluate.replicas import CapacitySpec
+from tests import simulated_curve
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
 pytestmark = pytest.mark.slow
@@ -33,7 +33,7 @@ def test_concurrency_search_finds_the_knee_at_the_slot_count(knee_run) -> None:
     levels = [level["level"] for level in knee["levels"]]
     assert len(levels) <= 8, levels  # started from 1, stopped within 8 levels
     assert abs(knee["level"] - 8) <= 1, knee
-    assert knee["kneed_level"] is not None
+    assert knee["kneed_level"] == 8  # kneed on throughput vs level agrees: the corner at 8 slots
     # Below the knee throughput doubles with the level; past it, it stays put.
     by_level = {level["level"]: level["throughput_rps"] for level in knee["levels"]}
     assert by_level[2] == pytest.approx(2 * by_level[1], rel=0.15)
@@ -43,7 +43,7 @@ def test_concurrency_search_finds_the_knee_at_the_slot_count(knee_run) -> None:
 def test_capacity_matches_the_engine_formula(knee_run) -> None:
     # The simulated engine holds a slot for T = ttft + (N − 1)·itl = 50 ms + 15 × 10 ms = 0.2 s,
     # so 8 slots serve S / T = 40 req/s (and 40 × 16 = 640 tok/s) while TTFT stays 50 ms < 150 ms.
-    expected_rps, expected_tokens = simulated_capacity(
+    expected_rps, expected_tokens = simulated_curve.capacity(
         slots=8, ttft_s=0.05, itl_s=0.01, output_tokens=16, ttft_p95_slo_s=0.15
     )
     capacity = knee_run.report["capacity"]
@@ -139,3 +139,28 @@ def test_repeated_trials_give_capacity_a_confidence_interval(tmp_path: Path) -> 
     phases = [p for p in run.report["phases"] if p["role"] == "search"]
     assert [p["level"] for p in phases] == [2, 2, 2, 16, 16, 16]
     assert {r["phase"] for r in run.records()} == {p["index"] for p in phases}
+
+
+PRECISION_SCENARIO = """name: closed-loop-precision
+seed: 2
+server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 4}
+workload:
+  prompt_tokens: {kind: fixed, value: 16}
+  output_tokens: {kind: fixed, value: 36}
+search: {over: concurrency, levels: [6], level_duration: 4s, level_warmup: 1s}
+slo: {ttft: {p95: 2s}}
+report: {formats: [json]}
+"""
+
+
+def test_closed_loop_goodput_is_precise_whatever_the_window_phase(tmp_path: Path) -> None:
+    # 6 users on 4 slots keep every slot busy: 4 / T with T = 50 ms + 35 × 10 ms = 0.4 s, 10 req/s.
+    # The 3-s window holds 7.5 service times: users in step would finish in bursts of 4 and a
+    # count of whole completions would read 9.33 or 10.67 req/s (±6.7%).
+    run = run_cli(tmp_path, PRECISION_SCENARIO, "--progress", "never", timeout=120)
+    assert run.code == 0, run.stderr
+    (level,) = run.report["knee"]["levels"]
+    truth, _ = simulated_curve.capacity(slots=4, ttft_s=0.05, itl_s=0.01, output_tokens=36)
+    assert level["throughput_rps"] == pytest.approx(truth, rel=0.03)
+    # Little's law from the same run: 6 users, each always waiting on a request of mean e2e R.
+    assert level["throughput_rps"] == pytest.approx(6 / (level["e2e_ms"]["mean"] / 1000), rel=0.02)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from servers.engines.simulated import SimulatedEngine
+from servers.engines.simulated_engine import SimulatedEngine
 from servers.http import build_app, run
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -43,6 +43,9 @@ slo:
   error_rate: {max: 1%}
   output_tokens_per_s: {min: 50}
   request_rate: {min: 5}
+# Two runs, their servers and Prometheus share 2 cores here: a 10-ms lag bound could call the
+# client untrusted on a scheduling hiccup, which is not what this test is about.
+client: {max_schedule_lag_p99: 100ms}
 prometheus: {linger: 3s}
 """
 # A concurrency search on 2 slots (a request holds one ~0.09 s): throughput stops growing past
@@ -214,10 +217,15 @@ def test_every_dashboard_query_returns_data(
     traffic_process, traffic_out = start_run(tmp_path, "traffic", traffic_scenario, ports["traffic"])
     search_process, search_out = start_run(tmp_path, "search", SEARCH, ports["search"])
     traffic, search = finish(traffic_process, traffic_out), finish(search_process, search_out)
-    # Exit codes are the verdicts of two loaded runs on a shared machine; the exporter's data is
-    # what this test is about, so a run must only have finished and written its report.
-    assert traffic.code in (0, 1, 2) and "verdict" in traffic.report, traffic.stderr
-    assert search.report["knee"]["level"] is not None, search.stderr
+    # A 20-ms server at 10 req/s holds every SLO. In the search, levels 1 and 2 hold the 100-ms
+    # TTFT p95 (no request waits); at 4 and 8 requests queue behind the 2 slots (~110 ms and up).
+    assert traffic.code == 0 and traffic.report["verdict"] == "pass", traffic.stderr
+    assert search.code == 0 and search.report["verdict"] == "pass", search.stderr
+    found = search.report["knee"]
+    assert found["level"] == 2 and found["kneed_level"] == 2, found
+    at_slo = search.report["capacity"]
+    assert at_slo["level"] == 2 and at_slo["limiting_slo"] == "ttft p95", at_slo
+    assert at_slo["rate_rps"] == pytest.approx(2 / 0.09, rel=0.1)  # 2 slots, 20 + 7 × 10 ms each
     traffic_id, search_id = traffic.run_dir.name, search.run_dir.name
 
     # Mid-traffic: the first scrape at which half of the traffic run's requests had finished.
@@ -254,9 +262,12 @@ def test_every_dashboard_query_returns_data(
 
     run = f'scenario="prom-traffic", run_id="{traffic_id}"'
     assert one(f"loadtest_target_rate{{{run}}}") == 10.0
-    assert 5.0 <= one(f"sum(rate(loadtest_requests_total{{{run}}}[{RATE_INTERVAL}]))") <= 15.0
+    assert 8.0 <= one(f"sum(rate(loadtest_requests_total{{{run}}}[{RATE_INTERVAL}]))") <= 12.0
     ttft_p95 = f"histogram_quantile(0.95, sum by (le) (rate(loadtest_ttft_seconds_bucket{{{run}}}[5s])))"
-    assert 0.02 <= one(ttft_p95) <= 0.2  # the server's TTFT is 20 ms; the SLO line is 200 ms
+    # The server's TTFT is 20 ms, a bucket edge: nothing is faster, and the few ms the client and
+    # the loopback add keep the p95 inside (20, 25] ms, or (25, 35] ms on a busy machine.
+    assert 0.02 <= one(ttft_p95) <= 0.035
+    assert 20.0 <= traffic.report["metrics"]["ttft_ms"]["p95"] <= 35.0
     assert one(f'loadtest_slo_threshold{{{run}, slo="ttft_p95"}}') == pytest.approx(0.2)
     knee = one(f'loadtest_knee_level{{run_id="{search_id}"}}', search_end)
     assert knee == search.report["knee"]["level"]

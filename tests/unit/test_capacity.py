@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.evaluate.capacity import (
-    bootstrap_ci95,
-    capacity_at_slo,
-    simulated_capacity,
-    simulated_closed_loop,
-    simulated_service_time,
-)
-from loadgen.evaluate.search import LevelResult, SearchSpec, run_search, search_levels
+from loadgen.evaluate.capacity import bootstrap_ci95, capacity_at_slo
+from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.search import SearchSpec
+from loadgen.run.search import search
+from tests import simulated_curve
+from tests.simulated_curve import closed_loop
 
 
 def level(rate: float, passed: bool, failed: tuple[str, ...] = (), trials: tuple[float, ...] = ()):
@@ -64,31 +62,32 @@ def test_bootstrap_interval_narrows_with_more_trials() -> None:
 
 def test_simulated_capacity_formula() -> None:
     # T = t + (N − 1)·i = 0.05 + 63 × 0.01 = 0.68 s; S / T = 8 / 0.68.
-    assert simulated_service_time(0.05, 0.01, 64) == pytest.approx(0.68)
-    rate, tokens = simulated_capacity(8, 0.05, 0.01, 64, ttft_p95_slo_s=0.2)
+    assert simulated_curve.service_time(0.05, 0.01, 64) == pytest.approx(0.68)
+    rate, tokens = simulated_curve.capacity(8, 0.05, 0.01, 64, ttft_p95_slo_s=0.2)
     assert rate == pytest.approx(11.7647, abs=1e-4)
     assert tokens == pytest.approx(rate * 64)
-    assert simulated_capacity(8, 0.05, 0.01, 64, ttft_p95_slo_s=0.04) == (0.0, 0.0)
-    assert simulated_capacity(4, 0.1, 0.0, 1)[0] == pytest.approx(40.0)
+    assert simulated_curve.capacity(8, 0.05, 0.01, 64, ttft_p95_slo_s=0.04) == (0.0, 0.0)
+    assert simulated_curve.capacity(4, 0.1, 0.0, 1)[0] == pytest.approx(40.0)
 
 
 @pytest.mark.parametrize(("slots", "ttft", "itl", "tokens"), [(8, 0.05, 0.01, 64), (3, 0.2, 0.02, 16)])
 def test_search_on_the_simulated_curve_measures_the_formula(slots, ttft, itl, tokens) -> None:
     slo = ttft * 2  # admits some queueing, but never more throughput than S / T
-    results = run_search(
-        search_levels(SearchSpec(start=1, max=256)),
-        lambda c: simulated_closed_loop(c, slots, ttft, itl, tokens, ttft_p95_slo_s=slo),
+    results = search(
+        SearchSpec(start=1, max=256),
+        lambda c: closed_loop(c, slots, ttft, itl, tokens, ttft_p95_slo_s=slo),
+        lambda _: None,
     )
     cap = capacity_at_slo(results)
-    expected_rate, expected_tokens = simulated_capacity(slots, ttft, itl, tokens, slo)
+    expected_rate, expected_tokens = simulated_curve.capacity(slots, ttft, itl, tokens, slo)
     assert cap is not None
     assert cap["rate_rps"] == pytest.approx(expected_rate)
     assert cap["output_tokens_per_s"] == pytest.approx(expected_tokens)
 
 
 def test_closed_loop_model_follows_littles_law() -> None:
-    at_16 = simulated_closed_loop(16, 8, 0.05, 0.01, 64)
+    at_16 = closed_loop(16, 8, 0.05, 0.01, 64)
     assert at_16.throughput_rps == pytest.approx(8 / 0.68)
     assert at_16.e2e_ms["p95"] == pytest.approx(16 / at_16.throughput_rps * 1000)  # e2e = c / X
     assert at_16.ttft_ms["p95"] == pytest.approx(50 + 680)  # one full service time of queueing
-    assert simulated_closed_loop(4, 8, 0.05, 0.01, 64).ttft_ms["p95"] == pytest.approx(50)
+    assert closed_loop(4, 8, 0.05, 0.01, 64).ttft_ms["p95"] == pytest.approx(50)

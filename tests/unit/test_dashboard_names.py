@@ -11,7 +11,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from loadgen.collect.exporter import HISTOGRAMS, METRIC_NAMES, LiveExporter
+from loadgen.collect.exporter import LiveExporter
+from loadgen.collect.metric_names import HISTOGRAMS, METRIC_NAMES
 from loadgen.collect.records import RequestRecord
 from loadgen.run.observers import PhaseInfo
 

@@ -9,7 +9,7 @@ import pytest
 
 from loadgen.scenario.loader import ScenarioError, load_scenario
 from loadgen.scenario.model import Workload
-from loadgen.traffic.levels import ClosedLoopSupply, level_rng, rate_level_requests
+from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
 from loadgen.traffic.schedule import PlannedRequest
 
 BASE = """name: evaluator
@@ -102,11 +102,8 @@ def test_closed_loop_supply_numbers_requests_and_marks_warmup() -> None:
 
 
 def test_peak_rate_from_a_trace_resolves_beside_the_scenario(tmp_path: Path) -> None:
-    from loadgen.evaluate.replicas import BASE_DIR_CONTEXT as REPLICAS_KEY
     from loadgen.evaluate.replicas import peak_rate_of
-    from loadgen.scenario.model import BASE_DIR_CONTEXT
 
-    assert REPLICAS_KEY == BASE_DIR_CONTEXT  # the two modules must read the same context key
     # 10 requests in the first second, then one every 2 s: the busiest 1 s window holds 10.
     rows = [f'{{"t_s": {0.1 * i:.1f}, "prompt_tokens": 8, "output_tokens": 4}}' for i in range(10)]
     rows += [f'{{"t_s": {2.0 + 2 * i}, "prompt_tokens": 8, "output_tokens": 4}}' for i in range(5)]

@@ -15,7 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from loadgen.collect.exporter import LATENCY_BUCKETS, METRIC_NAMES, LiveExporter, slo_thresholds
+from loadgen.collect.exporter import LiveExporter, slo_thresholds
+from loadgen.collect.metric_names import LATENCY_BUCKETS, METRIC_NAMES
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.slo import SLOSpec
 from loadgen.run.observers import Observers, PhaseInfo, RunInfo

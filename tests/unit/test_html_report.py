@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from loadgen.collect.records import RecordWriter, RequestRecord
-from loadgen.evaluate.levels import LevelWindow
+from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.html.charts import slo_gid
 from loadgen.report.html.inputs import RunInputs
 from loadgen.report.html.run_report import render_run_html

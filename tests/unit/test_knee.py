@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from loadgen.evaluate.capacity import simulated_closed_loop
-from loadgen.evaluate.knee import elasticity, elasticity_knee, find_knee, kneed_knee
-from loadgen.evaluate.search import LevelResult
+from loadgen.evaluate.curve import LevelResult, elasticity
+from loadgen.evaluate.knee import elasticity_knee, find_knee, kneed_knee
+from tests.simulated_curve import closed_loop
 
 
 def level(c: float, rps: float, p95_ms: float) -> LevelResult:
@@ -17,7 +17,7 @@ def level(c: float, rps: float, p95_ms: float) -> LevelResult:
 
 
 def slots_curve(levels: list[int], slots: int = 8) -> list[LevelResult]:
-    return [simulated_closed_loop(c, slots, 0.05, 0.01, 64) for c in levels]
+    return [closed_loop(c, slots, 0.05, 0.01, 64) for c in levels]
 
 
 def test_elasticity_of_a_pair() -> None:

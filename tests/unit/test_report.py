@@ -13,7 +13,7 @@ import pytest
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
 from loadgen.evaluate.slo import SLOSpec
-from loadgen.report.build import build_report, exit_code
+from loadgen.report.build import Judging, RunFacts, build_report, exit_code
 from loadgen.report.junit_report import render_junit
 from loadgen.report.markdown_report import render_markdown
 from loadgen.report.writers import WRITERS, write_reports
@@ -64,15 +64,16 @@ def report(
     max_lag: float = 50.0,
 ) -> dict[str, Any]:
     return build_report(
-        name="chat-gate",
-        started_at=datetime(2026, 11, 22, 11, 0, 0, 123456, tzinfo=timezone(timedelta(hours=1))),
-        duration_s=15.123456,
-        records=records() if recs is None else recs,
-        windows=WINDOWS,
-        slo_spec=None if slo is None else SLOSpec.model_validate(slo),
-        server=SERVER,
-        max_lag_p99_ms=max_lag,
-        run_error=run_error,
+        RunFacts(
+            name="chat-gate",
+            started_at=datetime(2026, 11, 22, 11, 0, 0, 123456, tzinfo=timezone(timedelta(hours=1))),
+            duration_s=15.123456,
+            server=SERVER,
+            run_error=run_error,
+        ),
+        Judging(slo=None if slo is None else SLOSpec.model_validate(slo), max_lag_p99_ms=max_lag),
+        records() if recs is None else recs,
+        WINDOWS,
     )
 
 
@@ -190,15 +191,10 @@ def test_write_reports(tmp_path: Path) -> None:
 
 def test_naive_started_at_is_utc() -> None:
     r = build_report(
-        name="x",
-        started_at=datetime(2026, 1, 2, 3, 4, 5),
-        duration_s=1.0,
-        records=records(n=5),
-        windows=WINDOWS,
-        slo_spec=None,
-        server={},
-        max_lag_p99_ms=50.0,
-        run_error=None,
+        RunFacts(name="x", started_at=datetime(2026, 1, 2, 3, 4, 5), duration_s=1.0, server={}),
+        Judging(max_lag_p99_ms=50.0),
+        records(n=5),
+        WINDOWS,
     )
     assert r["started_at"] == "2026-01-02T03:04:05Z"
     assert r["server"]["cold_start_s"] == {"ready": None, "first_token": None}

@@ -1,20 +1,33 @@
-"""The search policy against synthetic server curves: which levels it visits, and how many."""
+"""The search (loadgen.run.search driving the policy) against synthetic server curves: which
+levels it visits, and how many."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from loadgen.evaluate.capacity import simulated_closed_loop
+from loadgen.evaluate.curve import LevelResult
 from loadgen.evaluate.knee import find_knee
-from loadgen.evaluate.search import LevelResult, SearchSpec, run_search, search_levels
+from loadgen.evaluate.search import SearchSpec
+from loadgen.run.search import search
+from tests.simulated_curve import closed_loop
 
 # The simulated server: 8 slots, TTFT 50 ms, ITL 10 ms, 64 output tokens (T = 0.68 s).
 SLOTS, TTFT, ITL, TOKENS = 8, 0.05, 0.01, 64
 
 
 def simulated(level: float) -> LevelResult:
-    return simulated_closed_loop(level, SLOTS, TTFT, ITL, TOKENS)
+    return closed_loop(level, SLOTS, TTFT, ITL, TOKENS)
+
+
+def run_search(
+    spec: SearchSpec, measure: Callable[[float], LevelResult], min_gain: float = 0.05
+) -> list[LevelResult]:
+    """The production search, its progress lines dropped."""
+    return search(spec, measure, lambda _: None, min_gain)
 
 
 def rate_server(capacity: float, ttft_slo_ms: float = 200.0):
@@ -37,7 +50,7 @@ def rate_server(capacity: float, ttft_slo_ms: float = 200.0):
 
 
 def test_concurrency_search_finds_the_slot_count_within_eight_levels() -> None:
-    results = run_search(search_levels(SearchSpec(over="concurrency", start=1, max=256)), simulated)
+    results = run_search(SearchSpec(over="concurrency", start=1, max=256), simulated)
     visited = [r.level for r in results]
     assert visited == [1, 2, 4, 8, 16, 12, 10, 9]
     assert len(visited) <= 8
@@ -46,8 +59,16 @@ def test_concurrency_search_finds_the_slot_count_within_eight_levels() -> None:
     assert knee["throughput_rps"] == pytest.approx(SLOTS / 0.68)
 
 
+def test_max_levels_bounds_the_search_and_each_level_says_one_line() -> None:
+    lines: list[str] = []
+    results = search(SearchSpec(start=1, max=256, max_levels=3), simulated, lines.append)
+    assert [r.level for r in results] == [1, 2, 4]
+    assert lines[0] == "search: concurrency 1: 1.471 req/s, TTFT p95 50 ms, e2e p95 680 ms, SLOs held"
+    assert lines[-1] == "search: stopped after search.max_levels = 3 levels" and len(lines) == 4
+
+
 def test_concurrency_levels_are_whole_numbers_and_never_exceed_max() -> None:
-    results = run_search(search_levels(SearchSpec(start=3, max=20, growth=1.5)), simulated)
+    results = run_search(SearchSpec(start=3, max=20, growth=1.5), simulated)
     visited = [r.level for r in results]
     assert all(isinstance(level, int) for level in visited)
     assert max(visited) <= 20
@@ -58,13 +79,13 @@ def test_search_stops_at_max_when_everything_scales() -> None:
     def linear(level: float) -> LevelResult:
         return LevelResult(level, level * 2.0, level * 128.0, e2e_ms={"p95": 100.0})
 
-    results = run_search(search_levels(SearchSpec(start=1, max=10)), linear)
+    results = run_search(SearchSpec(start=1, max=10), linear)
     assert [r.level for r in results] == [1, 2, 4, 8, 10]
 
 
 def test_rate_search_brackets_capacity_to_resolution() -> None:
     spec = SearchSpec(over="rate", start=1, max=1000, resolution=0.5)
-    results = run_search(search_levels(spec), rate_server(capacity=11.7))
+    results = run_search(spec, rate_server(capacity=11.7))
     visited = [r.level for r in results]
     # 16 breaks the SLO; 12 is still inside it (3% overload) and scaled; 12.5 breaks it.
     assert visited == [1, 2, 4, 8, 16, 12, 14, 13, 12.5]
@@ -75,7 +96,7 @@ def test_rate_search_brackets_capacity_to_resolution() -> None:
 
 def test_first_level_failing_bisects_downwards_for_rate() -> None:
     spec = SearchSpec(over="rate", start=8, max=100, resolution=1)
-    visited = [r.level for r in run_search(search_levels(spec), rate_server(capacity=2.5))]
+    visited = [r.level for r in run_search(spec, rate_server(capacity=2.5))]
     assert visited == [8, 4, 2, 3]
 
 
@@ -83,7 +104,7 @@ def test_first_level_failing_at_concurrency_one_stops() -> None:
     def broken(level: float) -> LevelResult:
         return LevelResult(level, 1.0, 64.0, slo_passed=False, failed_slos=("ttft p95",))
 
-    assert [r.level for r in run_search(search_levels(SearchSpec()), broken)] == [1]
+    assert [r.level for r in run_search(SearchSpec(), broken)] == [1]
 
 
 def test_throughput_flattening_without_slo_break_triggers_bisection() -> None:
@@ -92,23 +113,23 @@ def test_throughput_flattening_without_slo_break_triggers_bisection() -> None:
         rps = min(level, 5) * 3.0
         return LevelResult(level, rps, rps * 64, e2e_ms={"p95": 300.0 * max(1.0, level / 5)})
 
-    results = run_search(search_levels(SearchSpec(max=64)), saturating)
+    results = run_search(SearchSpec(max=64), saturating)
     assert [r.level for r in results] == [1, 2, 4, 8, 6, 7]  # 4 → 8: latency outgrew throughput
     assert abs(find_knee(results, "concurrency")["level"] - 5) <= 1
 
 
 def test_fixed_grid_is_run_as_given_and_capped_at_max() -> None:
     spec = SearchSpec(levels=[1, 2, 4, 8, 16, 32], max=16)
-    assert [r.level for r in run_search(search_levels(spec), simulated)] == [1, 2, 4, 8, 16]
+    assert [r.level for r in run_search(spec, simulated)] == [1, 2, 4, 8, 16]
 
 
 def test_min_gain_is_a_parameter() -> None:
     # 20% gain per doubling: stops growing only when the required gain is above that.
     def slow(level: float) -> LevelResult:
-        return LevelResult(level, 1.2 ** (level.bit_length()), 1.0, e2e_ms={"p95": 100.0})
+        return LevelResult(level, 1.2 ** (int(level).bit_length()), 1.0, e2e_ms={"p95": 100.0})
 
-    loose = run_search(search_levels(SearchSpec(max=16), min_gain=0.05), slow)
-    strict = run_search(search_levels(SearchSpec(max=16), min_gain=0.25), slow)
+    loose = run_search(SearchSpec(max=16), slow, min_gain=0.05)
+    strict = run_search(SearchSpec(max=16), slow, min_gain=0.25)
     assert [r.level for r in loose] == [1, 2, 4, 8, 16]
     assert [r.level for r in strict][:2] == [1, 2] and len(strict) == 2
 
@@ -126,7 +147,7 @@ def test_min_gain_is_a_parameter() -> None:
         {"unknown": 1},
     ],
 )
-def test_search_spec_rejects_bad_input(data: dict) -> None:
+def test_search_spec_rejects_bad_input(data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         SearchSpec.model_validate(data)
 

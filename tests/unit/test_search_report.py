@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from loadgen.evaluate.levels import LevelWindow
+from loadgen.evaluate.level_results import LevelWindow
+from loadgen.report.build import RunFacts
 from loadgen.report.junit_report import render_junit
 from loadgen.report.markdown_report import render_markdown
 from loadgen.report.search_report import build_search_report
 from loadgen.scenario.loader import parse_scenario
-from tests.unit.test_levels import closed_loop_records, simulated_search
+from tests.unit.test_level_results import closed_loop_records, simulated_search
 
 SCENARIO = """name: synthetic-search
 server: {kind: simulated}
@@ -23,15 +24,18 @@ slo: {ttft: {p95: 100ms}}
 
 
 def _report(windows: list[LevelWindow], records: list[Any], scenario_text: str = SCENARIO, **kw: Any):
-    return build_search_report(
-        scenario=parse_scenario(scenario_text),
+    facts = RunFacts(
+        name="synthetic-search",
         started_at=datetime(2026, 11, 22, tzinfo=UTC),
         duration_s=120.0,
-        records=records,
-        windows=windows,
         server={"kind": "simulated"},
-        run_error=None,
         client_cpu_percent=10.0,
+    )
+    return build_search_report(
+        facts,
+        parse_scenario(scenario_text),
+        records,
+        windows,
         peak_rate=60.0,
         verify_setup=kw.get("verify_setup", {"replicas": 2}),
     )
@@ -61,7 +65,7 @@ def test_a_held_plan_passes_with_the_operating_point_at_capacity() -> None:
 
     markdown = render_markdown(report)
     assert "Knee at concurrency **8**" in markdown
-    assert "| 8 | 39.875 | 398.75 |" in markdown  # the curve row at the knee: level, req/s, tok/s
+    assert "| 8 | 40 | 400 |" in markdown  # the curve row at the knee: level, req/s, tok/s (exact)
     assert "**2 replicas** for a peak of 60 req/s" in markdown
     junit = render_junit(report)
     assert 'tests="4" failures="0"' in junit  # 1 SLO + capacity + plan + one fewer

@@ -33,7 +33,7 @@ from loadgen.collect.server_metrics_summary import (
 )
 from loadgen.report.markdown_report import _server_metrics_lines
 from servers.base import Endpoint
-from servers.engines.simulated import SimulatedEngine
+from servers.engines.simulated_engine import SimulatedEngine
 from servers.http.metrics import ServerMetrics
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

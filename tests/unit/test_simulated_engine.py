@@ -8,7 +8,7 @@ import time
 import pytest
 
 from servers.engines.base import GenerationRequest
-from servers.engines.simulated import SimulatedEngine, process_age_s
+from servers.engines.simulated_engine import SimulatedEngine, process_age_s
 
 TTFT, ITL = 0.04, 0.01
 LATE_OK = 0.006  # scheduler wake-up jitter we accept; early is never acceptable beyond 1 ms

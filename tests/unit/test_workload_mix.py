@@ -14,12 +14,12 @@ import yaml
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
 from loadgen.evaluate.slo import SLOSpec, check_slos
-from loadgen.report.build import build_report
+from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.markdown_report import render_markdown
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.workload import Workload, WorkloadMix, workload_classes
-from loadgen.traffic.levels import ClosedLoopSupply, rate_level_requests
+from loadgen.traffic.level_requests import ClosedLoopSupply, rate_level_requests
 from loadgen.traffic.openai_api import request_body
 from loadgen.traffic.schedule import build_schedule, sample_lengths
 from tests.cli_helpers import ROOT
@@ -257,15 +257,10 @@ def test_per_class_slos_check_each_class_on_its_own_records():
     )
     windows = [PhaseWindow(0, "constant", 10.0, 0.0, 20.0)]
     report = build_report(
-        name="x",
-        started_at=datetime(2026, 1, 1, tzinfo=UTC),
-        duration_s=20.0,
-        records=records,
-        windows=windows,
-        slo_spec=spec,
-        server={},
-        max_lag_p99_ms=10.0,
-        run_error=None,
+        RunFacts(name="x", started_at=datetime(2026, 1, 1, tzinfo=UTC), duration_s=20.0, server={}),
+        Judging(slo=spec, max_lag_p99_ms=10.0),
+        records,
+        windows,
     )
     results = {slo["name"]: slo for slo in report["slo"]}
     assert list(results) == [
@@ -306,15 +301,10 @@ def test_per_class_slos_check_each_class_on_its_own_records():
 def test_one_class_adds_no_classes_section():
     records = [_record(i, "default", 0.05) for i in range(5)]
     report = build_report(
-        name="x",
-        started_at=datetime(2026, 1, 1, tzinfo=UTC),
-        duration_s=1.0,
-        records=records,
-        windows=[PhaseWindow(0, "constant", 5.0, 0.0, 1.0)],
-        slo_spec=None,
-        server={},
-        max_lag_p99_ms=10.0,
-        run_error=None,
+        RunFacts(name="x", started_at=datetime(2026, 1, 1, tzinfo=UTC), duration_s=1.0, server={}),
+        Judging(max_lag_p99_ms=10.0),
+        records,
+        [PhaseWindow(0, "constant", 5.0, 0.0, 1.0)],
     )
     assert "classes" not in report and "## Workload classes" not in render_markdown(report)
 

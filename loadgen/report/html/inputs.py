@@ -11,7 +11,7 @@ from loadgen.collect.memory import RESOURCES_FILE, ResourceSample, read_samples
 from loadgen.collect.records import RequestRecord, read_records
 from loadgen.collect.server_metrics_summary import MetricsLog, read_server_metrics
 from loadgen.collect.stats import PhaseWindow
-from loadgen.evaluate.levels import LevelWindow, mark_unmeasured
+from loadgen.evaluate.level_results import LevelWindow, mark_unmeasured
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import Span
 from loadgen.run.rundir import RunMeta

@@ -10,10 +10,9 @@ import pytest
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
-from loadgen.evaluate.levels import (
+from loadgen.evaluate.level_results import (
     LevelWindow,
     completion_drift,
-    goodput,
     group_levels,
     is_drifting,
     level_result,
@@ -24,6 +23,7 @@ from loadgen.evaluate.plan import evaluate, replica_plan
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
+from loadgen.evaluate.throughput import goodput
 
 SLO = SLOSpec.model_validate(
     {"ttft": {"p95": 0.1}, "error_rate": {"max": 0.01}, "output_tokens_per_s": {"min": 1e6}}
@@ -33,11 +33,13 @@ SLO = SLOSpec.model_validate(
 def closed_loop_records(
     phase: int, level: int, start: float, end: float, service_s: float, ttft_s: float, first_id: int = 0
 ) -> list[RequestRecord]:
-    """`level` users each sending back to back, every request taking `service_s` (deterministic)."""
+    """`level` users each sending back to back from `start` until `end`, every request taking
+    `service_s` (deterministic); as in a real closed-loop level, the request in hand at `end`
+    still finishes."""
     records: list[RequestRecord] = []
     for user in range(level):
         t = start + user * service_s / level  # staggered
-        while t + service_s <= end:
+        while t < end:
             records.append(
                 RequestRecord(
                     id=first_id + len(records),
@@ -136,15 +138,16 @@ def simulated_search(slots: int = 8, service_s: float = 0.2, ttft_s: float = 0.0
         start = index * 10.0
         waves = math.ceil(level / slots)
         cycle = service_s * waves  # each user waits for its wave
-        served = closed_loop_records(
-            index, min(level, slots), start, start + 10.0, service_s, ttft_s, 100_000 * index
-        )
         # More users than slots: the same completions, but each request waited `late` in the
-        # server's queue after it was sent (TTFT and e2e grow by it).
+        # server's queue after it was sent (TTFT and e2e grow by it). Sending stops at the end.
         late = cycle - service_s
+        served = closed_loop_records(
+            index, min(level, slots), start, start + 10.0 + late, service_s, ttft_s, 100_000 * index
+        )
         records += [
             replace(r, scheduled_s=r.scheduled_s - late, sent_s=r.scheduled_s - late, level=level)
             for r in served
+            if r.scheduled_s - late < start + 10.0
         ]
         windows.append(window(index, level, start + 2.0, start + 10.0))
     return records, windows

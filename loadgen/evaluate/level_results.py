@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, compute_metrics, counted_records
-from loadgen.evaluate.search import LevelResult, SearchOver
+from loadgen.evaluate.curve import LevelResult, SearchOver
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
+from loadgen.evaluate.throughput import CLOSED_LOOP, goodput, served
 
 LevelRole = Literal["search", "verify", "verify_one_fewer"]
 # Fewer completions than this in a half window and drift is not judged (too noisy to tell).
@@ -42,7 +43,7 @@ class LevelWindow:
     cpu_percent: float | None = None  # the load generator's CPU use during this level
 
     def phase_window(self) -> PhaseWindow:
-        kind = "rate" if self.over == "rate" else "concurrency"
+        kind = "rate" if self.over == "rate" else CLOSED_LOOP
         return PhaseWindow(self.index, kind, self.target_rate or 0.0, self.start_s, self.end_s)
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,42 +74,17 @@ def level_slo_spec(spec: SLOSpec) -> SLOSpec:
     return SLOSpec.model_validate({name: value for name, value in kept.items() if value is not None})
 
 
-def goodput(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float, float]:
-    """(requests/s, output tokens/s) completed successfully inside the window, whenever sent.
-
-    What the server delivered: an open-loop level past capacity still *sends* at its rate, but
-    completes only what the server can serve (the rest queues), so throughput is counted here.
-    """
-    duration = window.duration_s
-    if duration <= 0:
-        return 0.0, 0.0
-    done = [
-        r
-        for r in records
-        if r.phase == window.index
-        and r.status == "ok"
-        and r.done_s is not None
-        and window.start_s <= r.done_s < window.end_s
-    ]
-    return len(done) / duration, sum(r.output_tokens for r in done) / duration
-
-
 def completion_drift(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float | None, bool]:
-    """(|b − a| / max(a, b), significant) for the completions in the window's two halves.
+    """(|b − a| / max(a, b), significant) for what the window's two halves served (throughput.py).
 
     Drift is None with too few completions to tell. It is significant only when the difference
     is also beyond Poisson noise (3 standard deviations of b − a, i.e. 3·sqrt(a + b)): a short
     level's halves differ by 10% by chance alone, and batches finishing together make steps.
     """
+    records = list(records)
     middle = (window.start_s + window.end_s) / 2
-    first = second = 0
-    for r in records:
-        if r.phase != window.index or r.status != "ok" or r.done_s is None:
-            continue
-        if window.start_s <= r.done_s < middle:
-            first += 1
-        elif middle <= r.done_s < window.end_s:
-            second += 1
+    first, _ = served(records, window, window.start_s, middle)
+    second, _ = served(records, window, middle, window.end_s)
     if min(first, second) < MIN_DRIFT_COMPLETIONS:
         return None, False
     difference = abs(second - first)
@@ -132,7 +108,7 @@ def level_result(
     max_drift: float,
 ) -> tuple[LevelResult, list[SLOResult]]:
     """One level (all its trials pooled): the `LevelResult` the policy and the knee read, and the
-    level's SLO checks. Throughput is the goodput (successful completions in the windows), and
+    level's SLO checks. Throughput is the goodput (what the windows served, throughput.py), and
     latencies those of the requests sent in the windows."""
     if not windows:
         raise ValueError("a level needs at least one window")

@@ -99,6 +99,11 @@ class SimulatedEngine(Engine):
         self._running = 0
         self._leaked: list[bytearray] = []
 
+    @property
+    def ready_at(self) -> float:
+        """The `time.monotonic()` from which `ready()` holds."""
+        return self._ready_at
+
     def ready(self) -> bool:
         return time.monotonic() >= self._ready_at
 

@@ -1,0 +1,79 @@
+"""The live exporter's metric-name contract: names, labels, buckets and help texts.
+
+Fixed: dashboards/ and the docker provisioning query these names, and tests/golden/metric_names.txt
+pins them. Changing one here is a breaking change for every dashboard built on the exporter.
+
+- histograms `loadtest_{ttft,itl,e2e}_seconds{scenario, run_id, phase, class}`;
+- counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt}_tokens_total`;
+- gauges `{scenario, run_id}`: in-flight, target rate, phase index, search level, knee, capacity,
+  the server's figures, `loadtest_slo_threshold{slo, unit}` and `loadtest_run_info{server_kind}`.
+"""
+
+from __future__ import annotations
+
+TTFT_SECONDS = "loadtest_ttft_seconds"
+ITL_SECONDS = "loadtest_itl_seconds"
+E2E_SECONDS = "loadtest_e2e_seconds"
+HISTOGRAMS = (TTFT_SECONDS, ITL_SECONDS, E2E_SECONDS)
+
+# Counter names without the `_total` suffix the exposition adds.
+REQUESTS = "loadtest_requests"
+OUTPUT_TOKENS = "loadtest_output_tokens"
+PROMPT_TOKENS = "loadtest_prompt_tokens"
+COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS)
+
+IN_FLIGHT = "loadtest_in_flight"
+TARGET_RATE = "loadtest_target_rate"
+PHASE_INDEX = "loadtest_phase_index"
+SEARCH_LEVEL = "loadtest_search_level"
+KNEE_LEVEL = "loadtest_knee_level"
+CAPACITY_RPS = "loadtest_capacity_rps"
+UPSTREAM_RSS = "loadtest_upstream_rss_bytes"
+UPSTREAM_GPU = "loadtest_upstream_gpu_bytes"
+UPSTREAM_RUNNING = "loadtest_upstream_requests_running"
+UPSTREAM_WAITING = "loadtest_upstream_requests_waiting"
+UPSTREAM_KV_CACHE = "loadtest_upstream_kv_cache_usage_ratio"
+SLO_THRESHOLD = "loadtest_slo_threshold"
+RUN_INFO = "loadtest_run_info"
+# Gauges with only the run's labels (SLO thresholds and run info carry more).
+RUN_GAUGES = (
+    IN_FLIGHT, TARGET_RATE, PHASE_INDEX, SEARCH_LEVEL, KNEE_LEVEL, CAPACITY_RPS,
+    UPSTREAM_RSS, UPSTREAM_GPU, UPSTREAM_RUNNING, UPSTREAM_WAITING, UPSTREAM_KV_CACHE,
+)  # fmt: skip
+GAUGES = (*RUN_GAUGES, SLO_THRESHOLD, RUN_INFO)
+
+# Every name as it appears on /metrics (histograms as their base name, counters with `_total`).
+METRIC_NAMES: tuple[str, ...] = (*HISTOGRAMS, *(name + "_total" for name in COUNTERS), *GAUGES)
+
+RUN_LABELS = ("scenario", "run_id")
+REQUEST_LABELS = (*RUN_LABELS, "phase", "class")
+STATUSES = ("ok", "error", "timeout")  # values of `status` on loadtest_requests_total
+
+# Seconds, 1 ms … 60 s: fine where TTFT and ITL of small and fast servers live, wide enough for
+# the e2e of long generations and for queueing under overload.
+LATENCY_BUCKETS: tuple[float, ...] = (
+    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.035, 0.05, 0.075, 0.1, 0.15, 0.2,
+    0.25, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+)  # fmt: skip
+
+HELP = {
+    TTFT_SECONDS: "Time to first token, from the scheduled send time",
+    ITL_SECONDS: "Gaps between streamed content chunks",
+    E2E_SECONDS: "Request latency, from the scheduled send time to the last byte",
+    REQUESTS: "Finished requests by status",
+    OUTPUT_TOKENS: "Output tokens received",
+    PROMPT_TOKENS: "Prompt tokens sent (as the server counted them where it said)",
+    IN_FLIGHT: "Requests in flight now",
+    TARGET_RATE: "Target request rate of the current phase (NaN for a closed-loop level)",
+    PHASE_INDEX: "Index of the current traffic phase or search level",
+    SEARCH_LEVEL: "Load level of the current search step (concurrency or req/s)",
+    KNEE_LEVEL: "Load level of the knee found by the search",
+    CAPACITY_RPS: "Highest request rate at which every SLO held",
+    UPSTREAM_RSS: "Resident memory of the server's process tree",
+    UPSTREAM_GPU: "GPU memory attributed to the server's processes",
+    UPSTREAM_RUNNING: "Requests the server is running (its own metrics)",
+    UPSTREAM_WAITING: "Requests waiting in the server's queue (its own metrics)",
+    UPSTREAM_KV_CACHE: "KV-cache usage of the server, 0..1 (its own metrics)",
+    SLO_THRESHOLD: "Threshold of each SLO of the scenario, in the unit of the `unit` label",
+    RUN_INFO: "The run: scenario, run id and server kind",
+}

@@ -1,0 +1,79 @@
+"""The load curve's points: what one level measured (`LevelResult`), and the one formula that
+compares two of them, the elasticity of p95 latency with respect to throughput.
+
+The knee (knee.py) and the search policy's bisection test (search.py) both read that formula, so
+they cannot disagree on what "latency grows faster than throughput" means.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SearchOver = Literal["concurrency", "rate"]
+# Throughput or latency at or below this is treated as zero (no log of 0).
+TINY = 1e-9
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """What one load level measured. Latency dicts are ms keyed by percentile (p50, p95, ...)."""
+
+    level: float
+    throughput_rps: float
+    output_tokens_per_s: float
+    ttft_ms: Mapping[str, float] = field(default_factory=dict)
+    itl_ms: Mapping[str, float] = field(default_factory=dict)
+    e2e_ms: Mapping[str, float] = field(default_factory=dict)
+    error_rate: float = 0.0
+    slo_passed: bool = True
+    failed_slos: tuple[str, ...] = ()  # names of the SLO checks that failed, e.g. "ttft p95"
+    trial_rps: tuple[float, ...] = ()  # throughput of each trial when trials > 1 (for CIs)
+    # Steady state: relative change of the completion rate between the measured window's two
+    # halves (None: too few requests to tell), and whether it stayed under the bound.
+    drift: float | None = None
+    steady: bool | None = None
+    requests: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """One entry of report.json's `knee.levels`."""
+        return {
+            "level": self.level,
+            "throughput_rps": self.throughput_rps,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "ttft_ms": dict(self.ttft_ms),
+            "itl_ms": dict(self.itl_ms),
+            "e2e_ms": dict(self.e2e_ms),
+            "error_rate": self.error_rate,
+            "slo_passed": self.slo_passed,
+            "failed_slos": list(self.failed_slos),
+            "trial_rps": list(self.trial_rps),
+            "drift": self.drift,
+            "steady": self.steady,
+            "requests": self.requests,
+        }
+
+
+def elasticity(a: LevelResult, b: LevelResult, metric: str = "e2e_ms", key: str = "p95") -> float:
+    """d log latency / d log throughput from a to b.
+
+    Edges: from no throughput to some is all gain (0); throughput that collapses, or stays put
+    while latency grows, is inf; a latency of 0 (nothing measured) counts as no change.
+    """
+    lat_a, lat_b = getattr(a, metric).get(key, 0.0), getattr(b, metric).get(key, 0.0)
+    d_latency = math.log(lat_b / lat_a) if lat_a > TINY and lat_b > TINY else 0.0
+    if a.throughput_rps <= TINY:
+        return 0.0
+    if b.throughput_rps <= TINY:
+        return math.inf
+    d_throughput = math.log(b.throughput_rps / a.throughput_rps)
+    if d_throughput <= TINY:
+        return math.inf if d_latency > TINY else 0.0
+    return d_latency / d_throughput
+
+
+def by_level(levels: Sequence[LevelResult]) -> list[LevelResult]:
+    """Sorted by level; a repeated level keeps its last result."""
+    return sorted({result.level: result for result in levels}.values(), key=lambda r: r.level)

@@ -1,0 +1,30 @@
+"""`python -m loadgen.reference [ROOT]`: after a change to a scenario or report model, rewrite what
+is generated from them in a checkout (default: the one this package is in): docs/schema/*.json
+and the key tables of docs/report-json.md."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from loadgen.reference.report_doc import with_tables
+from loadgen.reference.schemas import write_all
+
+REPORT_PAGE = Path("docs") / "report-json.md"
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0]) if argv else Path(__file__).resolve().parents[2]
+    page = root / REPORT_PAGE
+    if not page.is_file():
+        print(f"python -m loadgen.reference: no {REPORT_PAGE} in {root}: give the checkout", file=sys.stderr)
+        return 2
+    written = write_all(root)
+    page.write_text(with_tables(page.read_text(encoding="utf-8")), encoding="utf-8")
+    for path in [*written, page]:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,127 @@
+"""report.json's evaluation of a search run: `knee`, `capacity`, `replicas` (with `verified`)
+and `operating_point`, as loadgen.evaluate writes them. All null (or absent) for a plain run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from loadgen.reference.report_metrics import LevelPercentiles, ReportPart, SLOCheck
+
+Over = Literal["concurrency", "rate"]
+
+
+class KneeLevel(ReportPart):
+    """One searched level, all its trials pooled."""
+
+    level: float = Field(description="concurrent users (closed loop) or requests/s (open loop)")
+    throughput_rps: float = Field(
+        description="goodput: successful requests per second served in the window (open loop: "
+        "completions; closed loop: each request's share of its life inside the window)"
+    )
+    output_tokens_per_s: float = Field(description="output tokens/s of the successful completions")
+    ttft_ms: LevelPercentiles = Field(description="time to first token from the scheduled send, ms")
+    itl_ms: LevelPercentiles = Field(description="inter-token latency, ms")
+    e2e_ms: LevelPercentiles = Field(description="request latency from the scheduled send, ms")
+    error_rate: float = Field(description="a fraction")
+    slo_passed: bool = Field(description="every per-level SLO held (latencies, error rate)")
+    failed_slos: list[str] = Field(description="names of the checks that failed, e.g. `ttft p95`")
+    trial_rps: list[float] = Field(description="each trial's throughput (trials > 1), else empty")
+    drift: float | None = Field(
+        description="relative change of the completion rate between the window's halves; "
+        "null: too few to tell"
+    )
+    steady: bool | None = Field(description="false: still drifting (beyond search.max_drift and noise)")
+    requests: int = Field(description="requests measured")
+
+
+class Knee(ReportPart):
+    """Where adding load stops paying: the knee of the throughput–latency curve."""
+
+    over: Over = Field(description="what a level counts: concurrent users or requests/s")
+    level: float | None = Field(
+        description="the knee: lowest level where latency grows faster than throughput"
+    )
+    throughput_rps: float | None = Field(description="throughput at the knee, requests/s")
+    method: Literal["elasticity"] = Field(description="how `level` was found")
+    latency: str = Field(description="the latency the elasticity uses, e.g. `e2e p95`")
+    kneed_level: float | None = Field(
+        description="the `kneed` package's knee of throughput vs level (a cross-check)"
+    )
+    kneed_on: str = Field(description="what kneed was run on")
+    agree: bool = Field(description="both methods found the same level")
+    levels: list[KneeLevel] = Field(description="every searched level, by level")
+
+
+class Capacity(ReportPart):
+    """Capacity at SLO: the highest goodput of a level at which every per-level SLO held."""
+
+    rate_rps: float = Field(description="requests/s; 0 when no level held every SLO")
+    output_tokens_per_s: float = Field(description="output tokens/s at that level")
+    ci95: list[float] | None = Field(
+        description="[low, high] bootstrap 95% CI over trials (trials > 1), else null"
+    )
+    limiting_slo: str | None = Field(
+        description="the SLO that failed first at the next level up (at the lowest level when none held)"
+    )
+    level: float | None = Field(description="the capacity level; null when none held")
+
+
+class VerifyRun(ReportPart):
+    """The peak rate sent, round robin, to a number of replicas."""
+
+    replicas: int = Field(description="servers the load was spread over")
+    rate_rps: float = Field(description="the rate sent (the peak rate), requests/s")
+    passed: bool = Field(description="every per-level SLO held")
+    achieved_rate: float = Field(description="goodput, requests/s")
+    ttft_ms: LevelPercentiles = Field(description="time to first token from the scheduled send, ms")
+    e2e_ms: LevelPercentiles = Field(description="request latency from the scheduled send, ms")
+    error_rate: float = Field(description="a fraction")
+    checks: list[SLOCheck] = Field(description="the per-level SLOs at this many replicas")
+
+
+class Verified(ReportPart):
+    """`verify:` — did the plan hold at the peak rate (and, for contrast, one replica fewer)?"""
+
+    replicas: int | None = Field(description="replicas the plan verified (or would have)")
+    passed: bool | None = Field(description="the plan held; null when verification was skipped")
+    skipped: str | None = Field(default=None, description="why verification did not run (then nothing else)")
+    one_fewer_passed: bool | None = Field(
+        default=None, description="one replica fewer held too (does not gate)"
+    )
+    at_plan: VerifyRun | None = Field(default=None, description="the run at the planned replica count")
+    one_fewer: VerifyRun | None = Field(
+        default=None, description="null when not run (verify.one_fewer, 1 replica)"
+    )
+
+
+class Replicas(ReportPart):
+    """The replica plan: ceil(peak_rate / (capacity_rps × target_utilization)) + redundancy."""
+
+    peak_rate: float = Field(
+        description="the rate to serve, requests/s (capacity.peak_rate, or a trace's busiest window)"
+    )
+    target_utilization: float = Field(description="a fraction")
+    redundancy: int = Field(description="spare replicas added")
+    count: int | None = Field(description="replicas to deploy; null when no plan can be made")
+    error: str | None = Field(default=None, description="why no plan could be made (capacity 0)")
+    capacity_rps: float | None = Field(default=None, description="capacity at SLO used, requests/s")
+    formula: str | None = Field(
+        default=None, description="the arithmetic, e.g. `ceil(60 / (40 × 0.8)) + 0 = 2`"
+    )
+    cost_per_million_tokens: float | None = Field(
+        default=None,
+        description="price of a million output tokens on one replica at capacity; null without a price",
+    )
+    monthly_cost: float | None = Field(
+        default=None, description="count × cost_per_replica_hour × 730 h; null without a price"
+    )
+    verified: Verified | None = Field(default=None, description="present when `verify:` is set")
+
+
+class OperatingPoint(ReportPart):
+    """The level `metrics` and `slo` describe: the capacity level, else the lowest level run."""
+
+    level: float = Field(description="concurrent users or requests/s")
+    over: Over = Field(description="what `level` counts")

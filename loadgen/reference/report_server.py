@@ -1,0 +1,149 @@
+"""report.json's `server`: what the server under test did (cold starts, memory, its own metrics,
+CPU pinning, its exit), as loadgen.collect and loadgen.run write it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from loadgen.reference.report_metrics import ReportPart
+
+
+class ColdStartSample(ReportPart):
+    """One start of the server."""
+
+    ready: float | None = Field(
+        description="seconds from spawn until the server answered its readiness check"
+    )
+    first_token: float | None = Field(
+        description="seconds from spawn to the first token of a one-token probe"
+    )
+
+
+class ColdStart(ReportPart):
+    """Start-up times of the servers the tool started (all null for an `external` server)."""
+
+    ready: float | None = Field(description="the first (coldest) start's readiness, seconds from spawn")
+    first_token: float | None = Field(description="the first start's first token, seconds from spawn")
+    samples: list[ColdStartSample] = Field(description="every start (`cold_starts: N` gives N)")
+    p50: float | None = Field(
+        description="median cold start over the starts, seconds (first token, else ready)"
+    )
+    max: float | None = Field(description="worst cold start, seconds: what the `cold_start` SLO checks")
+
+
+class Memory(ReportPart):
+    """The server's memory (its whole process tree) between the end of warm-up and the end of the
+    traffic, from resources.jsonl; null where not sampled (an `external` server)."""
+
+    rss_mb_start: float | None = Field(description="RSS at the first sample, MB (MiB)")
+    rss_mb_peak: float | None = Field(description="highest RSS, MB")
+    growth_mb_per_min: float | None = Field(description="Theil–Sen slope of RSS, MB per minute")
+    samples: int = Field(description="samples in the window (every 200 ms)")
+    gpu_mb_peak: float | None = Field(
+        default=None, description="highest GPU memory (NVML), MB; only with a GPU"
+    )
+    gpu_growth_mb_per_min: float | None = Field(
+        default=None, description="Theil–Sen slope of GPU memory, MB/min"
+    )
+
+
+class MeanMax(ReportPart):
+    """A gauge of the server's over the window."""
+
+    mean: float = Field(description="mean over the scrapes in the window")
+    max: float = Field(description="highest scraped value")
+
+
+class ServerHistogram(ReportPart):
+    """A latency from the server's own histogram, over the window (bucket estimates, like PromQL's
+    `histogram_quantile`; the bounds of the bucket that holds each percentile beside it)."""
+
+    p50: float = Field(description="milliseconds, interpolated inside its bucket")
+    p50_bucket_ms: list[float | None] = Field(
+        description="[lower, upper] bound of p50's bucket; upper null: +Inf"
+    )
+    p95: float = Field(description="milliseconds, interpolated inside its bucket")
+    p95_bucket_ms: list[float | None] = Field(
+        description="[lower, upper] bound of p95's bucket; upper null: +Inf"
+    )
+    mean: float = Field(description="exact mean (sum / count), milliseconds")
+    count: int = Field(description="observations in the window")
+    method: Literal["histogram buckets"] = Field(description="how the percentiles were estimated")
+
+
+class TtftGap(ReportPart):
+    """The client's TTFT from send minus the server's own: time spent outside the engine, ms."""
+
+    p50: float | None = Field(description="milliseconds (carries the server's bucket error)")
+    p95: float | None = Field(description="milliseconds (carries the server's bucket error)")
+    mean: float | None = Field(description="milliseconds (exact)")
+
+
+class ServerMetrics(ReportPart):
+    """The server's own Prometheus metrics (`server_metrics:`) over the measured window."""
+
+    source: Literal["vllm", "builtin", "unknown"] | None = Field(
+        description="whose metric names were found; null when nothing was scraped"
+    )
+    scrapes: int = Field(description="successful scrapes during the run")
+    failed_scrapes: int = Field(
+        description="scrapes that failed (each a line with `error` in resources.jsonl)"
+    )
+    unavailable: str | None = Field(
+        default=None, description="why the server was not scraped (no scrape made)"
+    )
+    requests_running: MeanMax | None = Field(default=None, description="requests the engine was running")
+    requests_waiting: MeanMax | None = Field(default=None, description="requests queued in the engine")
+    kv_cache_usage: MeanMax | None = Field(default=None, description="KV-cache use, a fraction (0–1)")
+    generation_tokens_per_s: float | None = Field(
+        default=None, description="output tokens/s by the server's counter"
+    )
+    prompt_tokens_per_s: float | None = Field(
+        default=None, description="prompt tokens/s by the server's counter"
+    )
+    ttft_ms: ServerHistogram | None = Field(default=None, description="the server's time to first token")
+    itl_ms: ServerHistogram | None = Field(default=None, description="the server's inter-token latency")
+    e2e_ms: ServerHistogram | None = Field(default=None, description="the server's request latency")
+    queue_wait_ms: ServerHistogram | None = Field(
+        default=None, description="time requests queued in the server"
+    )
+    window_s: list[float] | None = Field(
+        default=None, description="[first, last] scrape bracketing the window, seconds on the run clock"
+    )
+    ttft_gap_ms: TtftGap | None = Field(
+        default=None, description="client TTFT from send minus the server's TTFT"
+    )
+
+
+class Pinning(ReportPart):
+    """CPU pinning applied (`server.cpus`, `client.cpus`); core lists like `0-2,5`."""
+
+    server_cpus: str | None = Field(description="cores the server's process tree ran on; null: not pinned")
+    client_cpus: str | None = Field(description="cores the load generator ran on; null: not pinned")
+    note: str | None = Field(description="why pinning was not done, when it was wanted")
+
+
+class ServerExit(ReportPart):
+    """A server the run started that exited during it (the verdict is then `error`)."""
+
+    name: str = Field(description="`the server` or `replica N`")
+    exit_code: int | None = Field(description="its exit status (negative: the signal that ended it)")
+    at_s: float | None = Field(description="when, in seconds on the run clock; null: before the traffic")
+    log_tail: str = Field(description="the last lines of its log")
+
+
+class Server(ReportPart):
+    """The server under test: start-up, memory, its own metrics (the first replica's in a search)."""
+
+    kind: str | None = Field(
+        description="server.kind: simulated, onnxruntime, torch, vllm, command, external"
+    )
+    cold_start_s: ColdStart = Field(description="start-up times, seconds")
+    memory: Memory = Field(description="memory over the measured window")
+    metrics: ServerMetrics | None = Field(
+        default=None, description="the server's own metrics; null when not scraped (`server_metrics`)"
+    )
+    pinning: Pinning | None = Field(default=None, description="present when CPU pinning was considered")
+    exit: ServerExit | None = Field(default=None, description="present when a server died during the run")

@@ -1,0 +1,42 @@
+"""Files a scenario names (a workload's dataset and tokenizer, a trace phase's or a peak rate's
+trace): where a relative path counts from, and how a file that cannot be used is reported.
+
+The loader passes the scenario file's folder in the validation context under BASE_DIR_CONTEXT;
+a relative path counts from there (without one, from the working directory). A problem with a
+file is a validation error at the key that named it, so the loader shows that key's line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError, ValidationInfo
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+BASE_DIR_CONTEXT = "base_dir"
+
+
+def base_dir(info: ValidationInfo) -> Path | None:
+    """The scenario file's folder, when the loader gave one."""
+    folder = (info.context or {}).get(BASE_DIR_CONTEXT)
+    return Path(folder) if folder is not None else None
+
+
+def resolve(path: str, info: ValidationInfo) -> Path:
+    """`path` (`~` expanded) as an absolute path; a relative one counts from the scenario's folder."""
+    given = Path(path).expanduser()
+    folder = base_dir(info)
+    if not given.is_absolute() and folder is not None:
+        given = folder / given
+    return given.resolve()
+
+
+def field_error(field: str | tuple[str | int, ...], message: str, value: object) -> ValidationError:
+    """A validation error with `message` located at `field`, relative to the model being
+    validated (pydantic prefixes the model's own place), so the loader points at that key. The
+    scenario's checks across sections (model.py) raise theirs with it too."""
+    loc = field if isinstance(field, tuple) else (field,)
+    error = PydanticCustomError("scenario_error", "{message}", {"message": message})
+    return ValidationError.from_exception_data(
+        "Scenario", [InitErrorDetails(type=error, loc=loc, input=value)]
+    )
