@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_ERROR = 0, 2
+from loadgen.cli.common import EXIT_PASS, fail
+
 DEFAULT_FILE = Path("dashboards") / "loadtest.json"
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -52,7 +53,7 @@ def add_parser(subparsers: Any) -> None:
 
 def handle(options: argparse.Namespace) -> int:
     if getattr(options, "dashboards_action", None) != "push":
-        return _fail("say what to do: `loadtest dashboards push --grafana-url URL --token-env NAME`")
+        return fail("say what to do: `loadtest dashboards push --grafana-url URL --token-env NAME`")
     from loadgen.grafana.client import GrafanaSetupError, close, connect, describe_error, read_token
     from loadgen.grafana.push import DashboardFileError, load_dashboard, push_dashboard
 
@@ -62,12 +63,12 @@ def handle(options: argparse.Namespace) -> int:
         token = read_token(options.token_env, os.environ)
         api = connect(url, token, options.token_env, options.timeout)
     except (DashboardFileError, GrafanaSetupError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     try:
         result = push_dashboard(api, dashboard, grafana_url=url, folder=options.folder)
     except Exception as exc:
         reason = describe_error(exc, url, options.token_env, options.timeout)
-        return _fail(reason or f"push failed: {type(exc).__name__}: {exc}")
+        return fail(reason or f"push failed: {type(exc).__name__}: {exc}")
     finally:
         close(api)
     made = "created folder" if result.folder_created else "folder"
@@ -77,7 +78,7 @@ def handle(options: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     print(result.url)
-    return EXIT_OK
+    return EXIT_PASS
 
 
 def _default_file() -> Path:
@@ -86,10 +87,3 @@ def _default_file() -> Path:
         return DEFAULT_FILE
     checkout = Path(__file__).resolve().parents[1] / DEFAULT_FILE
     return checkout if checkout.exists() else DEFAULT_FILE
-
-
-def _fail(message: str) -> int:
-    from loadgen.redact import redact  # the reason may echo Grafana's (or a proxy's) answer
-
-    print(f"loadtest: error: {redact(message)}", file=sys.stderr)
-    return EXIT_ERROR

@@ -10,16 +10,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from loadgen.cli.common import fail
 from loadgen.environments.compare import PlanBasis, compare_environments, exit_code
 from loadgen.environments.from_runs import RunsError, comparison_name, environment_folders, load_runs
 from loadgen.environments.render import print_environments, write_comparison
-
-EXIT_ERROR = 2
-
-
-def _fail(message: str) -> int:
-    print(f"loadtest: error: {message}", file=sys.stderr)
-    return EXIT_ERROR
 
 
 def _console() -> Console:
@@ -33,19 +27,19 @@ def compare_environment_runs(paths: Sequence[Path], out_dir: Path | None) -> int
     try:
         runs = load_runs(paths)
     except RunsError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not runs:
-        return _fail("no run to compare")
+        return fail("no run to compare")
     if out_dir is None:
         alone = len(paths) == 1 and environment_folders(paths[0]) is not None
         out_dir = paths[0] if alone else Path.cwd()
     comparison = compare_environments(runs, _basis_of(paths), name=comparison_name(paths))
     if comparison["plan_basis"] is None:
-        return _fail("no run has a replica plan (capacity: peak_rate): nothing to size or price")
+        return fail("no run has a replica plan (capacity: peak_rate): nothing to size or price")
     try:
         written = write_comparison(comparison, out_dir)
     except OSError as exc:
-        return _fail(f"cannot write the comparison into {out_dir}: {exc}")
+        return fail(f"cannot write the comparison into {out_dir}: {exc}")
     print_environments(comparison, _console())
     print(f"loadtest: comparison written to {', '.join(str(path) for path in written)}", file=sys.stderr)
     return exit_code(comparison)
@@ -76,6 +70,6 @@ def report_environments(parent: Path) -> int:
         try:
             report = rerender_run(folder)
         except RerenderError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
         print(f"loadtest: {folder.name}: {report.get('verdict')}: {report.get('reason')}", file=sys.stderr)
     return compare_environment_runs([parent], parent)

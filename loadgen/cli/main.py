@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loadgen.cli import compare as cli_compare
 from loadgen.cli import dashboards as cli_dashboards
 from loadgen.cli import gevent_world
 from loadgen.cli import schema as cli_schema
 from loadgen.cli import worker as cli_worker
-from loadgen.redact import redact
+from loadgen.cli.common import EXIT_ERROR, EXIT_PASS, fail, print_verdict
 from loadgen.run.disk import DiskError
 from loadgen.scenario.loader import ScenarioError, load_scenario
 
@@ -28,11 +29,9 @@ if TYPE_CHECKING:
     from gevent.event import Event
 
     from loadgen.distributed.protocol import DistributedOptions
-    from loadgen.evaluate.compare import Settings
     from loadgen.run.wiring import LiveOptions
     from loadgen.scenario.model import Scenario
 
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("run", "validate", "report", "compare", "dashboards", "worker", "schema")
 
 
@@ -49,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run": _run,
         "validate": _validate,
         "report": _report,
-        "compare": _compare,
+        "compare": cli_compare.handle,
         "dashboards": cli_dashboards.handle,
         "worker": cli_worker.handle,
         "schema": cli_schema.handle,
@@ -157,11 +156,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fail(message: str) -> int:
-    print(f"loadtest: error: {redact(message)}", file=sys.stderr)
-    return EXIT_ERROR
-
-
 def _load(path: Path, senders: int) -> Scenario | None:
     """The scenario, or None once its located errors are on stderr. Any input is refused with a
     located message (tests/unit/test_scenario_fuzz.py); an exception from validation itself is a
@@ -191,7 +185,7 @@ def _run(options: argparse.Namespace) -> int:
     try:
         workers = _distributed_options(options, scenario.search is not None)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
     from loadgen.run.execute import run_scenario
     from loadgen.run.wiring import LiveOptions, build_observers
@@ -204,14 +198,14 @@ def _run(options: argparse.Namespace) -> int:
         observers = build_observers(scenario, live)
         result = run_scenario(scenario, out_dir=options.out, stop=stop, observers=observers, workers=workers)
     except DiskError as exc:  # the run folder cannot be made or written: nothing was started
-        return _fail(str(exc))
+        return fail(str(exc))
     if show:
         from rich.console import Console
 
         from loadgen.cli.summary import print_summary
 
         print_summary(result.report, Console())
-    _print_verdict(result.report, result.run_dir)
+    print_verdict(result.report, result.run_dir)
     return result.exit_code
 
 
@@ -260,71 +254,9 @@ def _report(options: argparse.Namespace) -> int:
     try:
         report = rerender_run(run_dir)
     except RerenderError as exc:
-        return _fail(str(exc))
-    _print_verdict(report, run_dir)
+        return fail(str(exc))
+    print_verdict(report, run_dir)
     return exit_code(report)
-
-
-def _compare(options: argparse.Namespace) -> int:
-    from loadgen.evaluate.compare import Settings
-    from servers.units import parse_fraction
-
-    runs: list[Path] = options.runs
-    if len(runs) != 2 or options.environments:
-        from loadgen.cli.environments import compare_environment_runs
-        from loadgen.environments.from_runs import environment_folders
-
-        if len(runs) == 1 and environment_folders(runs[0]) is None:
-            return _fail(f"{runs[0]}: give BASELINE CURRENT, several search runs, or an environments run")
-        return compare_environment_runs(runs, options.out)
-
-    try:
-        raw = options.max_regression
-        max_regression = parse_fraction(raw if raw.strip().endswith("%") else float(raw))
-    except ValueError:
-        return _fail(f"--max-regression {raw!r}: give a percentage like 10% or a fraction like 0.1")
-    if not 0 < options.alpha < 1:
-        return _fail(f"--alpha must lie between 0 and 1, not {options.alpha}")
-    settings = Settings(max_regression=max_regression, alpha=options.alpha)
-    return compare_two(runs[0], runs[1], settings, options.json_path, options.html_path)
-
-
-def compare_two(
-    baseline_path: Path,
-    current_path: Path,
-    settings: Settings,
-    json_path: Path | None = None,
-    html_path: Path | None = None,
-) -> int:
-    """The two-run release gate: print the table, write the JSON (when asked) and compare.html
-    (`html_path`, default CURRENT's run directory), print its path; exit 0 no regression,
-    1 regression, 2 bad input."""
-    from rich.console import Console
-
-    from loadgen.evaluate.compare import CompareInputError, compare_runs, load_run
-    from loadgen.report.compare_report import print_comparison, write_comparison_json
-    from loadgen.report.html.compare_html import default_path, write_compare_html
-
-    try:
-        baseline, current = load_run(baseline_path), load_run(current_path)
-    except CompareInputError as exc:
-        return _fail(str(exc))
-    comparison = compare_runs(baseline, current, settings)
-    print_comparison(comparison, Console(width=100), str(baseline_path), str(current_path))
-    if json_path is not None:
-        write_comparison_json(comparison, json_path)
-    html = html_path if html_path is not None else default_path(current)
-    try:
-        write_compare_html(comparison, baseline, current, html, str(baseline_path), str(current_path))
-    except OSError as exc:
-        return _fail(f"cannot write {html}: {exc}")
-    print(f"compare.html: {html}")
-    return EXIT_FAIL if comparison.regressed else EXIT_PASS
-
-
-def _print_verdict(report: dict[str, object], run_dir: Path) -> None:
-    verdict = str(report.get("verdict", "error"))
-    print(f"loadtest: {verdict}: {redact(str(report.get('reason', '')))} (run: {run_dir})", file=sys.stderr)
 
 
 def entry() -> None:

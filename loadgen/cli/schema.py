@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_ERROR = 0, 2
+from loadgen.cli.common import EXIT_ERROR, EXIT_PASS
 
 
 def add_parser(subparsers: Any) -> None:
@@ -31,11 +31,11 @@ def handle(options: argparse.Namespace) -> int:
     text = render(options.which)
     if options.out is None:
         sys.stdout.write(text)
-        return EXIT_OK
+        return EXIT_PASS
     try:
         options.out.write_text(text, encoding="utf-8")
     except OSError as exc:
         print(f"loadtest schema: error: cannot write {options.out}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     print(f"loadtest schema: wrote {options.out}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_PASS

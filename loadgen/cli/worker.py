@@ -9,12 +9,10 @@ one-line reason on stderr otherwise. Gevent's monkey-patching happens here, neve
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from loadgen.cli import gevent_world
-
-EXIT_OK, EXIT_ERROR = 0, 2
+from loadgen.cli.common import EXIT_PASS, fail
 
 
 def add_parser(subparsers: Any) -> None:
@@ -36,19 +34,12 @@ def handle(options: argparse.Namespace) -> int:
     try:
         host, port = parse_address(options.master)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc), "worker")
     stop = gevent_world.enter()
     from loadgen.distributed.worker import WorkerError, run_worker
 
     try:
         run_worker(host, port, stop)
     except WorkerError as exc:
-        return _fail(str(exc))
-    return EXIT_OK
-
-
-def _fail(message: str) -> int:
-    from loadgen.redact import redact
-
-    print(f"loadtest worker: error: {redact(message)}", file=sys.stderr)
-    return EXIT_ERROR
+        return fail(str(exc), "worker")
+    return EXIT_PASS

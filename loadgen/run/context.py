@@ -25,7 +25,8 @@ from loadgen.collect.server_metrics import ServerMetricsScraper
 from loadgen.run.guards import RunGuards
 from loadgen.run.observers import Observers, PhaseInfo, RunInfo
 from loadgen.run.rundir import RunMeta, create_run_dir, utc_now, write_scenario
-from loadgen.scenario.model import Scenario, phase_label
+from loadgen.scenario.model import Scenario
+from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
 from servers.base import Adapter, Endpoint
 from servers.registry import make_adapter

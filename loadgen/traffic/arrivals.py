@@ -22,7 +22,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from loadgen.scenario.model import ConstantPhase, GammaPhase, Phase, PoissonPhase, ShapedPhase, TracePhase
+from loadgen.scenario.phases import ConstantPhase, GammaPhase, Phase, PoissonPhase, ShapedPhase, TracePhase
 
 
 def request_count(rate: float, duration: float) -> int:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadgen.scenario.model import ConstantPhase, PoissonPhase, Workload
+from loadgen.scenario.model import Workload
+from loadgen.scenario.phases import ConstantPhase, PoissonPhase
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.schedule import Draw, PlannedRequest, draw_requests

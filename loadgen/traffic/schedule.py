@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
-from loadgen.scenario.model import Length, Phase, Scenario, ShapedPhase, TracePhase, Workload
+from loadgen.scenario.model import Length, Scenario, Workload
+from loadgen.scenario.phases import Phase, ShapedPhase, TracePhase
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.traces import TraceRow, scale_rate
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from loadgen.scenario.loader import load_scenario
-from loadgen.scenario.model import RampPhase, SpikePhase
+from loadgen.scenario.phases import RampPhase, SpikePhase
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.traces import read_trace
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli

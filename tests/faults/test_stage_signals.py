@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from tests.cli_helpers import ROOT, loadtest_argv
+from tests.faults.interrupting import assert_nothing_left, interrupt
 
 pytestmark = pytest.mark.slow
 
@@ -30,28 +31,9 @@ def _interrupt_when(
 ) -> tuple[int, str, float, Path]:
     """Start `loadtest run`, wait until `ready(process, out)`, send `signum`; return
     (exit code, stderr, seconds from the signal to the exit, the run folder)."""
-    path = tmp_path / "scenario.yaml"
-    path.write_text(scenario)
-    out = tmp_path / "runs"
-    argv = loadtest_argv("run", str(path), "--out", str(out), "--no-linger", "--progress", "never")
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        watched = psutil.Process(process.pid)
-        deadline = time.monotonic() + 60
-        while not ready(watched, out):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the stage was never reached"
-            time.sleep(0.05)
-        children = watched.children(recursive=True)
-        sent = time.monotonic()
-        process.send_signal(signum)
-        _, stderr = process.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        process.kill()
-    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
-    (run_dir,) = out.iterdir()
-    return process.returncode, stderr, took, run_dir
+    run = interrupt(tmp_path, scenario, ready, signum)
+    assert_nothing_left(run)
+    return run.code, run.stderr, run.took_s, run.run_dir
 
 
 def _spawned_server(process: psutil.Process, _: Path) -> bool:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from loadgen.scenario.model import ConstantPhase, GammaPhase, PoissonPhase
+from loadgen.scenario.phases import ConstantPhase, GammaPhase, PoissonPhase
 from loadgen.traffic.arrivals import arrival_offsets
 
 

@@ -11,16 +11,18 @@ import pytest
 
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.compare import (
-    CompareInputError,
-    LatencySample,
     Row,
-    RunData,
     Settings,
     compare_capacity,
     compare_error_rate,
     compare_latency,
     compare_runs,
     compare_threshold,
+)
+from loadgen.evaluate.compare_inputs import (
+    CompareInputError,
+    LatencySample,
+    RunData,
     latency_samples,
     load_run,
 )

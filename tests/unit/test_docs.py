@@ -24,7 +24,8 @@ from loadgen.collect.records import RequestRecord
 from loadgen.reference.report_doc import with_tables
 from loadgen.run.rundir import RunMeta
 from loadgen.scenario.files import BASE_DIR_CONTEXT
-from loadgen.scenario.model import Scenario, TracePhase
+from loadgen.scenario.model import Scenario
+from loadgen.scenario.phases import TracePhase
 from loadgen.scenario.workload import WorkloadClass
 from servers.ort import OrtServerConfig
 from servers.pytorch import TorchServerConfig

@@ -14,12 +14,8 @@ from pathlib import Path
 import pytest
 
 from loadgen.collect.memory import read_samples
-from loadgen.collect.server_metrics import (
-    is_prometheus_text,
-    metrics_url,
-    parse_metrics,
-    wanted_lines,
-)
+from loadgen.collect.metrics_text import is_prometheus_text, parse_metrics, wanted_lines
+from loadgen.collect.server_metrics import metrics_url
 from loadgen.collect.server_metrics_summary import (
     Histogram,
     MetricsLog,

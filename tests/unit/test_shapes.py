@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from loadgen.scenario.loader import ScenarioError, parse_scenario
-from loadgen.scenario.model import RampPhase, SpikePhase, phase_label
+from loadgen.scenario.phases import RampPhase, SpikePhase, phase_label
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.schedule import build_schedule
 

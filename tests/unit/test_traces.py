@@ -11,7 +11,7 @@ import yaml
 
 from loadgen.evaluate.replicas import busiest_window_rate
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
-from loadgen.scenario.model import TracePhase
+from loadgen.scenario.phases import TracePhase
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.traces import (
     TraceError,

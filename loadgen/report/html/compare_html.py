@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from loadgen.collect.records import RequestRecord, read_records
-from loadgen.evaluate.compare import Comparison, Row, RunData, format_change
+from loadgen.evaluate.compare import Comparison, Row, format_change
+from loadgen.evaluate.compare_inputs import RunData
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
 from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
 from loadgen.report.html.page import Banner, CellStatus, Section, grid, note, render_page, table

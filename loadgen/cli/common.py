@@ -1,0 +1,26 @@
+"""What every subcommand says the same way: its exit codes and its one-line error."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from loadgen.redact import redact
+
+# 0 every SLO held (or the command did its job), 1 an SLO failed (or a regression), 2 the run
+# or the command itself failed.
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+def fail(message: str, command: str = "") -> int:
+    """`loadtest[ COMMAND]: error: MESSAGE` on stderr (credentials redacted: the message may echo
+    a server's or Grafana's answer); returns exit code 2."""
+    who = f"loadtest {command}" if command else "loadtest"
+    print(f"{who}: error: {redact(message)}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def print_verdict(report: Mapping[str, object], run_dir: Path) -> None:
+    verdict = str(report.get("verdict", "error"))
+    print(f"loadtest: {verdict}: {redact(str(report.get('reason', '')))} (run: {run_dir})", file=sys.stderr)

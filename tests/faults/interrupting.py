@@ -1,0 +1,123 @@
+"""Interrupting a real `loadtest run` at a chosen stage: start it, wait until the stage is
+reached, send the signal, and keep what the tests check (exit code, stderr, time from the signal
+to the exit, the run folder, and every process the CLI had started)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.cli_helpers import ROOT, loadtest_argv
+
+# README: "within about a second" (0.8–1.1 s measured here with other test runs beside them).
+# The slack is for a loaded 2-core CI machine; a run that waits for its traffic, a level or
+# its workers' 15-s stop grace to end takes far longer.
+MAX_EXIT_S = 3.0
+# With workers the master also waits 0.2 s for their last record batches, and the workers
+# stop their own Locust runs: slack for a loaded CI machine on top.
+WORKERS_MAX_EXIT_S = 4.0
+
+
+@dataclass
+class Interrupted:
+    code: int
+    stderr: str
+    took_s: float  # from the signal to the exit
+    run_dir: Path
+    descendants: list[psutil.Process]  # every process below the CLI when the signal went out
+    commands: list[str]  # their command lines
+
+    def started(self, needle: str) -> int:
+        return sum(needle in command for command in self.commands)
+
+    @property
+    def report(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.run_dir / "report.json").read_text())
+        return data
+
+    def records(self) -> list[dict[str, Any]]:
+        lines = (self.run_dir / "requests.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def interrupt(
+    tmp_path: Path,
+    scenario: str,
+    ready: Callable[[psutil.Process, Path], bool],
+    signum: int,
+    *extra: str,
+    ctrl_c: bool = False,
+) -> Interrupted:
+    """Start `loadtest run` in a session of its own, wait until `ready(cli, out)`, then send
+    `signum` to the CLI (or, `ctrl_c`, SIGINT to its whole process group, as a terminal does)."""
+    path = tmp_path / "scenario.yaml"
+    path.write_text(scenario, encoding="utf-8")
+    out = tmp_path / "runs"
+    argv = loadtest_argv("run", str(path), "--out", str(out), "--no-linger", "--progress", "never", *extra)
+    process = subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    descendants: list[psutil.Process] = []
+    commands: list[str] = []
+    try:
+        cli = psutil.Process(process.pid)
+        deadline = time.monotonic() + 60
+        while not ready(cli, out):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the stage was never reached"
+            time.sleep(0.05)
+        descendants = cli.children(recursive=True)
+        commands = [command_line(child) for child in descendants]
+        sent = time.monotonic()
+        if ctrl_c:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signum)
+        _, stderr = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for child in descendants:  # never leave one behind, even when the test fails
+            _, alive = psutil.wait_procs([child], timeout=0)
+            if alive:
+                child.kill()
+    (run_dir,) = out.iterdir()
+    return Interrupted(process.returncode, stderr, took, run_dir, descendants, commands)
+
+
+def command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:  # it ended meanwhile
+        return ""
+
+
+def assert_nothing_left(run: Interrupted) -> None:
+    """Every server and worker the CLI started had ended when it exited (the ones still
+    running were killed by `interrupt` afterwards, so they show here as they were)."""
+    left = []
+    for child, command in zip(run.descendants, run.commands, strict=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                left.append(command)
+        except psutil.NoSuchProcess:
+            continue
+    assert not left, f"still running after the CLI exited: {left}"
+
+
+def assert_interrupted_promptly(run: Interrupted, within_s: float = MAX_EXIT_S) -> None:
+    assert run.code == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.took_s < within_s, f"took {run.took_s:.2f} s to exit"
+    assert run.report["verdict"] == "error"
