@@ -32,10 +32,6 @@ from servers.base import Adapter, Endpoint
 from servers.registry import make_adapter
 
 
-def empty_schedule() -> Schedule:
-    return Schedule(requests=[], windows=[], phase_starts=[], duration_s=0.0)
-
-
 @dataclass
 class RunContext:
     """One run's shared state. Made by `open()`; `endpoint` is set once the server is up."""
@@ -49,7 +45,7 @@ class RunContext:
     resources: ResourceSampler
     scraper: ServerMetricsScraper
     adapter: Adapter  # the scenario's server (started by loadgen.run.server_start)
-    schedule: Schedule = field(default_factory=empty_schedule)
+    schedule: Schedule = field(default_factory=Schedule.empty)
     endpoint: Endpoint | None = None
     replicas: list[Adapter] = field(default_factory=list)  # more servers (a plan's verification)
     started: float = field(default_factory=time.monotonic)

@@ -58,16 +58,12 @@ class RunGuards:
             if sampler is not None:
                 sampler.set_origin(t0_ns)
 
-    def sink(
-        self, writer: RecordWriter, watch: Observers, also: Callable[[RequestRecord], None] | None = None
-    ) -> Callable[[RequestRecord], None]:
+    def sink(self, writer: RecordWriter, watch: Observers) -> Callable[[RequestRecord], None]:
         """Where each finished request goes: the file, the observers, the unreachable guard."""
         unreachable = self.unreachable
 
         def sink(record: RequestRecord) -> None:
             writer.write(record)
-            if also is not None:
-                also(record)
             watch.request_done(record)
             if unreachable is not None:
                 unreachable.observe(record)

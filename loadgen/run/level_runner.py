@@ -103,13 +103,17 @@ class LevelRunner:
             supply = ClosedLoopSupply(
                 level, index, self._next_id, self.scenario.workload, rng, warmup_until_s=0
             )
-        empty = Schedule(requests=[], windows=[], phase_starts=[], duration_s=0.0)
         dispatcher = None
         if supply is not None:
             # Started over the warm-up's first half: the rest lets the last users settle.
             dispatcher = ClosedLoopDispatcher(supply, users=int(level), stagger_s=warmup_s / 2)
         runner = TrafficRunner(
-            empty, self.endpoint, self.scenario.workload, self._keep, dispatcher=dispatcher, spread=spread
+            Schedule.empty(),
+            self.endpoint,
+            self.scenario.workload,
+            self._keep,
+            dispatcher=dispatcher,
+            spread=spread,
         )
         environment = runner.spawn(int(level) if closed else self.spec.max_concurrency)
         # The level's place on the run clock is known only now that its users are up.

@@ -47,13 +47,10 @@ class Schedule:
     phase_starts: list[float]
     duration_s: float
 
-    def phase_at(self, elapsed_s: float) -> int:
-        """Index of the phase running at `elapsed_s` (the last one once the schedule is over)."""
-        index = 0
-        for i, start in enumerate(self.phase_starts):
-            if elapsed_s >= start:
-                index = i
-        return index
+    @classmethod
+    def empty(cls) -> Schedule:
+        """No planned requests: a run before its plan, or a search level filled in as it runs."""
+        return cls(requests=[], windows=[], phase_starts=[], duration_s=0.0)
 
 
 # Planning a long run is seconds of pure CPU: every this many requests it calls `checkpoint`,
