@@ -27,12 +27,20 @@ class CliRun:
 
     @property
     def report(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.run_dir / "report.json").read_text())
-        return data
+        return read_report(self.run_dir)
 
     def records(self) -> list[dict[str, Any]]:
-        lines = (self.run_dir / "requests.jsonl").read_text().splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return read_records(self.run_dir)
+
+
+def read_report(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "report.json").read_text())
+    return data
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "requests.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def loadtest_argv(*args: str) -> list[str]:

@@ -4,7 +4,6 @@ to the exit, the run folder, and every process the CLI had started)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from tests.cli_helpers import ROOT, loadtest_argv
+from tests.cli_helpers import ROOT, loadtest_argv, read_records, read_report
 
 # README: "within about a second" (0.8–1.1 s measured here with other test runs beside them).
 # The slack is for a loaded 2-core CI machine; a run that waits for its traffic, a level or
@@ -41,12 +40,10 @@ class Interrupted:
 
     @property
     def report(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.run_dir / "report.json").read_text())
-        return data
+        return read_report(self.run_dir)
 
     def records(self) -> list[dict[str, Any]]:
-        lines = (self.run_dir / "requests.jsonl").read_text().splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return read_records(self.run_dir)
 
 
 def interrupt(
