@@ -21,8 +21,8 @@ from loadgen.evaluate.level_results import LevelWindow
 from loadgen.evaluate.plan import judge_curve, replica_plan
 from loadgen.run.client_process import CpuMeter, freeze_heap
 from loadgen.run.context import RunContext
-from loadgen.run.level_runner import LevelRunner, SearchStopped
-from loadgen.run.search import print_line, run_search
+from loadgen.run.level_runner import LevelRunner
+from loadgen.run.search import SearchStopped, print_line, run_search
 from loadgen.run.server_start import RunAborted, start_server
 from loadgen.run.verify import verify_plan
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns

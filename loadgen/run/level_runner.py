@@ -24,6 +24,7 @@ from loadgen.evaluate.throughput import CLOSED_LOOP
 from loadgen.fmt import format_number
 from loadgen.run.client_process import CpuMeter
 from loadgen.run.observers import Observers, PhaseInfo
+from loadgen.run.search import SearchStopped
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
@@ -50,10 +51,6 @@ class _Window:
         self.extended = True
         self.start_s, self.end_s = self.end_s, self.end_s + self.step_s
         return True
-
-
-class SearchStopped(Exception):
-    """The search cannot go on (interrupted, or the client could not keep up); the message says why."""
 
 
 @dataclass
@@ -162,7 +159,8 @@ class LevelRunner:
         if lag_ms > max_lag_ms:
             raise SearchStopped(
                 f"level {format_number(level)}: schedule lag p99 {format_number(lag_ms)} ms exceeded the "
-                f"{format_number(max_lag_ms)} ms bound: the client could not keep up"
+                f"{format_number(max_lag_ms)} ms bound: the client could not keep up",
+                measured=result,
             )
         return result
 

@@ -17,6 +17,15 @@ if TYPE_CHECKING:  # the level runner lives in the gevent world; this module doe
     from loadgen.run.level_runner import LevelRunner
 
 
+class SearchStopped(Exception):
+    """The search cannot go on (interrupted, or the client could not keep up); the message says
+    why. `measured`: the level that stopped it, when it was measured to the end."""
+
+    def __init__(self, reason: str, measured: LevelResult | None = None) -> None:
+        super().__init__(reason)
+        self.measured = measured
+
+
 def run_search(levels: LevelRunner, say: Callable[[str], None]) -> list[LevelResult]:
     """The adaptive (or grid) search on the running server; each level's result in the order run."""
     return search(levels.spec, levels.measure, say)
@@ -38,7 +47,12 @@ def search(
             if len(results) >= spec.max_levels:
                 say(f"search: stopped after search.max_levels = {spec.max_levels} levels")
                 break
-            result = measure(level)
+            try:
+                result = measure(level)
+            except SearchStopped as exc:
+                if exc.measured is not None:  # the level ran: its line, before the reason it stops
+                    say(describe_level(exc.measured, spec.over))
+                raise
             results.append(result)
             say(describe_level(result, spec.over))
             level = policy.send(result)

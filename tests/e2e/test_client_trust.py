@@ -72,3 +72,6 @@ report: {formats: [json, markdown]}
     assert {record["level"] for record in run.records()} == {10.0}  # 20 and 40 never ran
     assert len(run.records()) == 20  # 10 req/s × 2 s, exact: the level itself finished
     assert [phase["level"] for phase in report["phases"]] == [10]
+    # The level that stopped the search still gets its progress line, before the reason.
+    said = run.stderr.index("loadtest: search: rate 10 req/s: ")
+    assert said < run.stderr.index("schedule lag p99"), run.stderr
