@@ -103,6 +103,8 @@ class ProgressView(RunObserver):
             self.tick()
             self._live.stop()
             self._live = None
+            if not self._console.is_terminal:
+                self._console.line()  # rich leaves a non-terminal's last frame without its newline
 
     def tick(self) -> None:
         if self._live is not None:

@@ -48,3 +48,6 @@ def test_the_view_shows_every_mode(
     assert cells[0] == label[0] and cells[2] == label[1]
     assert int(cells[5]) == len(run.records())  # every record reached the view
     assert cells[7] == "0"  # no errors
+    # The table's last frame ends its line: the summary after it starts on a line of its own.
+    borders = [line for line in run.stdout.splitlines() if line.startswith("└")]
+    assert borders and all(line.rstrip().endswith("┘") for line in borders), run.stdout
