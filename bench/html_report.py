@@ -9,8 +9,16 @@ with and without html (the difference is what report.html adds), the HTML writer
 already in memory, as at the end of a run), prints the size of report.html, and opens it in
 headless Chromium with the network cut, timing navigation → load.
 
+`--sample-check RUN_DIR` instead measures what sampling costs the charts of a long run: one pass
+over RUN_DIR's records keeps every record's scheduled time and latencies (a few floats each) and
+fills a ChartRecords per capacity; it prints, per capacity, the bins report.html would use and
+how far the sampled TTFT p50/p95 and e2e p95 per bin, and the sampled CDFs' p50/p95/p99, are
+from the exact values over every record (bins with fewer than 50 sampled requests left out).
+
     python bench/html_report.py                      # 100,000 requests
     python bench/html_report.py --rate 20 --duration 300 --keep /tmp/run
+    python bench/html_report.py --rate 100 --duration 10000 --keep /tmp/run1m   # 1 M requests
+    python bench/html_report.py --sample-check /tmp/run1m
 """
 
 from __future__ import annotations
@@ -28,9 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.collect.record_files import records_file
 from loadgen.collect.records import read_records
-from loadgen.report.html.inputs import load_run_inputs
+from loadgen.collect.reservoir import chunks
+from loadgen.report.html.inputs import ChartRecords, load_run_inputs
 from loadgen.report.html.run_report import write_html
+from loadgen.report.html.series import Bins, Columns, binned_percentiles
+from loadgen.report.html.timeseries_section import bin_width
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("LOADTEST_CHROMIUM", "/usr/bin/chromium")
@@ -163,23 +175,81 @@ def make_run(run_dir: Path, rate: float, duration: float, warmup: float) -> int:
 
 
 def time_report(run_dir: Path, formats: str) -> float | None:
-    """Seconds for `loadtest report RUN_DIR` with these formats; None if it failed."""
+    """Seconds for `loadtest report RUN_DIR` with these formats (its peak RSS printed); None if it
+    failed."""
     scenario = run_dir / "scenario.yaml"
     text = scenario.read_text(encoding="utf-8")
     scenario.write_text(
         text.replace(text[text.index("report: {formats:") :], f"report: {{formats: {formats}}}\n")
     )
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "loadgen.cli", "report", str(run_dir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode not in (0, 1):
-        print(done.stderr, file=sys.stderr)
-        return None
-    return time.perf_counter() - started
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "loadgen.cli", "report", str(run_dir)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own peak RSS, not the largest's
+        process.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - started
+        if process.returncode not in (0, 1):
+            errors.seek(0)
+            print(errors.read().decode(errors="replace"), file=sys.stderr)
+            return None
+    print(f"  loadtest report, formats {formats}: {elapsed:.1f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MB")
+    return elapsed
+
+
+def _relative_errors(exact: np.ndarray, sampled: np.ndarray) -> np.ndarray:
+    both = np.isfinite(exact) & np.isfinite(sampled) & (exact > 0)
+    errors: np.ndarray = np.abs(sampled[both] / exact[both] - 1.0)
+    return errors
+
+
+def sample_check(run_dir: Path, capacities: list[int]) -> None:
+    """Sampled vs exact chart quantities over RUN_DIR's records (module docstring)."""
+    feeds = {capacity: ChartRecords(capacity) for capacity in capacities}
+    scheduled: list[np.ndarray] = []
+    ttft: list[np.ndarray] = []
+    e2e: list[np.ndarray] = []
+    started = time.perf_counter()
+    for chunk in chunks(read_records(run_dir / "requests.jsonl")):
+        for feed in feeds.values():
+            feed.offer(chunk)
+        columns = Columns.of(chunk)
+        scheduled.append(columns.scheduled)
+        ttft.append((columns.ttft_end() - columns.scheduled) * 1000)
+        e2e.append((columns.done - columns.scheduled) * 1000)
+    every = np.concatenate(scheduled)
+    exact_ttft, exact_e2e = np.concatenate(ttft), np.concatenate(e2e)
+    span = float(np.nanmax(every))
+    print(f"{len(every)} records over {span:.0f} s read in {time.perf_counter() - started:.0f} s")
+    print("capacity  bins         per-bin |sampled/exact - 1|: median / 90th pct       CDF p50/p95/p99 error")
+    for capacity, feed in feeds.items():
+        sample = Columns.of(feed.records())
+        width = bin_width(span, len(sample) if feed.sample.sampled else None)
+        bins = Bins.covering(span + width, width)
+        counts = np.bincount(bins.index(sample.scheduled)[bins.index(sample.scheduled) >= 0])
+        enough = np.flatnonzero(counts >= 50)
+        parts = []
+        for name, exact, drawn, q in (
+            ("TTFT p50", exact_ttft, (sample.ttft_end() - sample.scheduled) * 1000, 50.0),
+            ("TTFT p95", exact_ttft, (sample.ttft_end() - sample.scheduled) * 1000, 95.0),
+            ("e2e p95", exact_e2e, (sample.done - sample.scheduled) * 1000, 95.0),
+        ):
+            truth = binned_percentiles(every, exact, bins, (q,))[q][enough]
+            estimate = binned_percentiles(sample.scheduled, drawn, bins, (q,))[q][enough]
+            errors = _relative_errors(truth, estimate)
+            parts.append(f"{name} {np.median(errors) * 100:.1f}%/{np.quantile(errors, 0.9) * 100:.1f}%")
+        finite = exact_ttft[np.isfinite(exact_ttft)]
+        cdf = _relative_errors(
+            np.percentile(finite, [50, 95, 99]), np.percentile(sample.ttft_ms(), [50, 95, 99])
+        )
+        print(
+            f"{capacity:>8}  {len(bins.edges) - 1:>5} × {width:g} s  {'  '.join(parts)}  "
+            f"TTFT {'/'.join(f'{e * 100:.2f}%' for e in cdf)}"
+        )
 
 
 def open_times(html: Path, repeats: int) -> list[float]:
@@ -220,7 +290,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=3, help="browser opens (median reported)")
     parser.add_argument("--keep", type=Path, help="write the run folder here and keep it")
+    parser.add_argument("--sample-check", type=Path, metavar="RUN_DIR", help="sampled vs exact charts")
+    parser.add_argument("--capacities", default="50000,100000,200000", help="for --sample-check")
     args = parser.parse_args()
+    if args.sample_check is not None:
+        sample_check(args.sample_check, [int(c) for c in args.capacities.split(",")])
+        return 0
 
     with tempfile.TemporaryDirectory() as scratch:
         run_dir = args.keep or Path(scratch) / "run"
@@ -239,7 +314,7 @@ def main() -> int:
         report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
 
         started = time.perf_counter()
-        list(read_records(run_dir / "requests.jsonl"))
+        list(read_records(records_file(run_dir)))
         read_s = time.perf_counter() - started
         inputs = load_run_inputs(run_dir)
         started = time.perf_counter()

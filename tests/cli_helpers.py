@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loadgen.collect.record_files import records_file
+from loadgen.collect.records import SkippedLines
+from loadgen.collect.records import read_records as iter_records
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,8 +43,12 @@ def read_report(run_dir: Path) -> dict[str, Any]:
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
-    lines = (run_dir / "requests.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    """Every record of requests.jsonl or requests.jsonl.zst as a dict, the gaps as `itl_ms` (ms);
+    a line that cannot be read fails the test, as before."""
+    skipped = SkippedLines()
+    records = [record.to_dict() for record in iter_records(records_file(run_dir), skipped)]
+    assert not skipped.messages("records"), skipped.messages("records")
+    return records
 
 
 def loadtest_argv(*args: str) -> list[str]:

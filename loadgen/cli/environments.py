@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from loadgen.cli.common import fail
+from loadgen.collect.record_files import records_file
 from loadgen.environments.compare import PlanBasis, compare_environments, exit_code
 from loadgen.environments.from_runs import RunsError, comparison_name, environment_folders, load_runs
 from loadgen.environments.render import print_environments, write_comparison
@@ -64,7 +65,7 @@ def report_environments(parent: Path) -> int:
     from loadgen.report.rerender import RerenderError, rerender_run
 
     for folder in environment_folders(parent) or []:
-        if not (folder / "requests.jsonl").exists():
+        if not records_file(folder).exists():
             print(f"loadtest: {folder.name}: no requests.jsonl, left as it is", file=sys.stderr)
             continue
         try:

@@ -242,12 +242,13 @@ def _distributed_options(options: argparse.Namespace, search: bool) -> Distribut
 
 
 def _report(options: argparse.Namespace) -> int:
+    from loadgen.collect.record_files import records_file
     from loadgen.environments.from_runs import environment_folders
     from loadgen.report.build import exit_code
     from loadgen.report.rerender import RerenderError, rerender_run
 
     run_dir: Path = options.run_dir
-    if not (run_dir / "requests.jsonl").exists() and environment_folders(run_dir) is not None:
+    if not records_file(run_dir).exists() and environment_folders(run_dir) is not None:
         from loadgen.cli.environments import report_environments
 
         return report_environments(run_dir)  # each environment's reports, then the comparison

@@ -1,7 +1,10 @@
 """One record per request, appended to `requests.jsonl` as each request completes.
 
 The record is the single source of truth for every reported number: statistics and reports are
-computed from the file, so a crash or Ctrl-C loses nothing already measured.
+computed from the file, so a crash or Ctrl-C loses nothing already measured. The file may be
+zstd-compressed (`requests.jsonl.zst`, loadgen.collect.record_files); on disk the per-token gaps
+are packed (`itl_us`, loadgen.collect.itl_codec), in memory they are `itl_ms`, a list of ms.
+`iter_record_dicts` is the fast reader of either file (raw dicts); `read_records` builds on it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from loadgen.run.disk import LineFile
+import orjson
+
+from loadgen.collect.itl_codec import ITL_KEY, LEGACY_KEY, pack_gaps, unpack_gaps
+from loadgen.collect.record_files import RecordLines, line_file
 
 Status = Literal["ok", "error", "timeout"]
 # What went wrong with a status "error" record (None for "ok" and for "timeout", whose status says it):
@@ -61,6 +67,17 @@ class RequestRecord:
         data["class"] = data.pop("request_class")
         return data
 
+    def to_file_dict(self) -> dict[str, Any]:
+        """What a line of requests.jsonl holds: to_dict with the gaps packed (`itl_us`)."""
+        data = self.to_dict()
+        gaps = data["itl_ms"]
+        if isinstance(gaps, list):
+            packed = pack_gaps(gaps)
+            if packed is not None:  # else off the µs grid: the float list stays, exact
+                del data[LEGACY_KEY]
+                data[ITL_KEY] = packed
+        return data
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
         return cls._from_own_dict(dict(data))
@@ -70,6 +87,9 @@ class RequestRecord:
         """From a dict nobody else holds (it is changed): no copy, and no filtering when every
         key is a field, as in the files this version writes (100k records read ~1 s faster)."""
         data["request_class"] = data.pop("class", "default")
+        packed = data.pop(ITL_KEY, None)
+        if packed is not None:
+            data[LEGACY_KEY] = unpack_gaps(packed)
         if data.keys() <= _FIELD_SET:
             return cls(**data)
         return cls(**{key: value for key, value in data.items() if key in _FIELD_SET})
@@ -95,8 +115,18 @@ def summarize_itl(gaps_ms: list[float]) -> list[float] | dict[str, float]:
     }
 
 
+# Numpy scalars as numbers (json.dumps took numpy floats; orjson needs telling).
+_DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
+
+
+def record_line(record: RequestRecord) -> bytes:
+    """The line RecordWriter writes for `record`, newline included."""
+    return orjson.dumps(record.to_file_dict(), option=_DUMP_OPTIONS)
+
+
 class RecordWriter:
-    """Appends records as whole JSON lines, each handed to the OS at once (loadgen.run.disk.LineFile).
+    """Appends records as whole JSON lines, each handed to the OS at once (loadgen.run.disk.LineFile);
+    to a path ending in .zst, each compressed and flushed at once (record_files.ZstdLineFile).
 
     Never raises on a full or failing disk: the first failure stops the writing and is reported
     once through `on_failure` (the run stops); every record written before it stays whole.
@@ -104,7 +134,7 @@ class RecordWriter:
 
     def __init__(self, path: Path, on_failure: Callable[[str], None] | None = None) -> None:
         self.path = path
-        self._file = LineFile(path, on_failure)
+        self._file = line_file(path, on_failure)
         self.count = 0
 
     @property
@@ -113,7 +143,7 @@ class RecordWriter:
         return self._file.failure
 
     def write(self, record: RequestRecord) -> None:
-        if self._file.append(json.dumps(record.to_dict(), separators=(",", ":"))):
+        if self._file.append_bytes(record_line(record)):
             self.count += 1
 
     def close(self) -> None:
@@ -122,10 +152,13 @@ class RecordWriter:
 
 @dataclass
 class SkippedLines:
-    """Lines of a requests.jsonl that read_records could not use."""
+    """Lines of a records file that read_records could not use."""
 
-    cut_last: bool = False  # the last line has no newline and does not parse: a crash mid-write
+    # The last record was cut by a crash mid-write: a last line with no newline that does not
+    # parse, or (requests.jsonl.zst) a compressed block cut short.
+    cut_last: bool = False
     unreadable: int = 0  # other lines that do not parse
+    damage: str | None = None  # requests.jsonl.zst stopped decoding here: nothing after it is read
 
     def messages(self, name: str) -> list[str]:
         said = []
@@ -134,23 +167,54 @@ class SkippedLines:
         if self.unreadable:
             plural = "s" if self.unreadable > 1 else ""
             said.append(f"{name}: skipped {self.unreadable} unreadable line{plural}")
+        if self.damage is not None:
+            said.append(f"{name}: damaged compressed data, the rest is unreadable ({self.damage})")
         return said
 
 
+def iter_record_dicts(path: Path, skipped: SkippedLines | None = None) -> Iterator[dict[str, Any]]:
+    """The records of a requests.jsonl or requests.jsonl.zst as the dicts orjson parses, as on disk
+    (`class`; the gaps as `itl_us` or `itl_ms`: itl_codec.record_itl_array reads either). Lines
+    that do not parse are skipped and, given `skipped`, counted there (a torn last line is a crash
+    mid-write; others are damage). Never raises on a cut or damaged file."""
+    lines = RecordLines(path)
+    loads = orjson.loads
+    for raw in lines:
+        try:
+            data = loads(raw)
+        except orjson.JSONDecodeError:
+            data = _parse_leniently(raw)
+            if data is None and not raw.strip():
+                continue  # a blank line
+        if type(data) is dict:
+            yield data
+        elif skipped is not None:
+            if raw.endswith(b"\n"):
+                skipped.unreadable += 1
+            else:
+                skipped.cut_last = True
+    if skipped is not None:
+        skipped.cut_last = skipped.cut_last or lines.torn
+        skipped.damage = lines.damage
+
+
+def _parse_leniently(raw: bytes) -> Any:
+    """What json.loads made of a line orjson refuses (NaN, invalid UTF-8), as the reader before
+    orjson did; None when it is not JSON at all."""
+    try:
+        return json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+
+
 def read_records(path: Path, skipped: SkippedLines | None = None) -> Iterator[RequestRecord]:
-    """Yield the records of a requests.jsonl; lines that do not parse are skipped and, given
-    `skipped`, counted there (a torn last line is a crash mid-write; others are damage)."""
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for raw in handle:
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                yield RequestRecord._from_own_dict(json.loads(line))
-            except (ValueError, TypeError, AttributeError):
-                if skipped is None:
-                    continue
-                if raw.endswith("\n"):
-                    skipped.unreadable += 1
-                else:
-                    skipped.cut_last = True
+    """Yield the records of a requests.jsonl or requests.jsonl.zst; what cannot be read is
+    skipped and, given `skipped`, counted there (see iter_record_dicts)."""
+    for data in iter_record_dicts(path, skipped):
+        try:
+            record = RequestRecord._from_own_dict(data)
+        except (ValueError, TypeError, AttributeError):
+            if skipped is not None:
+                skipped.unreadable += 1
+            continue
+        yield record

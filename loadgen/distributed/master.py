@@ -204,14 +204,14 @@ def _send_plans(
     master: MasterRunner, scenario: Scenario, schedule: Schedule, endpoint: Endpoint, workers: list[_Worker]
 ) -> int:
     """Send every worker its share; return t0 (perf_counter_ns) of the run clock."""
-    shares = protocol.split_plan(schedule.requests, len(workers))
+    shares = protocol.split_columns(schedule.requests, len(workers))  # the plan, once, as columns
     lead_s = START_LEAD_S + LEAD_PER_REQUEST_S * len(schedule.requests)
     t0_wall_ns = time.time_ns() + round(lead_s * 1e9)
     t0_ns = time.perf_counter_ns() + (t0_wall_ns - time.time_ns())
     workload = protocol.dump_workload(scenario.workload)
     for worker, share in zip(workers, shares, strict=True):
-        worker.owned = len(share)
-        columns = protocol.encode_requests(share)
+        worker.owned = len(share["id"])
+        columns = share
         columns["max_concurrency"] = [
             protocol.worker_cap(cap, len(workers)) for cap in columns["max_concurrency"]
         ]

@@ -102,7 +102,7 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
     endpoint = Endpoint(**data["endpoint"])
     register_secret(endpoint.api_key)  # the server's key came with the plan: never print it
     workload = protocol.load_workload(data["workload"])
-    requests = protocol.decode_requests(data["requests"])
+    requests = protocol.decode_plan(data["requests"])
     schedule = Schedule(
         requests=requests, windows=[], phase_starts=list(data["phase_starts"]), duration_s=data["duration_s"]
     )

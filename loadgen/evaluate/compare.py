@@ -20,8 +20,10 @@ run-to-run noise is not called a regression. What "significant" means per metric
 - **Output tokens/s** is one number per run with no per-request spread: the threshold alone decides.
 
 Per-request values come from `requests.jsonl` beside each report: records past warm-up with status
-ok (failures are judged by the error rate). Without that file for either run, only the summary
-numbers of report.json are compared, by threshold alone, and the result says so.
+ok (failures are judged by the error rate). A run with more than COMPARE_SAMPLE records
+(compare_inputs) is tested on a uniform random sample of that many, and the result says so in its
+notes; its error counts stay exact. Without that file for either run, only the summary numbers of
+report.json are compared, by threshold alone, and the result says so.
 """
 
 from __future__ import annotations
@@ -146,13 +148,27 @@ def _change(baseline: float | None, current: float | None) -> float | None:
 
 
 def _bootstrap(sample: LatencySample, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """(resamples, percentiles): the percentiles of the sample with requests resampled."""
+    """(resamples, percentiles): the percentiles of the sample with requests resampled.
+
+    The same numbers as np.percentile (linear) over the values repeated by their request's draw
+    count, without building that array: the values are sorted once, and a resample's rank r is
+    found in the cumulative draw counts (ITL of 10,000 requests × 63 gaps: 13 ms a resample, not 34)."""
     n = sample.requests
-    out = np.empty((resamples, len(LATENCY_PERCENTILES)))
-    quantiles = [_QUANTILE[key] for key in LATENCY_PERCENTILES]
+    order = np.argsort(sample.values, kind="stable")
+    values, owner = sample.values[order], sample.owner[order]
+    fractions = np.array([_QUANTILE[key] for key in LATENCY_PERCENTILES]) / 100.0
+    out = np.empty((resamples, len(fractions)))
     for index in range(resamples):
         counts = np.bincount(rng.integers(0, n, n), minlength=n)
-        out[index] = np.percentile(np.repeat(sample.values, counts[sample.owner]), quantiles)
+        cumulative = np.cumsum(counts[owner])
+        last = cumulative[-1] - 1
+        position = fractions * last
+        below = np.floor(position)
+        low = values[np.searchsorted(cumulative, below, side="right")]
+        high = values[np.searchsorted(cumulative, np.minimum(below + 1, last), side="right")]
+        t = position - below
+        # numpy's own interpolation, both branches, so the result is bit for bit np.percentile's.
+        out[index] = np.where(t >= 0.5, high - (high - low) * (1 - t), low + (high - low) * t)
     return out
 
 
@@ -241,6 +257,7 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
         for run in (base, cur)
         if run.report.get("verdict") == "error"
     ]
+    notes += [note for run in (base, cur) if (note := run.sample_note()) is not None]
     rows: list[Row] = []
     per_request = base.latencies is not None and cur.latencies is not None
     if base.latencies is not None and cur.latencies is not None:

@@ -1,5 +1,12 @@
 """The release gate's inputs: one run's report.json and, from the requests.jsonl beside it, its
-per-request latencies (past warm-up, status ok), as loadgen.evaluate.compare judges them."""
+per-request latencies (past warm-up, status ok), as loadgen.evaluate.compare judges them.
+
+The file is read once, a chunk at a time, in bounded memory whatever the run's length: the
+request and error counts are exact; the per-request values come from a uniform random sample of
+at most COMPARE_SAMPLE records (loadgen.collect.reservoir; every record of a smaller run), as do
+compare.html's TTFT per time bin, while its throughput per bin counts every record
+(loadgen.collect.timeline).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.stats import elapsed_ms, present, tpot_ms
+from loadgen.collect.timeline import Timeline
+
+# Records per run the gate's tests use at most. 50,000 requests give the rank test and the
+# bootstrap far more power than a 10% threshold needs, and keep the bootstrap (1,000 resamples
+# of ~3 M pooled ITL gaps for 64-token streams) to about a minute per run pair (docs: README,
+# "loadtest compare").
+COMPARE_SAMPLE = 50_000
 
 
 class CompareInputError(Exception):
@@ -45,14 +61,40 @@ class LatencySample:
 
 
 @dataclass(frozen=True)
+class RunTimeline:
+    """What compare.html draws per time bin: every record's per-second counts (`counts`), and the
+    successful requests of the sample as (scheduled time, TTFT) for the p95 per bin."""
+
+    counts: Timeline
+    scheduled_s: np.ndarray
+    ttft_ms: np.ndarray
+
+
+@dataclass(frozen=True)
 class RunData:
-    """What a comparison needs from one run."""
+    """What a comparison needs from one run.
+
+    `requests`, `errors`: exact counts past warm-up; `latencies`: from every record, or from a
+    uniform sample of `sampled` of the `records` in the file (`sampled` is None when not sampled).
+    """
 
     source: Path
     report: Mapping[str, Any]
     latencies: dict[str, LatencySample] | None  # None without requests.jsonl
     requests: int
     errors: int
+    timeline: RunTimeline | None = None
+    records: int = 0
+    sampled: int | None = None
+
+    def sample_note(self) -> str | None:
+        """What the comparison says about a sampled run (None when every record was used)."""
+        if self.sampled is None:
+            return None
+        return (
+            f"{self.source}: the per-request tests use a uniform random sample of {self.sampled:,} "
+            f"of its {self.records:,} records (error rate and throughput counted from all)"
+        )
 
 
 def load_run(path: Path) -> RunData:
@@ -66,14 +108,35 @@ def load_run(path: Path) -> RunData:
         raise CompareInputError(f"{report_path} is not a readable JSON report: {exc}") from None
     if not isinstance(report, dict) or not isinstance(report.get("metrics"), dict):
         raise CompareInputError(f"{report_path} is not a loadtest report (no 'metrics' object)")
-    records_path = report_path.parent / "requests.jsonl"
+    records_path = records_file(report_path.parent)
     if not records_path.is_file():
         metrics = report["metrics"]
         requests, errors = int(metrics.get("requests") or 0), int(metrics.get("errors") or 0)
         return RunData(report_path, report, None, requests, errors)
-    counted = [record for record in read_records(records_path) if not record.warmup]
-    ok = [record for record in counted if record.status == "ok"]
-    return RunData(report_path, report, latency_samples(ok), len(counted), len(counted) - len(ok))
+    return read_run(report_path, report, records_path)
+
+
+def read_run(
+    report_path: Path, report: Mapping[str, Any], records_path: Path, capacity: int = COMPARE_SAMPLE
+) -> RunData:
+    """One pass over the records: exact counts and per-second tallies, and a uniform sample."""
+    sample: RecordSample[RequestRecord] = RecordSample(capacity)
+    counts = Timeline()
+    requests = errors = 0
+    for chunk in chunks(read_records(records_path)):
+        sample.offer(chunk)
+        counts.add(chunk)
+        counted = [record for record in chunk if not record.warmup]
+        requests += len(counted)
+        errors += sum(1 for record in counted if record.status != "ok")
+    drawn = sample.records
+    ok = [record for record in drawn if record.status == "ok"]
+    scheduled = np.array([record.scheduled_s for record in ok if record.first_token_s is not None])
+    first = np.array([record.first_token_s for record in ok if record.first_token_s is not None])
+    timeline = RunTimeline(counts, scheduled, (first - scheduled) * 1000.0)
+    latencies = latency_samples([record for record in ok if not record.warmup])
+    sampled = len(drawn) if sample.sampled else None
+    return RunData(report_path, report, latencies, requests, errors, timeline, sample.seen, sampled)
 
 
 def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:

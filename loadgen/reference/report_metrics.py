@@ -59,6 +59,19 @@ class ErrorsByKind(ReportPart):
     other: int | None = Field(default=None, description="an error recorded without a kind (old runs)")
 
 
+class PercentileMethod(ReportPart):
+    """How the percentiles of a `metrics` object were computed: exactly (numpy's linear
+    interpolation over every value) while a metric has at most `exact_up_to` values, beyond
+    that from a DDSketch whose quantiles lie within `relative_error` of the exact ones."""
+
+    method: Literal["exact", "ddsketch"] = Field(description="`ddsketch` when any metric was sketched")
+    relative_error: float = Field(
+        description="bound on |sketched − exact| / exact for the sketched metrics' percentiles; 0 when exact"
+    )
+    exact_up_to: int = Field(description="values per metric kept exactly before the sketch takes over")
+    sketched: list[str] = Field(description="the metrics whose percentiles come from the sketch")
+
+
 class Metrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
@@ -96,6 +109,9 @@ class Metrics(ReportPart):
     tokens_source: Literal["usage", "chunks", "mixed"] | None = Field(
         description="where output token counts came from: the server's `usage`, counted stream "
         "chunks, or both; null when no request produced tokens"
+    )
+    percentile_method: PercentileMethod = Field(
+        description="exact, or a DDSketch with a stated relative error past the exact budget (long runs)"
     )
 
 

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loadgen.collect.records import RequestRecord
+from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import with_ttft_gap
-from loadgen.collect.stats import PhaseWindow, client_trust, compute_metrics, phase_metrics
+from loadgen.collect.stats import PhaseWindow, client_trust, run_stats
 from loadgen.distributed.protocol import workers_error
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 from loadgen.scenario.model import Scenario
@@ -119,25 +120,32 @@ class Judging:
 
 
 def build_report(
-    facts: RunFacts, judging: Judging, records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]
+    facts: RunFacts,
+    judging: Judging,
+    records: Iterable[RequestRecord] | RunStats,
+    windows: Sequence[PhaseWindow],
 ) -> dict[str, Any]:
-    """report.json as a dict; `knee`, `capacity` and `replicas` are None for a plain run. A
-    lost worker (in `facts.workers`) makes the verdict `error`."""
+    """report.json as a dict, from the records or their statistics already accumulated
+    (RunStats: one pass over a file of any length); `knee`, `capacity` and `replicas` are None
+    for a plain run. A lost worker (in `facts.workers`) makes the verdict `error`."""
     name, started_at, duration_s, server = facts.name, facts.started_at, facts.duration_s, facts.server
     slo_spec, workers = judging.slo, facts.workers
-    records = list(records)
+    stats = records if isinstance(records, RunStats) else run_stats(records, windows)
     run_error = facts.run_error or workers_error(workers)
-    metrics = compute_metrics(records, windows)
+    metrics = stats.overall().metrics(windows)
     server_info = normalize_server(server)
     if "metrics" in server_info:  # the server's own /metrics (None where not scraped)
         server_info["metrics"] = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
     named = list(slo_spec.classes) if slo_spec is not None else []
     # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
-    several = bool(named) or len({record.request_class for record in records}) > 1
-    classes = class_metrics(records, windows, named) if several else {}
+    several = bool(named) or len(stats.classes) > 1
+    classes = stats.class_metrics(named) if several else {}
     slos = check_slos(slo_spec, metrics, server_info, classes) if slo_spec is not None else []
     client = client_trust(
-        records, judging.max_lag_p99_ms, facts.client_cpu_percent, judging.max_client_cpu_percent
+        stats.lag.percentiles()["p99"] or 0.0,
+        judging.max_lag_p99_ms,
+        facts.client_cpu_percent,
+        judging.max_client_cpu_percent,
     )
     if workers is not None:
         client["workers"] = {
@@ -153,7 +161,7 @@ def build_report(
         "duration_s": duration_s,
         "metrics": metrics,
         **({"classes": classes} if len(classes) > 1 else {}),
-        "phases": phase_metrics(records, windows, overall=metrics),
+        "phases": stats.phase_list(overall=metrics),
         "server": server_info,
         "slo": [result.to_dict() for result in slos],
         "client": client,
@@ -163,23 +171,6 @@ def build_report(
     }
     rounded: dict[str, Any] = round_floats(report)
     return rounded
-
-
-def class_metrics(
-    records: Sequence[RequestRecord], windows: Sequence[PhaseWindow], named: Sequence[str] = ()
-) -> dict[str, dict[str, Any]]:
-    """Metrics of each workload class's requests (those in the records, by their first request's
-    id, then `named` ones without any). A class's `target_rate` is None: classes are drawn per
-    request, so no rate is set for one."""
-    first: dict[str, int] = {}
-    for record in records:
-        first[record.request_class] = min(first.get(record.request_class, record.id), record.id)
-    names = list(dict.fromkeys([*sorted(first, key=first.__getitem__), *named]))
-    by_class: dict[str, dict[str, Any]] = {}
-    for name in names:
-        own = [record for record in records if record.request_class == name]
-        by_class[name] = {**compute_metrics(own, windows), "target_rate": None}
-    return by_class
 
 
 def exit_code(report: Mapping[str, Any]) -> int:

@@ -1,9 +1,11 @@
 """Turn a run directory's records into its reports: the one place a report is computed.
 
-Used at the end of a run and by `loadtest report`; it reads requests.jsonl and resources.jsonl,
-never memory, so both give the same numbers. Free of gevent and Locust. Never raises on a full
-or read-only disk: what cannot be written is named on stderr, and a verdict that was not already
-`error` becomes one (exit 2: a gate must not pass without its reports).
+Used at the end of a run and by `loadtest report`; it reads requests.jsonl (or .zst) and
+resources.jsonl, never memory, so both give the same numbers. A plain run's records are read in
+one pass in bounded memory (report/scan.py): the statistics, and report.html's sample. Free of
+gevent and Locust. Never raises on a full or read-only disk: what cannot be written is named on
+stderr, and a verdict that was not already `error` becomes one (exit 2: a gate must not pass
+without its reports).
 """
 
 from __future__ import annotations
@@ -12,18 +14,23 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
+from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, SkippedLines, read_records
 from loadgen.collect.server_metrics_summary import read_server_metrics, summarize_server_metrics
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.safe_write import write_formats
+from loadgen.report.scan import scan_records
 from loadgen.report.search_report import build_search_report
 from loadgen.run.rundir import RunMeta
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
+
+if TYPE_CHECKING:
+    from loadgen.report.html.inputs import ChartRecords
 
 
 def render_reports(
@@ -39,7 +46,7 @@ def render_reports(
             f"loadtest: report.html skipped on interrupt: `loadtest report {run_dir}` draws it",
             file=sys.stderr,
         )
-    records = _read_records(run_dir / "requests.jsonl")
+    path = records_file(run_dir)
     run_error = meta.run_error
     if not meta.finished and run_error is None:
         run_error = "the run did not finish (the load generator stopped unexpectedly)"
@@ -48,14 +55,25 @@ def render_reports(
         read_samples(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
     if scenario.search is not None:
+        # A search's levels are judged from their records in memory (a level is seconds long).
+        records = _read_records(path)
         return _render_search(run_dir, scenario, schedule, meta, records, run_error, formats)
+    # One pass over the file, in bounded memory: the statistics, and report.html's sample.
+    charts = None
+    if "html" in formats:
+        from loadgen.report.html.inputs import ChartRecords  # matplotlib only where html is asked for
+
+        charts = ChartRecords()
+    skipped = SkippedLines()
+    stats = scan_records(path, schedule.windows, skipped, on_chunk=None if charts is None else charts.offer)
+    _warn_skipped(skipped, path)
     # The server's own /metrics over the same window (bracketed by the scrapes around it).
     server_metrics = summarize_server_metrics(
         read_server_metrics(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
     facts = _facts(scenario, meta, {**meta.server, "memory": memory, "metrics": server_metrics}, run_error)
-    report = build_report(facts, Judging.of(scenario), records, schedule.windows)
-    _write(report, run_dir, scenario, schedule, meta, records, formats)
+    report = build_report(facts, Judging.of(scenario), stats, schedule.windows)
+    _write(report, run_dir, scenario, schedule, meta, charts, formats)
     return report
 
 
@@ -108,13 +126,16 @@ def _write(
     scenario: Scenario,
     schedule: Schedule,
     meta: RunMeta,
-    records: list[RequestRecord],
+    records: ChartRecords | list[RequestRecord] | None,
     formats: Sequence[str],
 ) -> None:
-    """Every format; the HTML report reuses the records already read (100k lines take seconds)."""
+    """Every format; the HTML report reuses the records already read: a search's, or the sample
+    the one pass kept (reading a file again takes seconds to minutes)."""
     from loadgen.report.html.inputs import run_inputs  # matplotlib only where html is asked for
 
-    inputs = run_inputs(run_dir, scenario, schedule, meta, records) if "html" in formats else None
+    inputs = None
+    if "html" in formats and records is not None:
+        inputs = run_inputs(run_dir, scenario, schedule, meta, records)
     failure = write_formats(report, run_dir, formats, inputs)
     if failure is None:
         return
@@ -132,6 +153,10 @@ def _read_records(path: Path) -> list[RequestRecord]:
         return []
     skipped = SkippedLines()
     records = list(read_records(path, skipped))
+    _warn_skipped(skipped, path)
+    return records
+
+
+def _warn_skipped(skipped: SkippedLines, path: Path) -> None:
     for message in skipped.messages(path.name):
         print(f"loadtest: warning: {message}", file=sys.stderr, flush=True)
-    return records

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loadgen.collect.record_files import records_file
 from loadgen.report.render import render_reports
 from loadgen.run.disk import DiskError, check_writable
 from loadgen.run.rundir import RunMeta
@@ -18,7 +19,7 @@ class RerenderError(Exception):
 
 def rerender_run(run_dir: Path) -> dict[str, Any]:
     """Every report format of one run, written again from requests.jsonl; returns report.json."""
-    if not (run_dir / "requests.jsonl").exists() or not (run_dir / "scenario.yaml").exists():
+    if not records_file(run_dir).exists() or not (run_dir / "scenario.yaml").exists():
         raise RerenderError(f"{run_dir} is not a run directory (needs scenario.yaml and requests.jsonl)")
     try:
         scenario = load_scenario(run_dir / "scenario.yaml")

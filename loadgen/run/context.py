@@ -19,6 +19,7 @@ import gevent.event
 
 from loadgen.collect.coldstart import summarize_cold_starts
 from loadgen.collect.memory import RESOURCES_FILE
+from loadgen.collect.record_files import records_path
 from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper
@@ -83,7 +84,7 @@ class RunContext:
             meta=meta,
             guards=guards,
             observers=observers,
-            writer=RecordWriter(run_dir / "requests.jsonl", on_failure=on_disk_failure),
+            writer=RecordWriter(records_path(run_dir, scenario.report.compress), on_failure=on_disk_failure),
             resources=ResourceSampler(
                 run_dir / RESOURCES_FILE, on_sample=observers.server_sample, on_failure=on_disk_failure
             ),

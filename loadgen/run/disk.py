@@ -103,10 +103,19 @@ class LineFile:
 
     def append(self, line: str) -> bool:
         """Write `line` and a newline; False (and nothing written) once the disk failed."""
-        if self._fd is None:
+        return self.append_bytes((line + "\n").encode("utf-8"))
+
+    def append_bytes(self, data: bytes) -> bool:
+        """Write one whole encoded line, newline included; False (nothing written) once failed."""
+        if self._fd is None or not self._write_whole(data):
             self.dropped += 1
             return False
-        data = (line + "\n").encode("utf-8")
+        self.written += 1
+        return True
+
+    def _write_whole(self, data: bytes) -> bool:
+        """All of `data` at the file's end, or none of it and the failure reported."""
+        assert self._fd is not None
         done = 0
         try:
             while done < len(data):
@@ -117,10 +126,8 @@ class LineFile:
         except OSError as exc:
             if done:
                 self._cut_back(done)
-            self.dropped += 1
             self._fail("write", exc)
             return False
-        self.written += 1
         return True
 
     def close(self) -> None:

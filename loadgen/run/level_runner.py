@@ -5,10 +5,16 @@ the run's single clock; its records carry the level and its own phase index, and
 window is saved in run.json, so the report is recomputed from files like any other run.
 A closed-loop level starts its users one by one over the first half of its warm-up
 (closed_loop.py), so they are not in step when its window opens.
+
+Memory: the runner holds the records of the level in hand only (every trial of a measured level,
+which its result pools; a lone run's own), and drops them once the level's result is computed;
+every record is on disk already (the sink). Each level's garbage is collected as it ends. So a
+search of any length holds one level at a time.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +35,7 @@ from loadgen.scenario.model import Scenario
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
-from loadgen.traffic.schedule import Schedule
+from loadgen.traffic.schedule import PlannedRequests, Schedule
 from servers.base import Endpoint
 
 
@@ -55,7 +61,8 @@ class _Window:
 
 @dataclass
 class LevelRunner:
-    """Runs single load levels on the run's clock (zero at `origin_ns`) and keeps their records."""
+    """Runs single load levels on the run's clock (zero at `origin_ns`). `records`: those of the
+    level in hand only (see the module's docstring)."""
 
     scenario: Scenario
     spec: SearchSpec
@@ -72,6 +79,7 @@ class LevelRunner:
     def __post_init__(self) -> None:
         self._next_id = 0
         self._current: TrafficRunner | None = None
+        self._measuring = False  # inside measure(): its trials' records are pooled, kept till its end
 
     def in_flight(self) -> int:
         return self._current.dispatcher.in_flight if self._current is not None else 0
@@ -91,7 +99,31 @@ class LevelRunner:
         role: LevelRole = "search",
         spread: Sequence[Endpoint] = (),
     ) -> LevelWindow:
-        """Run one level to its end (and its in-flight requests to theirs); return its window."""
+        """Run one level to its end (and its in-flight requests to theirs); return its window.
+        Outside `measure`, the level's records are kept only while it runs."""
+        own = not self._measuring
+        if own:
+            self.records = []
+        try:
+            return self._run(level, over, duration_s, warmup_s, trial, role, spread)
+        finally:
+            if own:
+                self.records = []
+            # A finished level's Locust environment, users and schedule are reference cycles: free
+            # them now, between levels (nothing in flight), or garbage from several levels piles up
+            # until a full collection comes, mid-level.
+            gc.collect()
+
+    def _run(
+        self,
+        level: float,
+        over: str,
+        duration_s: float,
+        warmup_s: float,
+        trial: int,
+        role: LevelRole,
+        spread: Sequence[Endpoint],
+    ) -> LevelWindow:
         index = len(self.windows)
         closed = over == "concurrency"
         supply = None
@@ -148,14 +180,19 @@ class LevelRunner:
         """One search level, every trial of it, as the policy reads it. Raises SearchStopped when
         the client could not keep up (its schedule lag broke the client bound)."""
         spec, scenario = self.spec, self.scenario
-        windows = [
-            self.run(
-                level, spec.over, duration_s=spec.level_duration, warmup_s=spec.level_warmup, trial=trial
-            )
-            for trial in range(spec.trials)
-        ]
-        result, _ = level_result(windows, self.records, scenario.slo, spec.max_drift)
-        lag_ms, max_lag_ms = self.lag_p99_ms(windows), scenario.client.max_schedule_lag_p99 * 1000
+        self._measuring, self.records = True, []
+        try:
+            windows = [
+                self.run(
+                    level, spec.over, duration_s=spec.level_duration, warmup_s=spec.level_warmup, trial=trial
+                )
+                for trial in range(spec.trials)
+            ]
+            result, _ = level_result(windows, self.records, scenario.slo, spec.max_drift)
+            lag_ms = self.lag_p99_ms(windows)
+        finally:  # the level's result is all a search needs of it: its records are on disk
+            self._measuring, self.records = False, []
+        max_lag_ms = scenario.client.max_schedule_lag_p99 * 1000
         if lag_ms > max_lag_ms:
             raise SearchStopped(
                 f"level {format_number(level)}: schedule lag p99 {format_number(lag_ms)} ms exceeded the "
@@ -180,7 +217,10 @@ class LevelRunner:
             rng=level_rng(self.scenario.seed, index),
         )
         return Schedule(
-            requests=requests, windows=[], phase_starts=[offset_s], duration_s=offset_s + duration_s
+            requests=PlannedRequests.of(requests),
+            windows=[],
+            phase_starts=[offset_s],
+            duration_s=offset_s + duration_s,
         )
 
     def _announce(self, index: int, level: float, over: str, role: LevelRole) -> None:

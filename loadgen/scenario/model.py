@@ -48,6 +48,8 @@ REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html")
 class ReportConfig(StrictModel):
     dir: Path = Path("runs")
     formats: list[ReportFormat] = Field(default_factory=lambda: list(REPORT_FORMATS))
+    # zstd: the records go to requests.jsonl.zst, each record flushed as it completes (long soaks).
+    compress: Literal["none", "zstd"] = "none"
 
 
 class PrometheusConfig(StrictModel):

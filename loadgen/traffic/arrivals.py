@@ -60,14 +60,19 @@ def shaped_count(phase: ShapedPhase, start: float, end: float) -> int:
 
 def thinned_offsets(phase: ShapedPhase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
     """Arrivals in [start, end), piece by piece between the rate's corners, each conditioned on its count."""
-    times, _ = phase.rate_profile()
-    cuts = sorted({start, end, *(t for t in times if start < t < end)})
-    pieces = [_thin(phase, a, b, rng) for a, b in pairwise(cuts)]
+    pieces = [thin_piece(phase, a, b, rng) for a, b in shaped_pieces(phase, start, end)]
     arrivals: np.ndarray = np.concatenate(pieces) if pieces else np.empty(0)
     return arrivals
 
 
-def _thin(phase: ShapedPhase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
+def shaped_pieces(phase: ShapedPhase, start: float, end: float) -> list[tuple[float, float]]:
+    """The pieces of [start, end) between the rate's corners, in order: each is thinned alone."""
+    times, _ = phase.rate_profile()
+    cuts = sorted({start, end, *(t for t in times if start < t < end)})
+    return list(pairwise(cuts))
+
+
+def thin_piece(phase: ShapedPhase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
     """Lewis–Shedler thinning of a uniform proposal at λ_max over one piece, to an exact count."""
     count = shaped_count(phase, start, end)
     if count <= 0 or end <= start:

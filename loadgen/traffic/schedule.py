@@ -1,4 +1,4 @@
-"""The whole run's plan, computed before the first request: every request's due time and size.
+"""The whole run's plan: every request's due time and size, made lazily, chunk by chunk.
 
 Pure and seeded: the same scenario always yields the same schedule, so two runs differ only in
 what the server did. Phases run back to back; the warm-up boundary splits a phase into two parts
@@ -9,20 +9,50 @@ they belong to the first workload class (its API; "default" for a single workloa
 With several workload classes, each request's class is drawn by weight (seeded), then its lengths
 from that class's distributions and, for a class with a dataset, its prompt: a dataset line
 sampled uniformly with replacement. A single workload draws exactly as before classes existed.
+
+The plan is not held in memory: `build_schedule` walks the seeded generator once, drawing and
+discarding in bounded chunks, to learn the counts, the windows and where each random stream
+starts (loadgen.traffic.plan_streams); `Schedule.requests` then makes the requests as it is
+iterated, CHUNK at a time, from copies of the generator at those points. It yields exactly the
+requests an eager planner holding one object per request made (ids, times bit for bit, lengths,
+classes, dataset lines), so the first request is ready in a fraction of a second and the plan's
+memory does not grow with the run's length (a long ramp or spike holds one piece's times: 8 bytes
+a request). Search levels and a distributed worker's share hold their few requests as a list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
-from loadgen.scenario.model import Length, Scenario, Workload
-from loadgen.scenario.phases import Phase, ShapedPhase, TracePhase
-from loadgen.traffic.arrivals import arrival_offsets
-from loadgen.traffic.traces import TraceRow, scale_rate
+from loadgen.scenario.model import Scenario, Workload
+from loadgen.traffic.plan_streams import (
+    ArrivalPlan,
+    DrawPlan,
+    Ticker,
+    plan_arrivals,
+    plan_draws,
+    sample_lengths,
+)
+from loadgen.traffic.traces import TraceRow
+
+__all__ = [
+    "CHUNK",
+    "Draw",
+    "PlannedRequest",
+    "PlannedRequests",
+    "Schedule",
+    "build_schedule",
+    "draw_requests",
+    "sample_lengths",
+]
+
+# Requests made per step of the iteration: about a millisecond of numpy (the release of requests
+# waits meanwhile), then one object at a time.
+CHUNK = 8192
 
 
 @dataclass(frozen=True)
@@ -40,9 +70,37 @@ class PlannedRequest:
     dataset_row: int | None = None  # index into its class's dataset entries (sent instead of prompt)
 
 
+class PlannedRequests:
+    """The planned requests in schedule order: sized and re-iterable, each pass making them anew
+    (no random access: the runner, the distributed split and the tests only iterate)."""
+
+    def __init__(self, count: int, make: Callable[[], Iterator[PlannedRequest]]) -> None:
+        self._count = count
+        self._make = make
+
+    @classmethod
+    def of(cls, requests: Sequence[PlannedRequest]) -> PlannedRequests:
+        """Requests already made (a search level's, a worker's share)."""
+        return cls(len(requests), lambda: iter(requests))
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[PlannedRequest]:
+        return self._make()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PlannedRequests):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __repr__(self) -> str:
+        return f"PlannedRequests({self._count} requests)"
+
+
 @dataclass(frozen=True)
 class Schedule:
-    requests: list[PlannedRequest]
+    requests: PlannedRequests
     windows: list[PhaseWindow]  # measured part of each phase (warm-up cut off)
     phase_starts: list[float]
     duration_s: float
@@ -50,76 +108,79 @@ class Schedule:
     @classmethod
     def empty(cls) -> Schedule:
         """No planned requests: a run before its plan, or a search level filled in as it runs."""
-        return cls(requests=[], windows=[], phase_starts=[], duration_s=0.0)
+        return cls(requests=PlannedRequests.of(()), windows=[], phase_starts=[], duration_s=0.0)
 
 
-# Planning a long run is seconds of pure CPU: every this many requests it calls `checkpoint`,
-# where the caller can let a Ctrl-C in (gevent.sleep(0)) and abandon the plan.
-CHECKPOINT_EVERY = 20_000
-
-
-def build_schedule(scenario: Scenario, checkpoint: Callable[[], None] | None = None) -> Schedule:
+def build_schedule(
+    scenario: Scenario, checkpoint: Callable[[], None] | None = None, *, chunk: int = CHUNK
+) -> Schedule:
+    """The run's plan. Positioning the streams is pure CPU (about half a second for a day at
+    100 req/s): `checkpoint` is called every few tens of milliseconds meanwhile, where the caller
+    can let a Ctrl-C in and abandon the plan. Iterating the requests draws `chunk` at a time; a
+    caller that wants only the windows and phase starts (a report) never iterates."""
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, not {chunk}")
     rng = np.random.default_rng(scenario.seed)
-    times: list[float] = []
-    phases: list[int] = []
-    windows: list[PhaseWindow] = []
-    starts: list[float] = []
-    replayed: dict[int, TraceRow] = {}  # request index → the trace row it replays
-    offset = 0.0
-    for index, phase in enumerate(scenario.traffic):
-        starts.append(offset)
-        first = len(times)
-        cut = min(max(scenario.warmup - offset, 0.0), phase.duration)
-        if isinstance(phase, TracePhase):
-            rows = scale_rate(phase.rows, phase.rate_scale, phase.duration, rng)
-            replayed.update((len(times) + i, row) for i, row in enumerate(rows))
-            times.extend(offset + row.offset_s for row in rows)
-            phases.extend([index] * len(rows))
-        else:
-            for start, end in ((0.0, cut), (cut, phase.duration)):
-                if end > start:
-                    arrivals = offset + arrival_offsets(phase, start, end, rng)
-                    times.extend(arrivals.tolist())
-                    phases.extend([index] * len(arrivals))
-        if cut < phase.duration:
-            target = _target_rate(phase, cut, times[first:], offset)
-            windows.append(PhaseWindow(index, phase.kind, target, offset + cut, offset + phase.duration))
-        offset += phase.duration
+    tick = Ticker(checkpoint)
+    arrivals = plan_arrivals(scenario.traffic, scenario.warmup, rng, tick)
+    draws = plan_draws(scenario.classes, arrivals.count, rng, tick)
+    caps = [phase.max_concurrency for phase in scenario.traffic]
 
-    draws = draw_requests(scenario.classes, len(times), rng, checkpoint)
-    first_class = scenario.classes[0][0]
-    requests: list[PlannedRequest] = []
-    for i in range(len(times)):
-        if checkpoint is not None and i % CHECKPOINT_EVERY == 0:
-            checkpoint()
-        requests.append(
-            PlannedRequest(
-                id=i,
-                phase=phases[i],
-                scheduled_s=times[i],
-                prompt_tokens=_replayed_prompt_tokens(replayed[i])
-                if i in replayed
-                else draws[i].prompt_tokens,
-                output_tokens=max(1, replayed[i].output_tokens) if i in replayed else draws[i].output_tokens,
-                warmup=times[i] < scenario.warmup,
-                max_concurrency=scenario.traffic[phases[i]].max_concurrency,
-                prompt=replayed[i].prompt if i in replayed else None,
-                request_class=first_class if i in replayed else draws[i].request_class,
-                dataset_row=None if i in replayed else draws[i].dataset_row,
-            )
-        )
-    return Schedule(requests=requests, windows=windows, phase_starts=starts, duration_s=offset)
+    def make() -> Iterator[PlannedRequest]:
+        return _requests(arrivals, draws, scenario.warmup, caps, chunk)
+
+    return Schedule(
+        requests=PlannedRequests(arrivals.count, make),
+        windows=arrivals.windows,
+        phase_starts=arrivals.phase_starts,
+        duration_s=arrivals.duration_s,
+    )
 
 
-def _target_rate(phase: Phase, cut: float, phase_times: list[float], offset: float) -> float:
-    """The rate a phase's measured part [cut, duration) is meant to send: a ramp's or spike's
-    mean over that part, a trace's requests in it over its length, else the phase's rate."""
-    span = phase.duration - cut
-    if isinstance(phase, ShapedPhase):
-        return phase.expected_count(cut, phase.duration) / span
-    if isinstance(phase, TracePhase):
-        return sum(1 for t in phase_times if t - offset >= cut) / span
-    return phase.rate
+def _requests(
+    arrivals: ArrivalPlan, draws: DrawPlan, warmup: float, caps: Sequence[int], chunk: int
+) -> Iterator[PlannedRequest]:
+    """Every request in order: each source's times a chunk at a time, with that many draws."""
+    cursor = draws.cursor()
+    names = [streams.name for streams in draws.classes]
+    first_class = names[0]
+    next_id = 0
+    for source in arrivals.sources:
+        phase, cap = source.phase, caps[source.phase]
+        for times, rows in source.chunks(chunk):
+            drawn = cursor.take(len(times))
+            due = times.tolist()
+            warm = (times < warmup).tolist()
+            if rows is not None:  # a trace's rows: the draws are made (and dropped) all the same
+                for j, row in enumerate(rows):
+                    yield PlannedRequest(
+                        id=next_id + j,
+                        phase=phase,
+                        scheduled_s=due[j],
+                        prompt_tokens=_replayed_prompt_tokens(row),
+                        output_tokens=max(1, row.output_tokens),
+                        warmup=warm[j],
+                        max_concurrency=cap,
+                        prompt=row.prompt,
+                        request_class=first_class,
+                    )
+            else:
+                classes = drawn.classes.tolist()
+                prompt, output = drawn.prompt_tokens.tolist(), drawn.output_tokens.tolist()
+                lines = drawn.rows.tolist()
+                for j in range(len(due)):
+                    yield PlannedRequest(
+                        id=next_id + j,
+                        phase=phase,
+                        scheduled_s=due[j],
+                        prompt_tokens=prompt[j],
+                        output_tokens=output[j],
+                        warmup=warm[j],
+                        max_concurrency=cap,
+                        request_class=names[classes[j]],
+                        dataset_row=None if lines[j] < 0 else lines[j],
+                    )
+            next_id += len(due)
 
 
 def _replayed_prompt_tokens(row: TraceRow) -> int:
@@ -143,10 +204,10 @@ def draw_requests(
     classes: Sequence[tuple[str, float, Workload]],
     count: int,
     rng: np.random.Generator,
-    checkpoint: Callable[[], None] | None = None,
 ) -> list[Draw]:
     """`count` requests' classes (by weight), lengths and dataset lines, seeded. A dataset
-    request's prompt_tokens is its client-side count (tokenizer:) or else its word count."""
+    request's prompt_tokens is its client-side count (tokenizer:) or else its word count.
+    For the search's few requests at a time: the run's plan replays the same order in chunks."""
     if len(classes) == 1:
         picks = np.zeros(count, dtype=int)
     else:
@@ -160,8 +221,6 @@ def draw_requests(
         entries = workload.entries
         rows = rng.integers(0, len(entries), size=len(mine)) if entries else None
         for j, position in enumerate(mine.tolist()):
-            if checkpoint is not None and j % CHECKPOINT_EVERY == 0:
-                checkpoint()
             if rows is None:
                 draws[position] = Draw(name, int(prompt[j]), int(output[j]))
             else:
@@ -169,18 +228,3 @@ def draw_requests(
                 tokens = entry.tokens if entry.tokens is not None else max(1, len(entry.text.split()))
                 draws[position] = Draw(name, tokens, int(output[j]), int(rows[j]))
     return [draw for draw in draws if draw is not None]
-
-
-def sample_lengths(spec: Length, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Token counts drawn from `spec`, at least 1 each."""
-    if spec.kind == "fixed":
-        values = np.full(count, spec.value, dtype=float)
-    elif spec.kind == "uniform":
-        values = rng.integers(spec.min, spec.max + 1, size=count).astype(float)
-    elif spec.kind == "normal":
-        values = rng.normal(spec.mean, spec.std, size=count)
-    else:  # lognormal with the requested mean: E[X] = exp(mu + sigma²/2)
-        mu = np.log(spec.mean) - spec.sigma**2 / 2
-        values = rng.lognormal(mu, spec.sigma, size=count)
-    lengths: np.ndarray = np.maximum(1, np.rint(values)).astype(int)
-    return lengths

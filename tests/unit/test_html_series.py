@@ -7,6 +7,7 @@ import pytest
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
+from loadgen.collect.timeline import Timeline
 from loadgen.report.html.series import (
     Bins,
     Columns,
@@ -16,7 +17,6 @@ from loadgen.report.html.series import (
     theil_sen_line,
     thin,
 )
-from loadgen.report.html.timeseries_section import error_kinds
 
 
 def record(
@@ -152,8 +152,8 @@ def test_errors_are_split_by_kind_at_the_time_they_ended() -> None:
         record(4, 3.0, 3.0, None, 33.0, status="timeout"),
         record(5, 4.0, None, None, None, status="error"),  # connection refused: no HTTP status
     ]
-    kinds = error_kinds(Columns.of(records))
-    assert sorted(kinds) == ["HTTP 429", "HTTP 503", "error", "timeout"]
-    assert kinds["HTTP 503"].tolist() == [1.2, 1.6]
-    assert kinds["timeout"].tolist() == [33.0]
-    assert kinds["error"].tolist() == [4.0]  # never ended: counted at its scheduled time
+    timeline = Timeline.of(records)
+    assert timeline.error_kinds() == ["timeout", "HTTP 429", "HTTP 503", "error"]
+    assert timeline.errors["HTTP 503"].tolist() == [0.0, 2.0]  # 1.2 and 1.6: both in second 1
+    assert np.flatnonzero(timeline.errors["timeout"]).tolist() == [33]
+    assert timeline.errors["error"].tolist() == [0, 0, 0, 0, 1.0]  # never ended: at its scheduled time

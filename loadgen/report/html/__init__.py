@@ -3,6 +3,8 @@
 - `charts`: generic chart builders (line, bar) returning a `Chart` (its SVG and id);
 - `page`: the page skeleton (verdict banner, sections, tables, cards);
 - `series`: the maths behind the charts (1-s bins, in-flight means, CDFs, downsampling);
+- `inputs`: what a page draws beyond report.json; for a long run a uniform sample of its records
+  (latency) beside exact per-second counts of all of them (`ChartRecords`, filled in one pass);
 - `run_report`: report.html of a run (`write_html`), assembled from the `*_section` modules;
 - `compare_html`: compare.html of `loadtest compare`.
 """

@@ -1,23 +1,27 @@
 """compare.html: `loadtest compare BASELINE CURRENT` as a page — the verdict, the significance
-table, and both runs overlaid (latency CDFs; TTFT p95 and throughput per 1-s bin, each run on
-its own clock)."""
+table, and both runs overlaid (latency CDFs; TTFT p95 and throughput per time bin, each run on
+its own clock).
+
+Everything comes from the RunData the gate loaded in one pass (compare_inputs): the CDFs and TTFT
+p95 from its records or their uniform sample (bins widened for a sample, as in report.html),
+throughput from the exact per-second counts of every record.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.timeline import coarsen
 from loadgen.evaluate.compare import Comparison, Row, format_change
-from loadgen.evaluate.compare_inputs import RunData
+from loadgen.evaluate.compare_inputs import RunData, RunTimeline
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
 from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
 from loadgen.report.html.page import Banner, CellStatus, Section, grid, note, render_page, table
-from loadgen.report.html.series import Bins, Columns, binned_percentiles
+from loadgen.report.html.series import Bins, binned_percentiles
 from loadgen.report.html.summary_section import num
-from loadgen.report.html.timeseries_section import TIME_LABEL, run_bins, wide_range
+from loadgen.report.html.timeseries_section import TIME_LABEL, bin_width, per_bin, run_bins, wide_range
 
 FILENAME = "compare.html"
 BASELINE_COLOR, CURRENT_COLOR = "#757575", PALETTE[5]
@@ -69,11 +73,6 @@ def comparison_table(comparison: Comparison) -> str:
     return table(headers, rows, statuses, status_column=5)
 
 
-def _records(run: RunData) -> list[RequestRecord]:
-    path = run.source.parent / "requests.jsonl"
-    return list(read_records(path)) if path.is_file() else []
-
-
 def _cdf_charts(baseline: RunData, current: RunData) -> list[Chart]:
     if baseline.latencies is None or current.latencies is None:
         return []
@@ -104,22 +103,30 @@ def _cdf_charts(baseline: RunData, current: RunData) -> list[Chart]:
     return charts
 
 
-def _per_bin(records: Sequence[RequestRecord]) -> tuple[Bins, np.ndarray, np.ndarray]:
-    columns = Columns.of(records)
-    bins = run_bins(columns, ())
-    ok = columns.select(columns.status == "ok")
-    ttft = binned_percentiles(ok.scheduled, (ok.ttft_end() - ok.scheduled) * 1000, bins, (95,))[95]
-    return bins, ttft, bins.rate(ok.done)
+def _width(run: RunData, timeline: RunTimeline) -> float:
+    return bin_width(timeline.counts.end_s, run.sampled)
 
 
-def _time_charts(baseline: Sequence[RequestRecord], current: Sequence[RequestRecord]) -> list[Chart]:
-    if not baseline or not current:
+def _per_bin(timeline: RunTimeline, width_s: float) -> tuple[Bins, np.ndarray, np.ndarray]:
+    bins = run_bins(timeline.counts.end_s, (), width_s)
+    ttft = binned_percentiles(timeline.scheduled_s, timeline.ttft_ms, bins, (95,))[95]
+    return bins, ttft, coarsen(timeline.counts.tally("done_ok"), bins.edges) / bins.width
+
+
+def _time_charts(baseline: RunData, current: RunData) -> list[Chart]:
+    old, new = baseline.timeline, current.timeline
+    if old is None or new is None or not old.counts.total or not new.counts.total:
         return []
-    old_bins, old_ttft, old_rate = _per_bin(baseline)
-    new_bins, new_ttft, new_rate = _per_bin(current)
+    # One width for both runs, so that their lines compare: the wider one's.
+    width = max(_width(baseline, old), _width(current, new))
+    old_bins, old_ttft, old_rate = _per_bin(old, width)
+    new_bins, new_ttft, new_rate = _per_bin(new, width)
+    sampled = (
+        "; TTFT from a uniform sample of a long run's requests" if baseline.sampled or current.sampled else ""
+    )
     ttft = line_chart(
         "compare-ttft-p95-over-time",
-        "TTFT p95 per 1-s bin",
+        f"TTFT p95 {per_bin(width)}",
         TIME_LABEL + ", each run on its own clock",
         "ms",
         [
@@ -130,11 +137,11 @@ def _time_charts(baseline: Sequence[RequestRecord], current: Sequence[RequestRec
         ],
         log_y=wide_range([old_ttft, new_ttft]),
         x_min=0,
-        caption="Requests binned by their scheduled time (warm-up included).",
+        caption=f"Requests binned by their scheduled time (warm-up included{sampled}).",
     )
     rate = line_chart(
         "compare-throughput-over-time",
-        "Throughput per 1-s bin",
+        f"Throughput {per_bin(width)}",
         TIME_LABEL + ", each run on its own clock",
         "successful completions/s",
         [
@@ -169,7 +176,7 @@ def render_compare_html(
     )
     body = comparison_table(comparison) + "".join(note(f"note: {text}") for text in comparison.notes)
     sections = [Section("Significance", body, "significance")]
-    charts = _cdf_charts(baseline, current) + _time_charts(_records(baseline), _records(current))
+    charts = _cdf_charts(baseline, current) + _time_charts(baseline, current)
     if charts:
         sections.append(Section("Both runs overlaid", grid([chart.html() for chart in charts]), "overlay"))
     else:

@@ -1,16 +1,26 @@
 """What report.html draws beyond report.json: the records, the phases on the run clock, the
-server's samples. Built by render.py from what it already holds, or read from a run folder."""
+server's samples. Built by render.py from what its one pass over requests.jsonl filled (a
+`ChartRecords`), or read from a run folder in one pass of its own.
+
+A long run's records do not all fit: the charts get a uniform random sample of them (at most
+CHART_SAMPLE, loadgen.collect.reservoir) for latency percentiles and distributions, and exact
+per-second counts of every record (loadgen.collect.timeline) for everything that counts.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loadgen.collect.memory import RESOURCES_FILE, ResourceSample, read_samples
+from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.server_metrics_summary import MetricsLog, read_server_metrics
 from loadgen.collect.stats import PhaseWindow
+from loadgen.collect.timeline import Timeline
 from loadgen.evaluate.level_results import LevelWindow, mark_unmeasured
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import Span
@@ -19,16 +29,59 @@ from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
 
+# At most this many records are drawn: ~3 KB of RSS each as RequestRecords with 64-token streams
+# (~300 MB). With ~200 sampled requests a bin (timeseries_section.bin_width), latency per bin and
+# the CDFs stay within a few percent of the exact ones (bench/html_report.py --sample-check); a
+# 24-h run at 100 req/s gets 180-s bins.
+CHART_SAMPLE = 100_000
+
+
+class ChartRecords:
+    """What report.html needs from every record, filled in one pass a chunk at a time: a uniform
+    sample (latency charts, CDFs) and exact per-second counts (arrivals, in flight, errors,
+    tokens). `offer` takes RequestRecords or the dicts of requests.jsonl."""
+
+    def __init__(self, capacity: int = CHART_SAMPLE, seed: int = 0) -> None:
+        self.sample: RecordSample[RequestRecord | Mapping[str, Any]] = RecordSample(capacity, seed)
+        self.timeline = Timeline()
+
+    @classmethod
+    def of(cls, records: Iterable[RequestRecord], capacity: int = CHART_SAMPLE) -> ChartRecords:
+        charts = cls(capacity)
+        for chunk in chunks(records):
+            charts.offer(chunk)
+        return charts
+
+    def offer(self, records: Sequence[RequestRecord] | Sequence[Mapping[str, Any]]) -> None:
+        self.sample.offer(records)
+        self.timeline.add(records)
+
+    @property
+    def total(self) -> int:
+        return self.sample.seen
+
+    def records(self) -> list[RequestRecord]:
+        """The sample (every record when the run is small enough), in file order."""
+        return [
+            record if isinstance(record, RequestRecord) else RequestRecord.from_dict(dict(record))
+            for record in self.sample.records
+        ]
+
 
 @dataclass(frozen=True)
 class RunInputs:
     """Records and samples of one run, with its phases (or levels) as spans on the run clock.
 
+    `records`: every record, or a uniform sample of the `records_total` the run has;
+    `timeline`: exact per-second counts of every record (None: counted from `records`, which
+    must then be all of them);
     `windows`: the measured windows the statistics use (for a search: the operating point's);
     `memory_window`: the samples' window behind `server.memory`.
     """
 
     records: Sequence[RequestRecord]
+    records_total: int | None = None
+    timeline: Timeline | None = None
     spans: Sequence[Span] = ()
     windows: Sequence[PhaseWindow] = ()
     levels: Sequence[LevelWindow] = ()
@@ -36,6 +89,14 @@ class RunInputs:
     server_metrics: MetricsLog = field(default_factory=MetricsLog)
     memory_window: tuple[float, float] | None = None
     over: str | None = None  # "concurrency" | "rate" for a search
+
+    @property
+    def sampled(self) -> bool:
+        """Whether `records` is a sample (some records of the run are not among them)."""
+        return self.records_total is not None and self.records_total > len(self.records)
+
+    def counts(self) -> Timeline:
+        return self.timeline if self.timeline is not None else Timeline.of(self.records)
 
 
 def phase_spans(scenario: Scenario, schedule: Schedule) -> list[Span]:
@@ -77,14 +138,20 @@ def run_inputs(
     scenario: Scenario,
     schedule: Schedule,
     meta: RunMeta,
-    records: Sequence[RequestRecord],
+    charts: ChartRecords | Iterable[RequestRecord],
 ) -> RunInputs:
-    """The inputs of a run whose records are already read (render.py)."""
+    """The inputs of a run whose records were offered to `charts` (render.py's one pass), or
+    given here (then sampled here, a chunk at a time, as the pass would)."""
+    if not isinstance(charts, ChartRecords):
+        charts = ChartRecords.of(charts)
     resources = list(read_samples(run_dir / RESOURCES_FILE))
     metrics = read_server_metrics(run_dir / RESOURCES_FILE)
+    records = charts.records()
     if scenario.search is None:
         return RunInputs(
             records=records,
+            records_total=charts.total,
+            timeline=charts.timeline,
             spans=phase_spans(scenario, schedule),
             windows=schedule.windows,
             resources=resources,
@@ -97,6 +164,8 @@ def run_inputs(
     window = (min(w.start_s for w in measured), max(w.end_s for w in measured)) if measured else None
     return RunInputs(
         records=mark_unmeasured(records, levels),  # as the report counts them
+        records_total=charts.total,
+        timeline=charts.timeline,
         spans=level_spans(levels, scenario.search.level_warmup, verify_warmup),
         levels=levels,
         resources=resources,
@@ -106,13 +175,14 @@ def run_inputs(
     )
 
 
-def load_run_inputs(run_dir: Path) -> RunInputs:
-    """Read a run folder (scenario.yaml, run.json, requests.jsonl, resources.jsonl)."""
+def load_run_inputs(run_dir: Path, capacity: int = CHART_SAMPLE) -> RunInputs:
+    """Read a run folder (scenario.yaml, run.json, requests.jsonl, resources.jsonl); the records
+    in one streaming pass into a `ChartRecords` of `capacity`, never all in memory."""
     from loadgen.scenario.loader import load_scenario
     from loadgen.traffic.schedule import build_schedule
 
     scenario = load_scenario(run_dir / "scenario.yaml")
     meta = RunMeta.load(run_dir)
-    path = run_dir / "requests.jsonl"
-    records = list(read_records(path)) if path.exists() else []
-    return run_inputs(run_dir, scenario, build_schedule(scenario), meta, records)
+    path = records_file(run_dir)
+    charts = ChartRecords.of(read_records(path) if path.exists() else (), capacity)
+    return run_inputs(run_dir, scenario, build_schedule(scenario), meta, charts)

@@ -1,5 +1,10 @@
 """report.html: one self-contained page per run, verdict first, every number drawn from the
-records on the run clock. Registered as the `html` report format (writers.py)."""
+records on the run clock. Registered as the `html` report format (writers.py).
+
+Tables and cards quote report.json. Charts that count read every record's exact per-second
+counts; latency charts and CDFs read the records held, which for a long run are a uniform sample
+(inputs.ChartRecords), and then the page says so above those charts.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,8 @@ from loadgen.report.html.charts import Chart
 from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
 from loadgen.report.html.series import Columns
-from loadgen.report.html.summary_section import banner, first_screen
-from loadgen.report.html.timeseries_section import time_series_charts
+from loadgen.report.html.summary_section import banner, first_screen, num
+from loadgen.report.html.timeseries_section import bin_width, run_bins, time_series_charts
 
 FILENAME = "report.html"
 
@@ -42,10 +47,26 @@ def operating_windows(report: Mapping[str, Any], inputs: RunInputs) -> list[Phas
     return [w.phase_window() for w in inputs.levels if w.role == "search" and w.level == level]
 
 
+def sample_note(inputs: RunInputs, width_s: float) -> str:
+    """What a sampled page says above its charts ('' when every record is drawn)."""
+    if not inputs.sampled:
+        return ""
+    return note(
+        f"Latency charts drawn from a uniform sample of {num(len(inputs.records))} of "
+        f"{num(inputs.records_total)} requests (seeded: the same page every time), so the time "
+        f"series use {width_s:g}-s bins. Counts per bin (arrivals, in flight, errors, tokens) are "
+        "exact, from every request, and every table quotes report.json."
+    )
+
+
 def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     slos = report.get("slo") or []
     columns = Columns.of(inputs.records)
     counted = columns.counted(operating_windows(report, inputs))
+    timeline = inputs.counts()
+    span = run_bins(timeline.end_s, inputs.spans).edges[-1]
+    width = bin_width(float(span), len(inputs.records) if inputs.sampled else None)
+    sampled = sample_note(inputs, width)
     is_search = bool(inputs.levels) or report.get("knee") is not None
     sections: list[Section] = []
     if is_search:
@@ -59,16 +80,15 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     else:
         sections.append(Section("SLOs and key numbers", first_screen(report), "slo"))
     if len(columns):
-        sections.append(
-            Section("Over time", _charts(time_series_charts(columns, inputs.spans, slos)), "time-series")
-        )
+        charts = time_series_charts(columns, timeline, inputs.spans, slos, width)
+        sections.append(Section("Over time", sampled + _charts(charts), "time-series"))
     scope = "operating point" if is_search else "after warm-up"
     distributions = dist.distribution_charts(counted, slos, scope)
     if distributions:
-        sections.append(Section("Latency distributions", _charts(distributions), "distributions"))
+        sections.append(Section("Latency distributions", sampled + _charts(distributions), "distributions"))
     classes = report.get("classes") or {}
     if len(classes) > 1:
-        body = dist.class_table(classes) + _charts(dist.class_charts(counted, list(classes), slos))
+        body = dist.class_table(classes) + sampled + _charts(dist.class_charts(counted, list(classes), slos))
         sections.append(Section("Workload classes", body, "classes"))
     sections.append(Section("Server", _server_body(report, inputs), "server"))
     if is_search:

@@ -1,4 +1,10 @@
-"""Time series on the run clock in 1-s bins: arrivals, in flight, latency, errors, tokens."""
+"""Time series on the run clock: arrivals, in flight, latency, errors, tokens.
+
+Counts (arrivals, sends, in flight, errors, tokens) come from the exact per-second tallies of every
+record (loadgen.collect.timeline); latency percentiles from the records the page holds: all of
+them, or a uniform sample of a long run's (loadgen.collect.reservoir), whose bins are then widened
+so that each holds enough sampled requests for a stable p95 (`bin_width`).
+"""
 
 from __future__ import annotations
 
@@ -8,22 +14,40 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
+from loadgen.collect.timeline import Timeline, coarsen
 from loadgen.report.html import slo_lines
 from loadgen.report.html.charts import PALETTE, Chart, Series, Span, line_chart
-from loadgen.report.html.series import Bins, Columns, binned_percentiles, in_flight_mean, thin
+from loadgen.report.html.series import Bins, Columns, binned_percentiles, thin
 
 TIME_LABEL = "time since run start (s)"
 MAX_POINTS = 1200  # a longer series is thinned (min and max of each stretch kept)
+# A sampled run's bins hold about this many sampled requests each: a p95 of 200 values is within
+# a few percent of the bin's true p95 (bench/html_report.py --sample-check measures it).
+SAMPLED_PER_BIN = 200
+NICE_WIDTHS_S = (1, 2, 5, 10, 15, 20, 30, 60, 120, 180, 240, 300, 600, 900, 1200, 1800, 3600)
 
 
-def run_bins(columns: Columns, spans: Sequence[Span], width_s: float = 1.0) -> Bins:
-    """1-s bins from 0 to the last thing that happened (a send, an answer, a phase's end)."""
+def run_bins(end_s: float, spans: Sequence[Span], width_s: float = 1.0) -> Bins:
+    """Bins from 0 to the last thing that happened (`end_s`: a send, an answer; a phase's end)."""
     ends = [span.end for span in spans]
-    for times in (columns.scheduled, columns.done, columns.sent):
-        finite = times[np.isfinite(times)]
-        if len(finite):
-            ends.append(float(finite.max()))
-    return Bins.covering(max([*ends, width_s]), width_s)
+    return Bins.covering(max([*ends, end_s, width_s]), width_s)
+
+
+def bin_width(span_s: float, sampled: int | None = None) -> float:
+    """1 s; for a run drawn from a sample of `sampled` requests, the narrowest of NICE_WIDTHS_S
+    (whole hours past the last) that leaves about SAMPLED_PER_BIN of them in each bin."""
+    if not sampled:
+        return 1.0
+    wanted = span_s * SAMPLED_PER_BIN / sampled
+    for width in NICE_WIDTHS_S:
+        if width >= wanted:
+            return float(width)
+    return float(3600 * np.ceil(wanted / 3600))
+
+
+def per_bin(width_s: float) -> str:
+    """'per 1-s bin', 'per 120-s bin'."""
+    return f"per {width_s:g}-s bin"
 
 
 def _series(name: str, label: str, x: np.ndarray, y: np.ndarray, **extra: Any) -> Series:
@@ -37,8 +61,14 @@ def wide_range(values: Sequence[np.ndarray], ratio: float = 8.0) -> bool:
     return bool(len(finite) and finite.max() / max(finite.min(), 1e-9) > ratio)
 
 
+def _rate(timeline: Timeline, name: str, bins: Bins) -> np.ndarray:
+    """A per-second tally as a rate (per second) in each bin."""
+    rate: np.ndarray = coarsen(timeline.tally(name), bins.edges) / bins.width
+    return rate
+
+
 def arrival_chart(
-    columns: Columns, bins: Bins, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
+    timeline: Timeline, bins: Bins, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
 ) -> Chart:
     x = bins.starts
     return line_chart(
@@ -52,24 +82,29 @@ def arrival_chart(
                 "target",
                 "target (scheduled)",
                 x,
-                bins.rate(columns.scheduled),
+                _rate(timeline, "scheduled", bins),
                 style="step",
                 color="#9e9e9e",
                 line_width=4.0,
             ),
             _series(
-                "achieved", "achieved (sent)", x, bins.rate(columns.sent), style="step", color=PALETTE[0]
+                "achieved",
+                "achieved (sent)",
+                x,
+                _rate(timeline, "sent", bins),
+                style="step",
+                color=PALETTE[0],
             ),
         ],
         thresholds=slo_lines.thresholds(slos, ["request_rate"]),
         spans=spans,
         y_min=0,
         x_min=0,
-        caption="Requests due (scheduled_s) and sent (sent_s) per 1-s bin; warm-up hatched.",
+        caption=f"Requests due (scheduled_s) and sent (sent_s) {per_bin(bins.width[0])}; warm-up hatched.",
     )
 
 
-def in_flight_chart(columns: Columns, bins: Bins, spans: Sequence[Span]) -> Chart:
+def in_flight_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span]) -> Chart:
     return line_chart(
         "in-flight",
         "Requests in flight",
@@ -80,14 +115,14 @@ def in_flight_chart(columns: Columns, bins: Bins, spans: Sequence[Span]) -> Char
                 "in-flight",
                 "in flight",
                 bins.starts,
-                in_flight_mean(columns.sent, columns.done, bins),
+                timeline.in_flight_mean(bins.edges),
                 style="step",
             )
         ],
         spans=spans,
         y_min=0,
         x_min=0,
-        caption="Mean number of requests between send and last byte, per 1-s bin.",
+        caption=f"Mean number of requests between send and last byte, {per_bin(bins.width[0])}.",
     )
 
 
@@ -101,7 +136,7 @@ def latency_chart(
     x = bins.centers
     return line_chart(
         "latency-over-time",
-        "Latency per 1-s bin (from the scheduled send)",
+        f"Latency {per_bin(bins.width[0])} (from the scheduled send)",
         TIME_LABEL,
         "ms",
         [
@@ -117,33 +152,21 @@ def latency_chart(
     )
 
 
-def error_kinds(columns: Columns) -> dict[str, np.ndarray]:
-    """Failed requests' finish times by kind: 'timeout', 'HTTP 503', 'error' (no HTTP status)."""
-    kinds: dict[str, np.ndarray] = {}
-    failed = columns.status != "ok"
-    when = np.where(np.isfinite(columns.done), columns.done, columns.scheduled)
-    timeouts = failed & (columns.status == "timeout")
-    if timeouts.any():
-        kinds["timeout"] = when[timeouts]
-    errors = failed & ~timeouts
-    codes = columns.http_status[errors]
-    for code in sorted({float(c) for c in codes if np.isfinite(c) and c != 200}):
-        kinds[f"HTTP {int(code)}"] = when[errors][codes == code]
-    plain = errors & ~(np.isfinite(columns.http_status) & (columns.http_status != 200))
-    if plain.any():
-        kinds["error"] = when[plain]
-    return kinds
-
-
 def _zero_to_one(ax: Axes) -> None:
     ax.set_ylim(0, 1)  # "no errors" should read as 0 of a sensible scale, not 0 of 0.05
 
 
-def errors_chart(columns: Columns, bins: Bins, spans: Sequence[Span]) -> Chart:
-    kinds = error_kinds(columns)
+def errors_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span]) -> Chart:
+    kinds = timeline.error_kinds()
     series = [
-        _series(f"errors-{name}", name, bins.starts, bins.rate(times), style="step")
-        for name, times in kinds.items()
+        _series(
+            f"errors-{name}",
+            name,
+            bins.starts,
+            coarsen(timeline.errors[name], bins.edges) / bins.width,
+            style="step",
+        )
+        for name in kinds
     ]
     caption, title = "Failed requests per second at the time they ended, by kind.", "Errors per second"
     if not series:
@@ -165,9 +188,9 @@ def errors_chart(columns: Columns, bins: Bins, spans: Sequence[Span]) -> Chart:
 
 
 def tokens_chart(
-    columns: Columns, bins: Bins, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
+    timeline: Timeline, bins: Bins, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
 ) -> Chart:
-    tokens = bins.rate(columns.done, columns.output_tokens)
+    tokens = _rate(timeline, "tokens", bins)
     return line_chart(
         "output-tokens",
         "Output tokens per second",
@@ -178,15 +201,23 @@ def tokens_chart(
         spans=spans,
         y_min=0,
         x_min=0,
-        caption="Each request's output tokens counted in the second it finished.",
+        caption="Each request's output tokens counted in the second it finished."
+        if bins.width[0] == 1
+        else f"Each request's output tokens counted in the {bins.width[0]:g}-s bin it finished, per second.",
     )
 
 
 def time_series_charts(
-    columns: Columns, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
+    columns: Columns,
+    timeline: Timeline,
+    spans: Sequence[Span],
+    slos: Sequence[Mapping[str, Any]],
+    width_s: float = 1.0,
 ) -> list[Chart]:
-    bins = run_bins(columns, spans)
-    charts = [arrival_chart(columns, bins, spans, slos), in_flight_chart(columns, bins, spans)]
+    """`columns`: the records drawn (all, or a sample: latency); `timeline`: every record's
+    exact per-second counts (arrivals, in flight, errors, tokens)."""
+    bins = run_bins(timeline.end_s, spans, width_s)
+    charts = [arrival_chart(timeline, bins, spans, slos), in_flight_chart(timeline, bins, spans)]
     if np.isfinite(columns.done).any():  # no request ended (all still in flight): no latency
         charts.append(latency_chart(columns, bins, spans, slos))
-    return [*charts, errors_chart(columns, bins, spans), tokens_chart(columns, bins, spans, slos)]
+    return [*charts, errors_chart(timeline, bins, spans), tokens_chart(timeline, bins, spans, slos)]

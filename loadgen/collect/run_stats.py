@@ -1,0 +1,247 @@
+"""The statistics of report.json, accumulated in one pass over records in bounded memory.
+
+`RunStats` takes records a chunk at a time (numpy columns) and keeps, for each measured phase and
+each workload class, counts and one `Digest` per latency metric; the schedule lag of every record
+past warm-up feeds the client-trust check. Memory depends on the number of phases and classes, not
+on the number of records: a digest is exact up to its budget and a DDSketch beyond it.
+
+The measurement rules (README, "What a run does") are applied here, vectorised:
+- latency counts from the scheduled send time (`*_ms`) and, separately, from the actual send
+  (`*_from_send_ms`);
+- failed and timed-out requests keep their elapsed time in e2e and count in the error rate;
+- a timed-out request without a first token counts its elapsed time as TTFT (a lower bound), but
+  an error that never produced a token is left out of TTFT (a fast 503 must not look fast).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loadgen.collect.columns import OK, SOURCE_NAMES, TIMEOUT, Columns
+from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
+from loadgen.collect.windows import PhaseWindow, target_rate
+
+# The latency metrics of a `metrics` object, each a percentile dict.
+LATENCY_METRICS = (
+    "ttft_ms",
+    "ttft_from_send_ms",
+    "itl_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "e2e_from_send_ms",
+    "schedule_lag_ms",
+    "slot_wait_ms",
+)
+
+
+@dataclass
+class GroupStats:
+    """Counts and latency digests of one set of records (a phase's, a class's, or a union)."""
+
+    budget: int = EXACT_BUDGET
+    requests: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    sent: int = 0
+    tokens: int = 0
+    error_kinds: dict[str, int] = field(default_factory=dict)
+    last_send: dict[int, float] = field(default_factory=dict)  # phase → latest send
+    sources: set[int] = field(default_factory=set)  # tokens_source codes of records with tokens
+    digests: dict[str, Digest] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.digests:
+            self.digests = {name: Digest(self.budget) for name in LATENCY_METRICS}
+
+    def add(self, cols: Columns, rows: np.ndarray) -> None:
+        """Take in the rows of `cols` selected by the boolean mask `rows`."""
+        count = int(rows.sum())
+        if count == 0:
+            return
+        status = cols.status[rows]
+        self.requests += count
+        self.errors += int((status != OK).sum())
+        self.timeouts += int((status == TIMEOUT).sum())
+        for index in np.flatnonzero(rows & (cols.status != OK)).tolist():
+            key = cols.error_key[index] or "other"
+            self.error_kinds[key] = self.error_kinds.get(key, 0) + 1
+        sent = cols.sent[rows]
+        has_sent = ~np.isnan(sent)
+        self.sent += int(has_sent.sum())
+        self.tokens += int(cols.output_tokens[rows].sum())
+        phases = cols.phase[rows]
+        for phase in np.unique(phases[has_sent]).tolist():
+            latest = float(sent[has_sent & (phases == phase)].max())
+            self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
+        self.sources.update(np.unique(cols.source[rows][cols.output_tokens[rows] > 0]).tolist())
+        for name, values in _latencies(cols, rows, status).items():
+            self.digests[name].add(values[~np.isnan(values)])
+
+    def merge(self, other: GroupStats) -> None:
+        self.requests += other.requests
+        self.errors += other.errors
+        self.timeouts += other.timeouts
+        self.sent += other.sent
+        self.tokens += other.tokens
+        for key, count in other.error_kinds.items():
+            self.error_kinds[key] = self.error_kinds.get(key, 0) + count
+        for phase, latest in other.last_send.items():
+            self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
+        self.sources |= other.sources
+        for name, digest in other.digests.items():
+            self.digests[name].merge(digest)
+
+    def metrics(self, windows: Sequence[PhaseWindow]) -> dict[str, Any]:
+        """The `metrics` object of report.json for these records over `windows`."""
+        elapsed = self.measured_time_s(windows)
+        requests = self.requests
+        metrics: dict[str, Any] = {
+            "requests": requests,
+            "errors": self.errors,
+            "timeouts": self.timeouts,
+            "errors_by_kind": dict(sorted(self.error_kinds.items())),
+            "error_rate": self.errors / requests if requests else None,
+            "target_rate": target_rate(windows),
+            "achieved_rate": self.sent / elapsed if elapsed > 0 else None,
+            "output_tokens_per_s": self.tokens / elapsed if elapsed > 0 else None,
+        }
+        for name in LATENCY_METRICS:
+            metrics[name] = self.digests[name].percentiles()
+        metrics["tokens_source"] = self.tokens_source()
+        metrics["percentile_method"] = self.method()
+        return metrics
+
+    def measured_time_s(self, windows: Sequence[PhaseWindow]) -> float:
+        """Sum over windows of max(end, last send in that phase) − start.
+
+        A client that falls behind sends past the window's end; stretching the window by that
+        much makes its achieved rate drop instead of looking on target.
+        """
+        total = 0.0
+        for window in windows:
+            end = max(window.end_s, self.last_send.get(window.index, window.end_s))
+            total += max(0.0, end - window.start_s)
+        return total
+
+    def tokens_source(self) -> str | None:
+        # Only records that produced tokens say where their count came from; a failed request's
+        # default "chunks" would otherwise turn every "usage" run into "mixed".
+        if not self.sources:
+            return None
+        return SOURCE_NAMES[next(iter(self.sources))] if len(self.sources) == 1 else "mixed"
+
+    def method(self) -> dict[str, Any]:
+        """How these percentiles were computed: exact, or a DDSketch for the metrics past the budget."""
+        sketched = [name for name in LATENCY_METRICS if self.digests[name].method == "ddsketch"]
+        return {
+            "method": "ddsketch" if sketched else "exact",
+            "relative_error": RELATIVE_ACCURACY if sketched else 0.0,
+            "exact_up_to": self.budget,
+            "sketched": sketched,
+        }
+
+
+def _latencies(cols: Columns, rows: np.ndarray, status: np.ndarray) -> dict[str, np.ndarray]:
+    """Each latency metric's values (ms, NaN where it does not apply) for the selected rows."""
+    scheduled, sent = cols.scheduled[rows], cols.sent[rows]
+    first, done = cols.first_token[rows], cols.done[rows]
+    # TTFT ends at the first token, or at the timeout for a timed-out request without one.
+    ttft_end = np.where(np.isnan(first) & (status == TIMEOUT), done, first)
+    tokens = cols.output_tokens[rows]
+    tpot_rows = (status == OK) & (tokens >= 2)
+    tpot = np.full(scheduled.size, np.nan)
+    tpot[tpot_rows] = (done[tpot_rows] - first[tpot_rows]) * 1000.0 / (tokens[tpot_rows] - 1)
+    return {
+        "ttft_ms": (ttft_end - scheduled) * 1000.0,
+        "ttft_from_send_ms": (ttft_end - sent) * 1000.0,
+        "itl_ms": cols.itl[rows[cols.itl_owner]],
+        "tpot_ms": tpot,
+        "e2e_ms": (done - scheduled) * 1000.0,
+        "e2e_from_send_ms": (done - sent) * 1000.0,
+        "schedule_lag_ms": cols.lag_ms[rows],
+        "slot_wait_ms": cols.slot_wait_ms[rows],
+    }
+
+
+class RunStats:
+    """Everything report.json states about a run's records, fed a chunk at a time (`add`)."""
+
+    def __init__(self, windows: Sequence[PhaseWindow], budget: int = EXACT_BUDGET) -> None:
+        self.windows = list(windows)
+        self.budget = budget
+        self._measured = np.asarray(sorted({window.index for window in self.windows}), dtype=np.int64)
+        self.phases: dict[int, GroupStats] = {window.index: GroupStats(budget) for window in self.windows}
+        self.classes: dict[str, GroupStats] = {}
+        self.first_id: dict[str, int] = {}  # each class's first request id (the classes' order)
+        self.lag = Digest(budget)  # every record past warm-up, measured phase or not
+        self.records = 0
+
+    @classmethod
+    def of(cls, chunks: Iterable[Columns], windows: Sequence[PhaseWindow]) -> RunStats:
+        stats = cls(windows)
+        for chunk in chunks:
+            stats.add(chunk)
+        return stats
+
+    def add(self, cols: Columns) -> None:
+        if len(cols) == 0:
+            return
+        self.records += len(cols)
+        past_warmup = ~cols.warmup
+        self.lag.add(cols.lag_ms[past_warmup])
+        counted = past_warmup & np.isin(cols.phase, self._measured)
+        for index, group in self.phases.items():
+            group.add(cols, counted & (cols.phase == index))
+        for position, name in enumerate(cols.class_names):
+            mine = cols.request_class == position
+            if not mine.any():
+                continue
+            first = int(cols.id[mine].min())
+            self.first_id[name] = min(self.first_id.get(name, first), first)
+            self.classes.setdefault(name, GroupStats(self.budget)).add(cols, counted & mine)
+
+    def overall(self) -> GroupStats:
+        """Every counted record: the union of the measured phases."""
+        if len(self.phases) == 1:
+            return next(iter(self.phases.values()))
+        union = GroupStats(self.budget)
+        for group in self.phases.values():
+            union.merge(group)
+        return union
+
+    def class_names(self, named: Sequence[str] = ()) -> list[str]:
+        """Classes seen, by their first request's id, then `named` ones without any."""
+        seen = sorted(self.first_id, key=self.first_id.__getitem__)
+        return list(dict.fromkeys([*seen, *named]))
+
+    def class_metrics(self, named: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+        """Metrics of each class's counted records. A class's `target_rate` is None: classes are
+        drawn per request, so no rate is set for one."""
+        empty = GroupStats(self.budget)
+        return {
+            name: {**self.classes.get(name, empty).metrics(self.windows), "target_rate": None}
+            for name in self.class_names(named)
+        }
+
+    def phase_list(self, overall: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The `phases` list of report.json: one entry per measured window, in the given order.
+        `overall`: the whole run's metrics, already at hand; a single window's are the same."""
+        phases: list[dict[str, Any]] = []
+        reuse = overall if len(self.windows) == 1 else None
+        for window in self.windows:
+            metrics = reuse if reuse is not None else self.phases[window.index].metrics([window])
+            phases.append(
+                {
+                    "index": window.index,
+                    "kind": window.kind,
+                    "target_rate": window.target_rate,
+                    "achieved_rate": metrics["achieved_rate"],
+                    "requests": metrics["requests"],
+                    "metrics": metrics,
+                }
+            )
+        return phases
