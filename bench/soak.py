@@ -44,27 +44,30 @@ def gate_scenario(minutes: float, out: Path, server: dict[str, Any] | None) -> s
 
 
 def gate_figures(minutes: float = 10.0) -> dict[str, Any]:
-    """Both soaks: exit code, verdict, memory growth and its SLO check."""
+    """Both soaks, side by side (each is light: 8 req/s): exit code, verdict, memory growth and
+    its SLO check."""
     figures: dict[str, Any] = {}
-    for name, server in (("onnxruntime", None), ("leaking simulated", LEAKING_SERVER)):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "soak.yaml"
-            path.write_text(gate_scenario(minutes, Path(tmp) / "runs", server), encoding="utf-8")
-            started = time.perf_counter()
-            done = subprocess.run(
-                [sys.executable, "-m", "loadgen.cli", "run", str(path), "--progress", "never"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            reports = sorted((Path(tmp) / "runs").glob("*/report.json"))
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        runs = {}
+        for index, (name, server) in enumerate(
+            (("onnxruntime", None), ("leaking simulated", LEAKING_SERVER))
+        ):
+            folder = Path(tmp) / str(index)
+            folder.mkdir()
+            path = folder / "soak.yaml"
+            path.write_text(gate_scenario(minutes, folder / "runs", server), encoding="utf-8")
+            command = [sys.executable, "-m", "loadgen.cli", "run", str(path), "--progress", "never"]
+            runs[name] = (folder, subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL))
+        for name, (folder, process) in runs.items():
+            code = process.wait()
+            reports = sorted((folder / "runs").glob("*/report.json"))
             report = json.loads(reports[-1].read_text(encoding="utf-8")) if reports else {}
             check: dict[str, Any] = next(
                 (c for c in report.get("slo", []) if c["name"] == "memory_growth"), {}
             )
             figures[name] = {
-                "exit": done.returncode,
+                "exit": code,
                 "minutes": (time.perf_counter() - started) / 60,
                 "verdict": report.get("verdict"),
                 "reason": report.get("reason"),
@@ -73,6 +76,7 @@ def gate_figures(minutes: float = 10.0) -> dict[str, Any]:
                 ),
                 "memory_growth_passed": check.get("passed"),
                 "requests": (report.get("metrics") or {}).get("requests"),
+                "lag_p99_ms": (report.get("client") or {}).get("schedule_lag_p99_ms"),
             }
     figures["passed"] = (
         figures["onnxruntime"]["exit"] == 0
@@ -91,7 +95,8 @@ def print_gate(minutes: float) -> bool:
             f"gate, {minutes:g}-min soak on {name}: exit {row['exit']} ({row['verdict']}), "
             f"memory growth {growth if growth is None else f'{growth:.2f}'} MB/min, "
             f"memory_growth SLO {'held' if row['memory_growth_passed'] else 'broke'}; "
-            f"{row['requests']} requests, {row['minutes']:.1f} min"
+            f"{row['requests']} requests, lag p99 {row['lag_p99_ms']} ms, {row['minutes']:.1f} min; "
+            f"{row['reason']}"
         )
     print(f"gate: {'OK' if figures['passed'] else 'NOT MET'} (ONNX passes, the leaking server fails)")
     return bool(figures["passed"])

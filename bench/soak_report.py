@@ -164,8 +164,13 @@ def sketch_error(run_dir: Path, budget: int = 100_000) -> dict[str, dict[str, fl
     errors: dict[str, dict[str, float]] = {}
     for name in sketched["percentile_method"]["sketched"]:
         got, want = sketched[name], exact[name]
-        errors[name] = {key: abs(got[key] - want[key]) / want[key] for key in ("p50", "p95", "p99")}
+        errors[name] = {key: _relative(got[key], want[key]) for key in ("p50", "p95", "p99")}
     return errors
+
+
+def _relative(got: float, want: float) -> float:
+    """|got − want| / want; 0 when both are 0 (slot waits of an uncapped run)."""
+    return abs(got - want) / want if want else abs(got)
 
 
 def main() -> int:
