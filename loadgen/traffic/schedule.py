@@ -29,14 +29,8 @@ import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
 from loadgen.scenario.model import Scenario, Workload
-from loadgen.traffic.plan_streams import (
-    ArrivalPlan,
-    DrawPlan,
-    Ticker,
-    plan_arrivals,
-    plan_draws,
-    sample_lengths,
-)
+from loadgen.traffic.plan_draws import DrawPlan, plan_draws, sample_lengths
+from loadgen.traffic.plan_streams import ArrivalPlan, Ticker, plan_arrivals
 from loadgen.traffic.traces import TraceRow
 
 __all__ = [

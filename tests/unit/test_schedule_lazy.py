@@ -16,7 +16,7 @@ import pytest
 from loadgen.distributed import protocol
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from loadgen.scenario.model import Scenario
-from loadgen.traffic import plan_streams
+from loadgen.traffic import plan_draws, plan_streams
 from loadgen.traffic.arrivals import request_count
 from loadgen.traffic.schedule import CHUNK, PlannedRequests, Schedule, build_schedule, sample_lengths
 from tests.unit.eager_schedule import EagerSchedule, eager_schedule
@@ -108,6 +108,7 @@ def test_the_streams_are_positioned_in_small_steps_too(
 ) -> None:
     """Positioning draws and discards in chunks of PREPASS_CHUNK: tiny ones change nothing."""
     monkeypatch.setattr(plan_streams, "PREPASS_CHUNK", 13)
+    monkeypatch.setattr(plan_draws, "PREPASS_CHUNK", 13)
     scenario, eager = mixed
     _same(build_schedule(scenario, chunk=50), eager)
 
@@ -197,6 +198,7 @@ def test_the_distributed_split_takes_one_pass_over_the_lazy_plan(
 def test_checkpoint_is_called_while_positioning_and_can_abandon_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plan_streams, "CHECKPOINT_INTERVAL_S", 0.0)
     monkeypatch.setattr(plan_streams, "PREPASS_CHUNK", 1000)
+    monkeypatch.setattr(plan_draws, "PREPASS_CHUNK", 1000)
     scenario = parse_scenario(MIXED)
     calls: list[int] = []
     build_schedule(scenario, lambda: calls.append(1))
@@ -292,13 +294,13 @@ def test_the_carried_cumsum_is_the_whole_cumsum() -> None:
 def test_skipping_lengths_leaves_the_generator_where_drawing_them_does(
     spec: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plan_streams, "PREPASS_CHUNK", 999)
+    monkeypatch.setattr(plan_draws, "PREPASS_CHUNK", 999)
     length = parse_scenario(
         f"name: s\nserver: {{kind: simulated}}\nworkload: {{prompt_tokens: {spec}}}\n"
         "traffic: [{kind: constant, rate: 1, duration: 1s}]\n".replace("'", "")
     ).workload.prompt_tokens
     drawn, skipped = np.random.default_rng(4), np.random.default_rng(4)
     sample_lengths(length, 5000, drawn)
-    plan_streams._skip_lengths(length, 5000, skipped, np.empty(999), plan_streams.Ticker(None))
+    plan_draws._skip_lengths(length, 5000, skipped, np.empty(999), plan_streams.Ticker(None))
     assert drawn.bit_generator.state == skipped.bit_generator.state
     assert np.array_equal(drawn.random(3), skipped.random(3))
