@@ -175,8 +175,11 @@ class RunStats:
         self.budget = budget
         self._measured = np.asarray(sorted({window.index for window in self.windows}), dtype=np.int64)
         self.phases: dict[int, GroupStats] = {window.index: GroupStats(budget) for window in self.windows}
+        # Each class's counted records, kept apart only once a second class appears: until then
+        # the one class is the whole run (most runs), whose digests would be kept twice.
         self.classes: dict[str, GroupStats] = {}
         self.first_id: dict[str, int] = {}  # each class's first request id (the classes' order)
+        self._split = False
         self.lag = Digest(budget)  # every record past warm-up, measured phase or not
         self.records = 0
 
@@ -194,20 +197,31 @@ class RunStats:
         past_warmup = ~cols.warmup
         self.lag.add(cols.lag_ms[past_warmup])
         counted = past_warmup & np.isin(cols.phase, self._measured)
+        present = [
+            (name, mine)
+            for position, name in enumerate(cols.class_names)
+            if (mine := cols.request_class == position).any()
+        ]
+        if not self._split and len({*self.first_id, *(name for name, _ in present)}) > 1:
+            self._split = True
+            for name in self.first_id:  # a second class: the one seen so far had every record
+                self.classes[name] = self._union()
         for index, group in self.phases.items():
             group.add(cols, counted & (cols.phase == index))
-        for position, name in enumerate(cols.class_names):
-            mine = cols.request_class == position
-            if not mine.any():
-                continue
+        for name, mine in present:
             first = int(cols.id[mine].min())
             self.first_id[name] = min(self.first_id.get(name, first), first)
-            self.classes.setdefault(name, GroupStats(self.budget)).add(cols, counted & mine)
+            if self._split:
+                self.classes.setdefault(name, GroupStats(self.budget)).add(cols, counted & mine)
 
     def overall(self) -> GroupStats:
         """Every counted record: the union of the measured phases."""
         if len(self.phases) == 1:
             return next(iter(self.phases.values()))
+        return self._union()
+
+    def _union(self) -> GroupStats:
+        """A new GroupStats of the measured phases together (theirs are left as they are)."""
         union = GroupStats(self.budget)
         for group in self.phases.values():
             union.merge(group)
@@ -222,8 +236,9 @@ class RunStats:
         """Metrics of each class's counted records. A class's `target_rate` is None: classes are
         drawn per request, so no rate is set for one."""
         empty = GroupStats(self.budget)
+        groups = self.classes if self._split else {name: self.overall() for name in self.first_id}
         return {
-            name: {**self.classes.get(name, empty).metrics(self.windows), "target_rate": None}
+            name: {**groups.get(name, empty).metrics(self.windows), "target_rate": None}
             for name in self.class_names(named)
         }
 

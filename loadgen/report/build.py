@@ -138,7 +138,7 @@ def build_report(
         server_info["metrics"] = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
     named = list(slo_spec.classes) if slo_spec is not None else []
     # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
-    several = bool(named) or len(stats.classes) > 1
+    several = bool(named) or len(stats.first_id) > 1
     classes = stats.class_metrics(named) if several else {}
     slos = check_slos(slo_spec, metrics, server_info, classes) if slo_spec is not None else []
     client = client_trust(

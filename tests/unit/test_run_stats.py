@@ -110,3 +110,25 @@ def test_one_pass_over_the_file_gives_the_numbers_of_the_records_in_memory(tmp_p
     assert stats.overall().metrics(WINDOWS) == in_memory.overall().metrics(WINDOWS)
     assert stats.class_metrics() == in_memory.class_metrics()
     assert stats.phase_list() == in_memory.phase_list()
+
+
+def test_a_class_that_first_appears_late_gets_the_numbers_of_its_own_records() -> None:
+    records = _records(900)
+    for record in records[:400]:  # the first chunks hold one class only: kept as the whole run
+        record.request_class = "chat"
+    stats = RunStats.of(chunked_columns(records, 128), WINDOWS)
+    classes = stats.class_metrics(named=["absent"])
+    assert list(classes) == ["chat", "batch", "absent"]
+    for name in ("chat", "batch"):
+        own = [r for r in records if r.request_class == name]
+        assert classes[name] == {**compute_metrics(own, WINDOWS), "target_rate": None}
+    assert classes["absent"]["requests"] == 0
+
+
+def test_one_class_is_the_whole_run() -> None:
+    records = _records(300)
+    for record in records:
+        record.request_class = "only"
+    stats = RunStats.of(chunked_columns(records, 64), WINDOWS)
+    assert not stats.classes  # nothing kept twice
+    assert stats.class_metrics() == {"only": {**stats.overall().metrics(WINDOWS), "target_rate": None}}
