@@ -228,7 +228,7 @@ def test_every_dashboard_query_returns_data(
     assert at_slo["rate_rps"] == pytest.approx(2 / 0.09, rel=0.1)  # 2 slots, 20 + 7 × 10 ms each
     traffic_id, search_id = traffic.run_dir.name, search.run_dir.name
 
-    # Mid-traffic: the first scrape at which half of the traffic run's requests had finished.
+    # Mid-traffic: the first scrape at which half of the traffic run's requests had finished...
     finished_by = f'sum(loadtest_requests_total{{run_id="{traffic_id}"}})'
     served = prometheus.sample_times(f'loadtest_run_info{{run_id="{traffic_id}"}}')
     start, end = served[0], served[-1]
@@ -236,7 +236,14 @@ def test_every_dashboard_query_returns_data(
     [series] = counts
     total = float(series["values"][-1][1])
     assert total == len(traffic.records())
-    middle = next(float(ts) for ts, value in series["values"] if float(value) >= total / 2)
+    # ...and with a whole rate window of scrapes behind it: the plan is made lazily, so traffic
+    # starts at once and Prometheus's first scrape of the run can come seconds into it.
+    window_s = float(RATE_INTERVAL.removesuffix("s"))
+    middle = next(
+        float(ts)
+        for ts, value in series["values"]
+        if float(value) >= total / 2 and float(ts) >= start + window_s
+    )
     # The search run's end: its last scrape, in the linger, after the knee and capacity were set.
     search_end = prometheus.sample_times(f'loadtest_run_info{{run_id="{search_id}"}}')[-1]
 
