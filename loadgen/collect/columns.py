@@ -1,9 +1,9 @@
 """A chunk of request records as numpy columns: what the statistics read, vectorised.
 
 Built either from the dicts of a requests.jsonl (the one-pass report reads the file a chunk at a
-time) or from RequestRecord objects (a search level, the tests): the same statistics code serves
-both. Missing times are NaN; the inter-token gaps of every record are one flat array, with the
-index of the record each gap belongs to.
+time) or from RequestRecord objects (a search level, the tests) through their dicts: one reader of
+records into columns serves both. Missing times are NaN; the inter-token gaps of every record
+are one flat array, with the index of the record each gap belongs to.
 """
 
 from __future__ import annotations
@@ -47,94 +47,6 @@ class Columns:
 
     def __len__(self) -> int:
         return int(self.id.size)
-
-
-class ColumnBuilder:
-    """Appends RequestRecords one at a time; `build()` makes Columns."""
-
-    def __init__(self) -> None:
-        self._rows: dict[str, list[Any]] = {name: [] for name in _ROW_FIELDS}
-        self._error_key: list[str | None] = []
-        self._classes: dict[str, int] = {}
-        self._itl_parts: list[np.ndarray] = []
-        self._itl_counts: list[int] = []
-
-    def __len__(self) -> int:
-        return len(self._error_key)
-
-    def add_record(self, record: RequestRecord) -> None:
-        rows = self._rows
-        rows["id"].append(record.id)
-        rows["phase"].append(record.phase)
-        rows["warmup"].append(record.warmup)
-        rows["status"].append(STATUS_CODES.get(record.status, ERROR))
-        self._error_key.append(_error_key(record.status, record.error_kind))
-        rows["scheduled"].append(_time(record.scheduled_s))
-        rows["sent"].append(_time(record.sent_s))
-        rows["first_token"].append(_time(record.first_token_s))
-        rows["done"].append(_time(record.done_s))
-        rows["output_tokens"].append(record.output_tokens)
-        rows["source"].append(SOURCE_CODES.get(record.tokens_source, 0))
-        rows["lag_ms"].append(record.lag_ms)
-        rows["slot_wait_ms"].append(record.slot_wait_ms)
-        rows["request_class"].append(self._class_index(record.request_class))
-        gaps = record.itl_ms
-        self._add_gaps(None if isinstance(gaps, dict) else np.asarray(gaps, dtype=np.float64))
-
-    def build(self) -> Columns:
-        rows = self._rows
-        counts = np.asarray(self._itl_counts, dtype=np.int64)
-        return Columns(
-            id=np.asarray(rows["id"], dtype=np.int64),
-            phase=np.asarray(rows["phase"], dtype=np.int64),
-            warmup=np.asarray(rows["warmup"], dtype=bool),
-            status=np.asarray(rows["status"], dtype=np.int8),
-            error_key=self._error_key,
-            scheduled=np.asarray(rows["scheduled"], dtype=np.float64),
-            sent=np.asarray(rows["sent"], dtype=np.float64),
-            first_token=np.asarray(rows["first_token"], dtype=np.float64),
-            done=np.asarray(rows["done"], dtype=np.float64),
-            output_tokens=np.asarray(rows["output_tokens"], dtype=np.int64),
-            source=np.asarray(rows["source"], dtype=np.int8),
-            lag_ms=np.asarray(rows["lag_ms"], dtype=np.float64),
-            slot_wait_ms=np.asarray(rows["slot_wait_ms"], dtype=np.float64),
-            request_class=np.asarray(rows["request_class"], dtype=np.int32),
-            class_names=tuple(self._classes),
-            itl=np.concatenate(self._itl_parts) if self._itl_parts else np.empty(0),
-            itl_owner=np.repeat(np.arange(counts.size, dtype=np.int64), counts),
-        )
-
-    def _class_index(self, name: str) -> int:
-        return self._classes.setdefault(name, len(self._classes))
-
-    def _add_gaps(self, gaps: np.ndarray | None) -> None:
-        # A summary (None: very long outputs) cannot be pooled exactly: left out, as before.
-        if gaps is None:
-            self._itl_counts.append(0)
-        else:
-            self._itl_parts.append(gaps)
-            self._itl_counts.append(int(gaps.size))
-
-
-_ROW_FIELDS = (
-    "id",
-    "phase",
-    "warmup",
-    "status",
-    "scheduled",
-    "sent",
-    "first_token",
-    "done",
-    "output_tokens",
-    "source",
-    "lag_ms",
-    "slot_wait_ms",
-    "request_class",
-)
-
-
-def _time(value: float | None) -> float:
-    return _NAN if value is None else value
 
 
 def _error_key(status: str, kind: str | None) -> str | None:
@@ -219,10 +131,8 @@ def _decode_run(raws: Sequence[bytes | None]) -> np.ndarray:
 
 
 def columns_of(records: Iterable[RequestRecord]) -> Columns:
-    builder = ColumnBuilder()
-    for record in records:
-        builder.add_record(record)
-    return builder.build()
+    """Columns of records in memory: read as their dicts are from a file, by the same code."""
+    return columns_from_dicts([record.to_dict() for record in records])
 
 
 def chunked_columns(records: Sequence[RequestRecord], size: int) -> Iterable[Columns]:
