@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -26,6 +26,11 @@ class SimulatedServerConfig(StrictModel):
     slots: int = Field(default=8, ge=1, le=100_000)
     startup: Duration = 0.0
     leak_per_request: Size = 0
+    # Prefill and prefix cache (issue 14): TTFT grows by prefill_per_token per prompt token the
+    # cache does not hold; the cache is an LRU of prefix_cache_blocks blocks of block_tokens.
+    prefill_per_token: Duration = 0.0
+    prefix_cache_blocks: int = Field(default=0, ge=0, le=100_000_000)
+    block_tokens: int = Field(default=16, ge=1, le=1_000_000)
     port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     model: str = "simulated"
@@ -48,6 +53,9 @@ class SimulatedAdapter(ProcessAdapter):
             f"--slots={cfg.slots}",
             f"--startup={cfg.startup}",
             f"--leak-per-request={cfg.leak_per_request}",
+            f"--prefill-per-token={cfg.prefill_per_token}",
+            f"--prefix-cache-blocks={cfg.prefix_cache_blocks}",
+            f"--block-tokens={cfg.block_tokens}",
             f"--model={cfg.model}",
             f"--keepalive-timeout={cfg.keepalive_timeout}",
         ]
@@ -76,11 +84,17 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _slots(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("slots must be at least 1")
-    return value
+def _at_least(minimum: int, what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, not {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {minimum}")
+        return value
+
+    return parse
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -92,12 +106,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (%(default)s)")
     parser.add_argument("--ttft", type=_duration, default=0.05, help="time to first token, e.g. 50ms")
     parser.add_argument("--itl", type=_duration, default=0.01, help="time between tokens, e.g. 10ms")
-    parser.add_argument("--slots", type=_slots, default=8, help="requests decoded together (%(default)s)")
+    parser.add_argument(
+        "--slots", type=_at_least(1, "slots"), default=8, help="requests decoded together (%(default)s)"
+    )
     parser.add_argument(
         "--startup", type=_duration, default=0.0, help="not ready until this long after spawn"
     )
     parser.add_argument(
         "--leak-per-request", type=_size, default=0, help="bytes kept per request, e.g. 100KB"
+    )
+    parser.add_argument(
+        "--prefill-per-token",
+        type=_duration,
+        default=0.0,
+        help="added to TTFT per prompt token the prefix cache does not hold, e.g. 0.2ms (%(default)s)",
+    )
+    parser.add_argument(
+        "--prefix-cache-blocks",
+        type=_at_least(0, "prefix-cache-blocks"),
+        default=0,
+        help="prefix cache size in blocks, LRU; 0: no cache (%(default)s)",
+    )
+    parser.add_argument(
+        "--block-tokens",
+        type=_at_least(1, "block-tokens"),
+        default=16,
+        help="prompt tokens (words) per prefix cache block (%(default)s)",
     )
     parser.add_argument("--model", default="simulated", help="served model name (%(default)s)")
     parser.add_argument(
@@ -126,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         startup=args.startup,
         leak_per_request=args.leak_per_request,
         model_name=args.model,
+        prefill_per_token=args.prefill_per_token,
+        prefix_cache_blocks=args.prefix_cache_blocks,
+        block_tokens=args.block_tokens,
     )
     app = build_app(engine, record_timings=args.record_timings)
     return run(app, args.host, args.port, keepalive_timeout=args.keepalive_timeout)

@@ -107,6 +107,13 @@ def _parser() -> argparse.ArgumentParser:
         help="also wait for K workers from elsewhere (`loadtest worker --master HOST:PORT`)",
     )
     run.add_argument(
+        "--records",
+        choices=("all", "summary"),
+        default="all",
+        help="with workers: `summary` ships mergeable statistics instead of every record "
+        "(no requests.jsonl; for long distributed soaks) (default: all)",
+    )
+    run.add_argument(
         "--master-bind",
         default="127.0.0.1:0",
         metavar="HOST:PORT",
@@ -227,6 +234,8 @@ def _distributed_options(options: argparse.Namespace, search: bool) -> Distribut
     if options.workers < 0 or options.remote_workers < 0:
         raise ValueError("--workers and --remote-workers count processes: give 0 or more")
     if options.workers + options.remote_workers == 0:
+        if options.records != "all":
+            raise ValueError("--records summary is for distributed runs: give --workers or --remote-workers")
         return None
     if search:
         raise ValueError("--workers does not run search: scenarios (run them in one process)")
@@ -238,7 +247,7 @@ def _distributed_options(options: argparse.Namespace, search: bool) -> Distribut
     warning = check_master_bind(host, worker_secret())  # wide without a secret: ValueError, exit 2
     if warning:
         print(f"loadtest: warning: {warning}", file=sys.stderr)
-    return DistributedOptions(options.workers, options.remote_workers, host, int(port_text))
+    return DistributedOptions(options.workers, options.remote_workers, host, int(port_text), options.records)
 
 
 def _report(options: argparse.Namespace) -> int:

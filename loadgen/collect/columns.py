@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from loadgen.collect.itl_codec import ITL_KEY, itl_array, record_itl_array
-from loadgen.collect.records import RequestRecord
+from loadgen.collect.records import RequestRecord, is_failure
 
-STATUS_CODES = {"ok": 0, "error": 1, "timeout": 2}
-OK, ERROR, TIMEOUT = 0, 1, 2
+STATUS_CODES = {"ok": 0, "error": 1, "timeout": 2, "cancelled": 3}
+OK, ERROR, TIMEOUT, CANCELLED = 0, 1, 2, 3  # an unknown status reads as ERROR
 SOURCE_CODES = {"chunks": 0, "usage": 1}
 SOURCE_NAMES = ("chunks", "usage")
 _NAN = float("nan")
@@ -30,8 +30,8 @@ class Columns:
     id: np.ndarray  # int64
     phase: np.ndarray  # int64
     warmup: np.ndarray  # bool
-    status: np.ndarray  # int8: OK, ERROR, TIMEOUT
-    error_key: list[str | None]  # what errors_by_kind counts a failed record under; None if ok
+    status: np.ndarray  # int8: OK, ERROR, TIMEOUT, CANCELLED
+    error_key: list[str | None]  # what errors_by_kind counts a failed record under; None if not failed
     scheduled: np.ndarray  # float64 seconds; NaN when missing
     sent: np.ndarray
     first_token: np.ndarray
@@ -44,14 +44,25 @@ class Columns:
     class_names: tuple[str, ...]
     itl: np.ndarray  # float64 ms: every listed gap of every record, in order
     itl_owner: np.ndarray  # int64: the row each gap belongs to
+    # Shared prefixes (loadgen.collect.prefix_stats): the tool sent one (prefix_group set); the
+    # server's cached prompt tokens and its prompt tokens (NaN where it did not say).
+    prefixed: np.ndarray  # bool
+    cached_tokens: np.ndarray  # float64
+    prompt_tokens: np.ndarray  # float64
+    # Multi-turn sessions (loadgen.collect.session_stats): the turn (0 outside a session), the
+    # session's planned turns and its turn 1's due time (NaN outside a session).
+    turn: np.ndarray  # int64
+    session_turns: np.ndarray  # int64
+    session_start: np.ndarray  # float64
 
     def __len__(self) -> int:
         return int(self.id.size)
 
 
 def _error_key(status: str, kind: str | None) -> str | None:
-    """errors_by_kind's key: the error's kind, "timeout", or "other" for errors before kinds."""
-    if status == "ok":
+    """errors_by_kind's key: the error's kind, "timeout", or "other" for errors before kinds;
+    None for a request that did not fail (ok, cancelled)."""
+    if not is_failure(status):
         return None
     return "timeout" if status == "timeout" else kind or "other"
 
@@ -87,6 +98,12 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         class_names=tuple(classes),
         itl=gaps,
         itl_owner=np.repeat(np.arange(len(chunk), dtype=np.int64), counts),
+        prefixed=np.fromiter((data.get("prefix_group") is not None for data in chunk), bool, len(chunk)),
+        cached_tokens=_times(chunk, "cached_tokens"),
+        prompt_tokens=_times(chunk, "prompt_tokens"),
+        turn=np.fromiter((data.get("turn") or 0 for data in chunk), np.int64, len(chunk)),
+        session_turns=np.fromiter((data.get("session_turns") or 0 for data in chunk), np.int64, len(chunk)),
+        session_start=_times(chunk, "session_start_s"),
     )
 
 

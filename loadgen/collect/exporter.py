@@ -60,6 +60,8 @@ def slo_thresholds(spec: SLOSpec) -> list[tuple[str, str, float]]:
             found += [(f"{section}_{key}", "seconds", seconds) for key, seconds in latency.limits()]
     if spec.error_rate is not None:
         found.append(("error_rate_max", "ratio", spec.error_rate.max))
+    if spec.cancel_rate is not None:
+        found.append(("cancel_rate_max", "ratio", spec.cancel_rate.max))
     if spec.output_tokens_per_s is not None:
         found.append(("output_tokens_per_s_min", "tokens_per_second", spec.output_tokens_per_s.min))
     if spec.request_rate is not None:

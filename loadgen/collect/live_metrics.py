@@ -1,10 +1,11 @@
 """The live exporter's state: what the run has done so far, turned into metric families on every
 scrape (a prometheus_client collector; no module-level metric objects).
 
-Histograms count from the scheduled send time as in the report: e2e for every finished request,
-TTFT to the first token (to the end for a timeout without one; an error without a token has
-none), ITL one observation per gap where the record keeps a list of gaps. Each status counter
-starts at 0 for every phase and class seen, so an error panel draws 0, not nothing. Warm-up
+Histograms count from the scheduled send time as in the report: e2e for every finished request
+but a cancelled one (it did not complete), TTFT to the first token (to the end for a timeout
+without one; an error without a token has none), ITL one observation per gap where the record
+keeps a list of gaps. Each status counter starts at 0 for every phase and class seen, so an error
+panel draws 0, not nothing; `cancelled` (workload.cancel) appears once a request is cancelled. Warm-up
 requests count like any other: they are real traffic, and a live view without them would disagree
 with the server's own metrics; the report leaves them out. No label marks them.
 """
@@ -124,7 +125,7 @@ class LiveMetrics(Collector):
                 ttft_end = record.done_s  # a lower bound, as in the report
             if ttft_end is not None:
                 series.histograms[TTFT_SECONDS].observe(ttft_end - record.scheduled_s)
-            if record.done_s is not None:
+            if record.done_s is not None and record.status != "cancelled":
                 series.histograms[E2E_SECONDS].observe(record.done_s - record.scheduled_s)
             if isinstance(record.itl_ms, list):
                 series.histograms[ITL_SECONDS].observe_ms(record.itl_ms)

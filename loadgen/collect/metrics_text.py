@@ -44,6 +44,8 @@ SERIES: tuple[Series, ...] = (
     Series("vllm:prompt_tokens_total", "prompt_tokens_total", "counter", "vllm"),
     Series("vllm:request_success_total", "requests_finished_total", "counter", "vllm"),
     Series("vllm:num_preemptions_total", "preemptions_total", "counter", "vllm"),
+    Series("vllm:prefix_cache_queries_total", "prefix_cache_queries_total", "counter", "vllm"),  # tokens
+    Series("vllm:prefix_cache_hits_total", "prefix_cache_hits_total", "counter", "vllm"),
     Series("vllm:time_to_first_token_seconds", "ttft_seconds", "histogram", "vllm"),
     Series("vllm:inter_token_latency_seconds", "itl_seconds", "histogram", "vllm"),
     Series("vllm:time_per_output_token_seconds", "itl_seconds", "histogram", "vllm"),  # older name
@@ -55,6 +57,9 @@ SERIES: tuple[Series, ...] = (
     Series("loadtest_server_kv_cache_usage_ratio", "kv_cache_usage", "gauge", "builtin", "mean"),
     Series("loadtest_server_requests_in_flight", "requests_in_flight", "gauge", "builtin"),
     Series("loadtest_server_generated_tokens_total", "generation_tokens_total", "counter", "builtin"),
+    Series("loadtest_server_prefix_cache_queries_total", "prefix_cache_queries_total", "counter", "builtin"),
+    Series("loadtest_server_prefix_cache_hits_total", "prefix_cache_hits_total", "counter", "builtin"),
+    Series("loadtest_server_requests_aborted_total", "requests_aborted_total", "counter", "builtin"),
     Series("loadtest_server_ttft_seconds", "ttft_seconds", "histogram", "builtin"),
     Series("loadtest_server_queue_wait_seconds", "queue_wait_seconds", "histogram", "builtin"),
 )

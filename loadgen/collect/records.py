@@ -20,8 +20,12 @@ import orjson
 from loadgen.collect.itl_codec import ITL_KEY, LEGACY_KEY, pack_gaps, unpack_gaps
 from loadgen.collect.record_files import RecordLines, line_file
 
-Status = Literal["ok", "error", "timeout"]
-# What went wrong with a status "error" record (None for "ok" and for "timeout", whose status says it):
+# "cancelled": the client closed the stream on purpose (workload.cancel); not a failure.
+Status = Literal["ok", "error", "timeout", "cancelled"]
+# The statuses of requests that did not fail: any other (an unknown one too) counts as failed.
+NOT_FAILED = frozenset({"ok", "cancelled"})
+# What went wrong with a status "error" record (None for "ok", "cancelled" and for "timeout",
+# whose status says it):
 # connection: refused, reset or closed by the server before or while answering;
 # http: the server answered with an error (status other than 200, or an error object in the stream);
 # protocol: a malformed answer (bad HTTP, an unparseable chunk, a stream that ended before [DONE]);
@@ -29,6 +33,12 @@ Status = Literal["ok", "error", "timeout"]
 # interrupted: the run was stopped mid-request; client: a bug in the load generator.
 ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client"]
 TokensSource = Literal["usage", "chunks"]
+
+
+def is_failure(status: str) -> bool:
+    """Whether a record's status counts as a failed request (errors, error rate, error charts)."""
+    return status not in NOT_FAILED
+
 
 # Above this many gaps the ITL list is replaced by a summary to keep the file small.
 ITL_LIST_LIMIT = 4096
@@ -60,6 +70,18 @@ class RequestRecord:
     lag_ms: float = 0.0
     slot_wait_ms: float = 0.0
     level: float | None = None  # the load level of a search run (concurrency or requests/s)
+    # Shared prefixes: prompt tokens the server says its prefix cache held (its usage's
+    # prompt_tokens_details.cached_tokens; None when it did not say), and the shared prefix the
+    # tool sent (workload.prefix group, or a trace row's shared first block; None: none).
+    cached_tokens: int | None = None
+    prefix_group: int | None = None
+    # Multi-turn sessions (workload.sessions; None outside one): the session (its turn 1's id),
+    # this turn (1-based), the session's planned turns and its turn 1's due time (run clock), so
+    # the statistics close a session, and time it, from its last record alone.
+    session: int | None = None
+    turn: int | None = None
+    session_turns: int | None = None
+    session_start_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -99,9 +121,9 @@ _FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
 _FIELD_SET = frozenset(_FIELD_NAMES)
 
 
-def summarize_itl(gaps_ms: list[float]) -> list[float] | dict[str, float]:
-    """Keep the gaps as a list unless there are very many; then keep a summary."""
-    if len(gaps_ms) <= ITL_LIST_LIMIT:
+def summarize_itl(gaps_ms: list[float], limit: int = ITL_LIST_LIMIT) -> list[float] | dict[str, float]:
+    """Keep the gaps as a list unless there are more than `limit`; then keep a summary."""
+    if len(gaps_ms) <= limit:
         return [round(gap, 3) for gap in gaps_ms]
     ordered = sorted(gaps_ms)
     count = len(ordered)

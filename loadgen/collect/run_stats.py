@@ -10,7 +10,13 @@ The measurement rules (README, "What a run does") are applied here, vectorised:
   (`*_from_send_ms`);
 - failed and timed-out requests keep their elapsed time in e2e and count in the error rate;
 - a timed-out request without a first token counts its elapsed time as TTFT (a lower bound), but
-  an error that never produced a token is left out of TTFT (a fast 503 must not look fast).
+  an error that never produced a token is left out of TTFT (a fast 503 must not look fast);
+- a request the client cancelled (`workload.cancel`, status `cancelled`) is no error: it is counted
+  in `cancelled` and `cancel_rate` (of all requests), and left out of the error rate, which is
+  errors over the requests that were not cancelled. Its first token counts in TTFT and its gaps in
+  ITL (the server served them), its tokens in tokens/s (they were sent); it did not complete, so
+  it is left out of e2e and TPOT, and its token count (chunks, with no `usage` at the end) out of
+  `tokens_source`.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.collect.columns import OK, SOURCE_NAMES, TIMEOUT, Columns
+from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Columns
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
+from loadgen.collect.prefix_stats import add_prefix, merge_prefix, prefix_metrics
+from loadgen.collect.session_stats import add_sessions, later_sent, merge_sessions, session_metrics
 from loadgen.collect.windows import PhaseWindow, target_rate
 
 # The latency metrics of a `metrics` object, each a percentile dict.
@@ -46,12 +54,17 @@ class GroupStats:
     requests: int = 0
     errors: int = 0
     timeouts: int = 0
+    cancelled: int = 0  # by the client (workload.cancel): not errors
     sent: int = 0
     tokens: int = 0
     error_kinds: dict[str, int] = field(default_factory=dict)
     last_send: dict[int, float] = field(default_factory=dict)  # phase → latest send
     sources: set[int] = field(default_factory=set)  # tokens_source codes of records with tokens
     digests: dict[str, Digest] = field(default_factory=dict)
+    # Shared prefixes' counts (loadgen.collect.prefix_stats; its digests are in `digests`).
+    prefix_counts: dict[str, int] = field(default_factory=dict)
+    # Multi-turn sessions' counts (loadgen.collect.session_stats; its digests are in `digests`).
+    session_counts: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.digests:
@@ -64,9 +77,11 @@ class GroupStats:
             return
         status = cols.status[rows]
         self.requests += count
-        self.errors += int((status != OK).sum())
+        cancelled = status == CANCELLED
+        self.errors += int(((status != OK) & ~cancelled).sum())
         self.timeouts += int((status == TIMEOUT).sum())
-        for index in np.flatnonzero(rows & (cols.status != OK)).tolist():
+        self.cancelled += int(cancelled.sum())
+        for index in np.flatnonzero(rows & (cols.status != OK) & (cols.status != CANCELLED)).tolist():
             key = cols.error_key[index] or "other"
             self.error_kinds[key] = self.error_kinds.get(key, 0) + 1
         sent = cols.sent[rows]
@@ -74,17 +89,23 @@ class GroupStats:
         self.sent += int(has_sent.sum())
         self.tokens += int(cols.output_tokens[rows].sum())
         phases = cols.phase[rows]
-        for phase in np.unique(phases[has_sent]).tolist():
-            latest = float(sent[has_sent & (phases == phase)].max())
+        paced = has_sent & (cols.turn[rows] <= 1)  # a session's later turns follow answers, not the plan
+        for phase in np.unique(phases[paced]).tolist():
+            latest = float(sent[paced & (phases == phase)].max())
             self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
-        self.sources.update(np.unique(cols.source[rows][cols.output_tokens[rows] > 0]).tolist())
-        for name, values in _latencies(cols, rows, status).items():
+        told = (cols.output_tokens[rows] > 0) & ~cancelled  # a cancelled stream never gets its usage
+        self.sources.update(np.unique(cols.source[rows][told]).tolist())
+        latencies = _latencies(cols, rows, status)
+        add_prefix(self, cols, rows, latencies["ttft_ms"])  # before ttft_ms takes this chunk
+        add_sessions(self, cols, rows, latencies)
+        for name, values in latencies.items():
             self.digests[name].add(values[~np.isnan(values)])
 
     def merge(self, other: GroupStats) -> None:
         self.requests += other.requests
         self.errors += other.errors
         self.timeouts += other.timeouts
+        self.cancelled += other.cancelled
         self.sent += other.sent
         self.tokens += other.tokens
         for key, count in other.error_kinds.items():
@@ -92,27 +113,39 @@ class GroupStats:
         for phase, latest in other.last_send.items():
             self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
         self.sources |= other.sources
-        for name, digest in other.digests.items():
-            self.digests[name].merge(digest)
+        merge_prefix(self, other)  # before ttft_ms takes other's
+        merge_sessions(self, other)
+        for name in LATENCY_METRICS:
+            self.digests[name].merge(other.digests[name])
 
     def metrics(self, windows: Sequence[PhaseWindow]) -> dict[str, Any]:
         """The `metrics` object of report.json for these records over `windows`."""
         elapsed = self.measured_time_s(windows)
         requests = self.requests
+        outcomes = requests - self.cancelled  # a cancelled request might yet have failed: not counted
         metrics: dict[str, Any] = {
             "requests": requests,
             "errors": self.errors,
             "timeouts": self.timeouts,
             "errors_by_kind": dict(sorted(self.error_kinds.items())),
-            "error_rate": self.errors / requests if requests else None,
+            "error_rate": self.errors / outcomes if outcomes else None,
+            "cancelled": self.cancelled,
+            "cancel_rate": self.cancelled / requests if requests else None,
             "target_rate": target_rate(windows),
-            "achieved_rate": self.sent / elapsed if elapsed > 0 else None,
+            # with sessions, sessions/s (as target_rate): turn 1's sends
+            "achieved_rate": (self.sent - later_sent(self)) / elapsed if elapsed > 0 else None,
             "output_tokens_per_s": self.tokens / elapsed if elapsed > 0 else None,
         }
         for name in LATENCY_METRICS:
             metrics[name] = self.digests[name].percentiles()
         metrics["tokens_source"] = self.tokens_source()
         metrics["percentile_method"] = self.method()
+        prefix = prefix_metrics(self)
+        if prefix is not None:  # only a run with shared prefixes or a server's cache reports
+            metrics["prefix_cache"] = prefix
+        sessions = session_metrics(self, elapsed)
+        if sessions is not None:  # only a run with multi-turn sessions reports them
+            metrics["sessions"] = sessions
         return metrics
 
     def measured_time_s(self, windows: Sequence[PhaseWindow]) -> float:
@@ -131,7 +164,7 @@ class GroupStats:
         # Only records that produced tokens say where their count came from; a failed request's
         # default "chunks" would otherwise turn every "usage" run into "mixed".
         if not self.sources:
-            return None
+            return SOURCE_NAMES[0] if self.tokens else None  # only cancelled streams had tokens
         return SOURCE_NAMES[next(iter(self.sources))] if len(self.sources) == 1 else "mixed"
 
     def method(self) -> dict[str, Any]:
@@ -149,6 +182,7 @@ def _latencies(cols: Columns, rows: np.ndarray, status: np.ndarray) -> dict[str,
     """Each latency metric's values (ms, NaN where it does not apply) for the selected rows."""
     scheduled, sent = cols.scheduled[rows], cols.sent[rows]
     first, done = cols.first_token[rows], cols.done[rows]
+    ended = np.where(status == CANCELLED, np.nan, done)  # a cancelled request did not complete
     # TTFT ends at the first token, or at the timeout for a timed-out request without one.
     ttft_end = np.where(np.isnan(first) & (status == TIMEOUT), done, first)
     tokens = cols.output_tokens[rows]
@@ -160,8 +194,8 @@ def _latencies(cols: Columns, rows: np.ndarray, status: np.ndarray) -> dict[str,
         "ttft_from_send_ms": (ttft_end - sent) * 1000.0,
         "itl_ms": cols.itl[rows[cols.itl_owner]],
         "tpot_ms": tpot,
-        "e2e_ms": (done - scheduled) * 1000.0,
-        "e2e_from_send_ms": (done - sent) * 1000.0,
+        "e2e_ms": (ended - scheduled) * 1000.0,
+        "e2e_from_send_ms": (ended - sent) * 1000.0,
         "schedule_lag_ms": cols.lag_ms[rows],
         "slot_wait_ms": cols.slot_wait_ms[rows],
     }
@@ -213,6 +247,24 @@ class RunStats:
             self.first_id[name] = min(self.first_id.get(name, first), first)
             if self._split:
                 self.classes.setdefault(name, GroupStats(self.budget)).add(cols, counted & mine)
+
+    def merge(self, other: RunStats) -> None:
+        """Take in another RunStats over the same windows (a distributed worker's share): the
+        result is what one RunStats fed both sets of records would hold."""
+        self.records += other.records
+        self.lag.merge(other.lag)
+        if not self._split and len({*self.first_id, *other.first_id}) > 1:
+            self._split = True
+            for name in self.first_id:  # as in add: the one class so far had every record
+                self.classes[name] = self._union()
+        if self._split:
+            theirs = other.classes if other._split else {name: other._union() for name in other.first_id}
+            for name, group in theirs.items():
+                self.classes.setdefault(name, GroupStats(self.budget)).merge(group)
+        for index, group in other.phases.items():
+            self.phases.setdefault(index, GroupStats(self.budget)).merge(group)
+        for name, first in other.first_id.items():
+            self.first_id[name] = min(self.first_id.get(name, first), first)
 
     def overall(self) -> GroupStats:
         """Every counted record: the union of the measured phases."""

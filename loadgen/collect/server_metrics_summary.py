@@ -31,6 +31,8 @@ HISTOGRAM_MS = {
     "e2e_seconds": "e2e_ms",
     "queue_wait_seconds": "queue_wait_ms",
 }
+# Counters reported as their increase over the window (counts, not rates).
+COUNTER_DELTAS = {"requests_aborted_total": "requests_aborted"}
 METHOD = "histogram buckets"
 # A client-vs-server TTFT gap at p95 above max(this, GAP_SHARE × server p95) is worth a line.
 GAP_MIN_MS = 5.0
@@ -196,12 +198,41 @@ def summarize_server_metrics(log: MetricsLog, start_s: float, end_s: float) -> d
             if counter in first.values and counter in last.values:
                 delta = last.values[counter] - first.values[counter]
                 summary[rate] = delta / seconds if delta >= 0 else None
+        for counter, key in COUNTER_DELTAS.items():
+            increase = _delta(first, last, counter)
+            if increase is not None:
+                summary[key] = round(increase)
+        prefix_cache = _prefix_cache(first, last)
+        if prefix_cache is not None:
+            summary["prefix_cache"] = prefix_cache
         for name, key in HISTOGRAM_MS.items():
             if name in last.histograms:
                 diff = diff_histogram(last.histograms[name], first.histograms.get(name))
                 summary[key] = _ms_percentiles(diff) if diff is not None else None
         summary["window_s"] = [first.t_s, last.t_s]
     return summary
+
+
+def _delta(first: MetricsSample, last: MetricsSample, counter: str) -> float | None:
+    """A counter's increase between two scrapes; None if absent or it went down (a restart)."""
+    if counter not in first.values or counter not in last.values:
+        return None
+    delta = last.values[counter] - first.values[counter]
+    return delta if delta >= 0 else None
+
+
+def _prefix_cache(first: MetricsSample, last: MetricsSample) -> dict[str, Any] | None:
+    """The server's prefix cache over the window, in prompt tokens (vLLM's and the built-in
+    engines' counters both count tokens): looked up, found, and their ratio."""
+    queried = _delta(first, last, "prefix_cache_queries_total")
+    hits = _delta(first, last, "prefix_cache_hits_total")
+    if queried is None or hits is None:
+        return None
+    return {
+        "queried_tokens": round(queried),
+        "hit_tokens": round(hits),
+        "hit_ratio": hits / queried if queried else None,
+    }
 
 
 def with_ttft_gap(

@@ -85,7 +85,7 @@ class Timeline:
 
     def _add_errors(self, status: np.ndarray, when: np.ndarray, http: np.ndarray) -> None:
         """Failures by kind, as the errors chart names them: timeout, HTTP <code>, error."""
-        failed = status != "ok"
+        failed = (status != "ok") & (status != "cancelled")  # a cancellation is the client's choice
         if not failed.any():
             return
         timeouts = status == "timeout"

@@ -30,6 +30,8 @@ import gevent.event
 from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner
 
+from loadgen.collect import stats_wire
+from loadgen.collect.run_stats import RunStats
 from loadgen.distributed import auth, channel, protocol
 from loadgen.distributed.local import LocalWorkers
 from loadgen.scenario.model import Scenario
@@ -94,7 +96,13 @@ def _run_master(
 ) -> dict[str, Any]:
     scenario, schedule, stop, run_dir = ctx.scenario, ctx.schedule, ctx.stop, ctx.run_dir
     assert ctx.endpoint is not None
-    endpoint, sink = ctx.endpoint, ctx.sink()
+    summary = options.records == "summary"
+    # --records summary: the statistics merge here and go to requests-summary.msgpack; each
+    # request's outcome still reaches the observers and the unreachable guard, not the file.
+    endpoint, sink = ctx.endpoint, ctx.sink(write=not summary)
+    stats = RunStats(schedule.windows)
+    if summary:
+        ctx.writer.path.unlink(missing_ok=True)  # nothing is written to it: no empty file left
     port = options.bind_port or free_port(options.bind_host)
     environment = Environment(user_classes=[])
     master = environment.create_master_runner(options.bind_host, port)
@@ -111,6 +119,8 @@ def _run_master(
         batch = protocol.decode_records(msg.data["records"])
         if worker is not None:
             worker.received += len(batch)
+        if summary and "stats" in msg.data:
+            stats.merge(stats_wire.unpack(msg.data["stats"], schedule.windows))
         for record in batch:
             sink(record)
 
@@ -132,7 +142,7 @@ def _run_master(
         for index, client_id in enumerate(_wait_for_workers(master, options.total, stop, local)):
             workers[client_id] = _Worker(client_id, index)
         _measure_clocks(master, workers, pongs)
-        t0_ns = _send_plans(master, scenario, schedule, endpoint, list(workers.values()))
+        t0_ns = _send_plans(master, scenario, schedule, endpoint, list(workers.values()), options.records)
         finish = on_start(t0_ns)
         _wait_done(master, list(workers.values()), local, stop, t0_ns, schedule, scenario)
     finally:
@@ -146,6 +156,8 @@ def _run_master(
         master.greenlet.kill(block=True)
         # A lost worker may be frozen (SIGSTOP, a hung host): it never leaves on its own.
         local.stop(kill_now={worker.pid for worker in workers.values() if worker.lost})
+        if summary:
+            _save_summary(ctx, stats)
     ordered = sorted(workers.values(), key=lambda worker: worker.index)
     offsets = [protocol.clock_offset(worker.samples) for worker in ordered]
     return {
@@ -156,7 +168,16 @@ def _run_master(
             [None if sample is None else round(sample.offset_ns / 1e6, 3) for sample in offsets],
         ),
         "pids": [worker.pid for worker in ordered],
+        "records": options.records,
     }
+
+
+def _save_summary(ctx: RunContext, stats: RunStats) -> None:
+    """The merged statistics into the run folder: the report reads them instead of records."""
+    try:
+        stats_wire.write_summary(ctx.run_dir, stats)
+    except OSError as exc:  # a full or failing disk: the run cannot be reported, say why
+        ctx.guards.fault.fail(f"disk: cannot write {stats_wire.SUMMARY_FILE}: {exc}")
 
 
 def _wait_for_workers(
@@ -201,7 +222,12 @@ def _measure_clocks(
 
 
 def _send_plans(
-    master: MasterRunner, scenario: Scenario, schedule: Schedule, endpoint: Endpoint, workers: list[_Worker]
+    master: MasterRunner,
+    scenario: Scenario,
+    schedule: Schedule,
+    endpoint: Endpoint,
+    workers: list[_Worker],
+    records: protocol.RecordsMode,
 ) -> int:
     """Send every worker its share; return t0 (perf_counter_ns) of the run clock."""
     shares = protocol.split_columns(schedule.requests, len(workers))  # the plan, once, as columns
@@ -226,6 +252,8 @@ def _send_plans(
             "slots": protocol.worker_cap(scenario.max_concurrency, len(workers)),
             "phase_starts": list(schedule.phase_starts),
             "duration_s": schedule.duration_s,
+            "records": records,
+            "windows": protocol.encode_windows(schedule.windows),
         }
         _send(master, protocol.MSG_PLAN, plan, worker.client_id)
     return t0_ns
@@ -241,7 +269,9 @@ def _wait_done(
     scenario: Scenario,
 ) -> None:
     """Until every worker is done or lost (or the time is up: the rest are lost)."""
-    end_s = schedule.duration_s + scenario.workload.request_timeout + END_GRACE_S
+    # Sessions send their later turns up to `linger` past the schedule's end (workload.sessions).
+    linger = max((w.sessions.linger for _, _, w in scenario.classes if w.sessions is not None), default=0.0)
+    end_s = schedule.duration_s + linger + scenario.workload.request_timeout + END_GRACE_S
     deadline = time.monotonic() + (t0_ns - time.perf_counter_ns()) / 1e9 + end_s
     stopped = False
     exited_at: dict[int, float] = {}

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from loadgen.collect.records import RequestRecord
+from loadgen.collect import stats_wire
+from loadgen.collect.columns import columns_of
+from loadgen.collect.records import RequestRecord, summarize_itl
+from loadgen.collect.run_stats import RunStats
+from loadgen.collect.windows import PhaseWindow
 from loadgen.scenario.files import BASE_DIR_CONTEXT
 from loadgen.scenario.workload import Workload, WorkloadField
 from loadgen.traffic.schedule import PlannedRequest, PlannedRequests
@@ -30,8 +34,11 @@ MSG_STOP = "loadtest_stop"  # stop now (Ctrl-C on the master): in-flight request
 MSG_QUIT = "loadtest_quit"  # the run is over: exit
 # worker → master
 MSG_PONG = "loadtest_pong"  # {seq, master_ns, worker_ns}
-MSG_RECORDS = "loadtest_records"  # {worker, records: [RequestRecord.to_dict(), ...]}
+MSG_RECORDS = "loadtest_records"  # {worker, records: [RequestRecord.to_dict(), ...], stats?: bytes}
 MSG_DONE = "loadtest_done"  # {worker, sent, cpu_s, wall_s, cpu_percent}
+
+RecordsMode = Literal["all", "summary"]
+RECORDS_MODES: tuple[RecordsMode, ...] = ("all", "summary")
 
 BATCH_RECORDS = 100  # a batch goes out when it holds this many records…
 BATCH_INTERVAL_S = 0.2  # …or when its oldest record has waited this long
@@ -49,6 +56,10 @@ class DistributedOptions:
     remote: int = 0
     bind_host: str = "127.0.0.1"
     bind_port: int = 0
+    # "all": every record comes back and goes to requests.jsonl; "summary": the workers ship
+    # mergeable statistics (stats_wire) and each request's outcome without its per-token gaps
+    # (for the live views and guards); the master keeps requests-summary.msgpack instead.
+    records: RecordsMode = "all"
 
     @property
     def total(self) -> int:
@@ -109,6 +120,34 @@ def decode_plan(columns: Mapping[str, Sequence[Any]]) -> PlannedRequests:
 
 def encode_records(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
     return [record.to_dict() for record in records]
+
+
+def encode_outcomes(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+    """`--records summary`: each record for the live views, its per-token gaps summarised (the
+    statistics travel apart, with every gap in them)."""
+    encoded = []
+    for record in records:
+        data = record.to_dict()
+        gaps = data["itl_ms"]
+        if isinstance(gaps, list):
+            data["itl_ms"] = summarize_itl(gaps, limit=0) if gaps else []
+        encoded.append(data)
+    return encoded
+
+
+def encode_windows(windows: Sequence[PhaseWindow]) -> list[dict[str, Any]]:
+    return [asdict(window) for window in windows]
+
+
+def decode_windows(data: Sequence[Mapping[str, Any]]) -> list[PhaseWindow]:
+    return [PhaseWindow(**window) for window in data]
+
+
+def encode_stats(records: Sequence[RequestRecord], windows: Sequence[PhaseWindow]) -> bytes:
+    """`--records summary`: the statistics of a batch of records, to be merged on the master."""
+    stats = RunStats(windows)
+    stats.add(columns_of(records))
+    return stats_wire.pack(stats)
 
 
 def decode_records(batch: Sequence[Mapping[str, Any]]) -> list[RequestRecord]:

@@ -108,14 +108,24 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
     )
     batcher = protocol.RecordBatcher()
     sent = 0
+    # --records summary: each batch goes as its statistics (every value, mergeable) and each
+    # request's outcome without its gaps; otherwise as whole records.
+    windows = protocol.decode_windows(data["windows"]) if data.get("records") == "summary" else None
 
     def send(batch: list[RequestRecord] | None) -> None:
         nonlocal sent
-        if batch:
-            runner.send_message(
-                protocol.MSG_RECORDS, {"worker": worker, "records": protocol.encode_records(batch)}
-            )
-            sent += len(batch)
+        if not batch:
+            return
+        if windows is None:
+            message = {"worker": worker, "records": protocol.encode_records(batch)}
+        else:
+            message = {
+                "worker": worker,
+                "records": protocol.encode_outcomes(batch),
+                "stats": protocol.encode_stats(batch, windows),
+            }
+        runner.send_message(protocol.MSG_RECORDS, message)
+        sent += len(batch)
 
     def sink(record: RequestRecord) -> None:
         send(batcher.add(record, time.monotonic()))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from loadgen.collect.record_files import records_file
-from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.records import RequestRecord, is_failure, read_records
 from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.stats import elapsed_ms, present, tpot_ms
 from loadgen.collect.timeline import Timeline
@@ -112,6 +112,7 @@ def load_run(path: Path) -> RunData:
     if not records_path.is_file():
         metrics = report["metrics"]
         requests, errors = int(metrics.get("requests") or 0), int(metrics.get("errors") or 0)
+        requests -= int(metrics.get("cancelled") or 0)  # as error_rate counts: cancellations left out
         return RunData(report_path, report, None, requests, errors)
     return read_run(report_path, report, records_path)
 
@@ -126,9 +127,10 @@ def read_run(
     for chunk in chunks(read_records(records_path)):
         sample.offer(chunk)
         counts.add(chunk)
-        counted = [record for record in chunk if not record.warmup]
+        # As report.json counts them: a cancellation is neither a success nor an error.
+        counted = [record for record in chunk if not record.warmup and record.status != "cancelled"]
         requests += len(counted)
-        errors += sum(1 for record in counted if record.status != "ok")
+        errors += sum(1 for record in counted if is_failure(record.status))
     drawn = sample.records
     ok = [record for record in drawn if record.status == "ok"]
     scheduled = np.array([record.scheduled_s for record in ok if record.first_token_s is not None])

@@ -30,6 +30,8 @@ _LATENCY_KEYS: dict[str, str] = {
 }
 # SLO section name → metrics key (latencies count from the scheduled send time).
 _LATENCY_METRICS: dict[str, str] = {"ttft": "ttft_ms", "itl": "itl_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
+# A multi-turn session from turn 1's due time to its last answer (workload.sessions), nested.
+_LATENCY_METRICS["session_e2e"] = "sessions.session_e2e_ms"
 
 
 class LatencySLO(StrictModel):
@@ -78,7 +80,9 @@ class ClassSLOSpec(StrictModel):
     itl: LatencySLO | None = None
     tpot: LatencySLO | None = None
     e2e: LatencySLO | None = None
-    error_rate: MaxFraction | None = None
+    session_e2e: LatencySLO | None = None  # completed sessions (workload.sessions)
+    error_rate: MaxFraction | None = None  # of the requests not cancelled
+    cancel_rate: MaxFraction | None = None  # requests the client cancelled (workload.cancel)
     output_tokens_per_s: MinRate | None = None
     request_rate: MinRate | None = None
 
@@ -166,7 +170,8 @@ def _latency_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOR
         for key, seconds in slo.limits():
             # Thresholds are seconds; metrics are ms. Rounding hides float noise (0.05 * 1000).
             threshold_ms = round(seconds * 1000.0, 6)
-            results.append(_check(f"{section} {key}", threshold_ms, _get(metrics, metric, key), "ms"))
+            observed = _get(metrics, *metric.split("."), key)
+            results.append(_check(f"{section} {key}", threshold_ms, observed, "ms"))
     return results
 
 
@@ -201,6 +206,9 @@ def _request_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOR
     if spec.error_rate is not None:
         observed = _percent(_get(metrics, "error_rate"))
         results.append(_check("error_rate", round(spec.error_rate.max * 100.0, 6), observed, "%"))
+    if spec.cancel_rate is not None:
+        observed = _percent(_get(metrics, "cancel_rate"))
+        results.append(_check("cancel_rate", round(spec.cancel_rate.max * 100.0, 6), observed, "%"))
     if spec.output_tokens_per_s is not None:
         observed = _get(metrics, "output_tokens_per_s")
         results.append(_check("output_tokens_per_s", spec.output_tokens_per_s.min, observed, "tok/s", ">="))

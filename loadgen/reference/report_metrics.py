@@ -72,24 +72,106 @@ class PercentileMethod(ReportPart):
     sketched: list[str] = Field(description="the metrics whose percentiles come from the sketch")
 
 
+class TtftSplit(ReportPart):
+    """TTFT of a part of the requests, from the scheduled send, in milliseconds."""
+
+    p50: float | None = Field(description=_MS)
+    p95: float | None = Field(description=_MS)
+    p99: float | None = Field(description=_MS)
+
+
+class PrefixCache(ReportPart):
+    """TTFT split by prefix-cache hit and miss, two ways: by what the tool sent (`prefixed`: a
+    shared prefix, from `workload.prefix` or a trace's shared blocks) and by what the server said
+    (`cache_*`: `usage.prompt_tokens_details.cached_tokens` above 0 or 0; requests whose server
+    did not say are in neither). The first request of each prefix is prefixed but misses. Both
+    splits may mix prompt lengths (an unprefixed prompt is shorter); `*prefixed_hit*` and
+    `*prefixed_miss*` split the prefixed requests by the server's word, like with like."""
+
+    prefixed: int | None = Field(default=None, description="requests sent with a shared prefix")
+    unprefixed: int | None = Field(default=None, description="requests sent without one")
+    ttft_prefixed_ms: TtftSplit | None = Field(default=None, description="TTFT of the prefixed requests")
+    ttft_unprefixed_ms: TtftSplit | None = Field(default=None, description="TTFT of the others")
+    cache_hits: int | None = Field(default=None, description="requests the server said had cached tokens")
+    cache_misses: int | None = Field(default=None, description="requests the server said had none")
+    cached_token_share: float | None = Field(
+        default=None, description="cached / prompt tokens of the requests the server told about, a fraction"
+    )
+    ttft_cache_hit_ms: TtftSplit | None = Field(default=None, description="TTFT of the server's hits")
+    ttft_cache_miss_ms: TtftSplit | None = Field(default=None, description="TTFT of the server's misses")
+    prefixed_hits: int | None = Field(default=None, description="prefixed requests the server said hit")
+    prefixed_misses: int | None = Field(
+        default=None, description="prefixed requests the server said missed (each prefix's first, at least)"
+    )
+    ttft_prefixed_hit_ms: TtftSplit | None = Field(
+        default=None, description="TTFT of the prefixed requests that hit: like with like, against the next"
+    )
+    ttft_prefixed_miss_ms: TtftSplit | None = Field(
+        default=None,
+        description="TTFT of the prefixed requests that missed; the difference is the cache's saving",
+    )
+
+
+class TurnLatency(ReportPart):
+    """One turn index of the sessions: its requests and their latency from the turn's due time."""
+
+    turn: int = Field(description="the turn, from 1")
+    requests: int = Field(description="requests of this turn measured")
+    ttft_ms: TtftSplit = Field(description="time to first token (context growth shows as it rises)")
+    e2e_ms: TtftSplit = Field(description="request latency to the end")
+
+
+class Sessions(ReportPart):
+    """Multi-turn sessions (`workload.sessions`): each arrival starts one; a turn is due its think
+    time after the previous answer ended, sending the whole history."""
+
+    started: int = Field(description="sessions started (their turn 1 measured)")
+    completed: int = Field(description="sessions whose every planned turn was answered")
+    ended: int = Field(description="sessions ended by a failed or cancelled turn")
+    cut: int = Field(
+        description="sessions neither completed nor ended: a turn would have been due past "
+        "`sessions.linger` after the schedule's end, or the run stopped"
+    )
+    requests_per_s: float | None = Field(
+        description="requests (every turn) sent per second over the measured time; "
+        "`achieved_rate` counts sessions"
+    )
+    turns_completed_mean: float | None = Field(description="turns answered per session started")
+    turns_completed: dict[str, int] = Field(
+        description="sessions by the number of turns answered (only counts that occurred)"
+    )
+    session_e2e_ms: Percentiles = Field(
+        description="completed sessions: from turn 1's due time to the last turn's end (SLO `session_e2e`)"
+    )
+    per_turn: list[TurnLatency] = Field(description="latency by turn index, from 1")
+
+
 class Metrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
 
     requests: int = Field(description="requests measured (scheduled after warm-up, in a measured window)")
-    errors: int = Field(description="failed requests, timeouts included")
+    errors: int = Field(description="failed requests, timeouts included (cancelled ones are not)")
     timeouts: int = Field(description="requests recorded as `timeout`")
     errors_by_kind: ErrorsByKind = Field(description="`errors` by kind")
-    error_rate: float | None = Field(description="errors / requests, a fraction (0.01 = 1%)")
+    error_rate: float | None = Field(
+        description="errors / (requests − cancelled), a fraction (0.01 = 1%); null when no request "
+        "ran to an outcome"
+    )
+    cancelled: int = Field(description="requests the client cancelled on purpose (`workload.cancel`)")
+    cancel_rate: float | None = Field(description="cancelled / requests, a fraction")
     target_rate: float | None = Field(
         description="requests/s the schedule asked for (duration-weighted mean of the phases); "
         "null for a closed-loop level or a workload class"
     )
-    achieved_rate: float | None = Field(description="requests/s actually sent over the measured time")
+    achieved_rate: float | None = Field(
+        description="requests/s actually sent over the measured time (with `workload.sessions`: "
+        "sessions/s, turn 1's sends, as `target_rate`)"
+    )
     output_tokens_per_s: float | None = Field(description="output tokens/s over the measured time")
     ttft_ms: Percentiles = Field(
         description="time to first token from the scheduled send time (SLOs use it); a timeout without "
-        "a token counts its elapsed time, an error without one is left out"
+        "a token counts its elapsed time, an error or a cancelled request without one is left out"
     )
     ttft_from_send_ms: Percentiles = Field(description="time to first token from the actual send")
     itl_ms: Percentiles = Field(description="gaps between tokens, pooled over all streams")
@@ -99,7 +181,7 @@ class Metrics(ReportPart):
     )
     e2e_ms: Percentiles = Field(
         description="request latency from the scheduled send time to the end; failed and timed-out "
-        "requests count with their elapsed time"
+        "requests count with their elapsed time, cancelled ones (which did not complete) not at all"
     )
     e2e_from_send_ms: Percentiles = Field(description="request latency from the actual send")
     schedule_lag_ms: Percentiles = Field(
@@ -112,6 +194,14 @@ class Metrics(ReportPart):
     )
     percentile_method: PercentileMethod = Field(
         description="exact, or a DDSketch with a stated relative error past the exact budget (long runs)"
+    )
+    prefix_cache: PrefixCache | None = Field(
+        default=None,
+        description="TTFT by prefix-cache hit and miss; only in a run with shared prefixes "
+        "(`workload.prefix`, a trace's `hash_ids`) or a server reporting cached tokens",
+    )
+    sessions: Sessions | None = Field(
+        default=None, description="multi-turn sessions' figures; only in a run with `workload.sessions`"
     )
 
 
@@ -155,7 +245,10 @@ class LostWorker(ReportPart):
     """A worker whose records did not all arrive."""
 
     worker: int = Field(description="the worker's index")
-    requests_lost: int = Field(description="requests it owned or sent whose records never arrived")
+    requests_lost: int = Field(
+        description="requests it owned or sent whose records never arrived (for a worker that never said "
+        "it was done in a sessions run, a lower bound: its sessions' later turns were not planned)"
+    )
 
 
 class Workers(ReportPart):
@@ -170,6 +263,11 @@ class Workers(ReportPart):
     clock_offset_ms: list[float | None] = Field(description="each worker's clock minus the master's, ms")
     lost: list[LostWorker] = Field(
         description="workers whose records did not all come back (verdict `error`)"
+    )
+    records: Literal["all", "summary"] = Field(
+        default="all",
+        description="`summary` (`--records summary`): the workers shipped mergeable statistics, kept in "
+        "requests-summary.msgpack; no requests.jsonl",
     )
 
 

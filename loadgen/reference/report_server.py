@@ -81,6 +81,15 @@ class TtftGap(ReportPart):
     mean: float | None = Field(description="milliseconds (exact)")
 
 
+class ServerPrefixCache(ReportPart):
+    """The server's own prefix-cache counters (vLLM's `prefix_cache_*`, the built-in engines'),
+    differenced over the window; in prompt tokens."""
+
+    queried_tokens: int = Field(description="prompt tokens looked up in the cache")
+    hit_tokens: int = Field(description="prompt tokens found there (not computed again)")
+    hit_ratio: float | None = Field(description="hit_tokens / queried_tokens; null when nothing was queried")
+
+
 class ServerMetrics(ReportPart):
     """The server's own Prometheus metrics (`server_metrics:`) over the measured window."""
 
@@ -102,6 +111,13 @@ class ServerMetrics(ReportPart):
     )
     prompt_tokens_per_s: float | None = Field(
         default=None, description="prompt tokens/s by the server's counter"
+    )
+    requests_aborted: int | None = Field(
+        default=None,
+        description="requests the server saw its client leave before the answer ended (built-in engines)",
+    )
+    prefix_cache: ServerPrefixCache | None = Field(
+        default=None, description="the server's prefix cache over the window; null when it reports none"
     )
     ttft_ms: ServerHistogram | None = Field(default=None, description="the server's time to first token")
     itl_ms: ServerHistogram | None = Field(default=None, description="the server's inter-token latency")

@@ -23,7 +23,7 @@ SCHEMA_VERSION = 1
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
 
 # Fractions keep more digits than ms values: 3 decimals would hide a 0.04% error rate.
-_DIGITS = {"error_rate": 6}
+_DIGITS = {"error_rate": 6, "cancel_rate": 6}
 _DEFAULT_DIGITS = 3
 
 

@@ -10,6 +10,7 @@ from loadgen.collect.server_metrics_summary import notable_ttft_gap
 from loadgen.collect.stats import PERCENTILE_KEYS
 from loadgen.fmt import format_number
 from loadgen.report.evaluation_markdown import evaluation_lines
+from loadgen.report.markdown_sessions import session_lines
 
 FILENAME = "report.md"
 
@@ -46,17 +47,57 @@ def _key_numbers(report: Mapping[str, Any]) -> list[str]:
     client = report["client"]
     error_rate = metrics.get("error_rate")
     error_pct = None if error_rate is None else error_rate * 100
-    achieved, target = _num(metrics["achieved_rate"], "req/s"), _num(metrics["target_rate"], "req/s")
+    unit = "sessions/s" if metrics.get("sessions") else "req/s"  # sessions follow the rate, not turns
+    achieved, target = _num(metrics["achieved_rate"], unit), _num(metrics["target_rate"], unit)
     trust = "trustworthy" if client["trustworthy"] else "**NOT trustworthy** (client could not keep up)"
+    cancelled = []
+    if metrics.get("cancelled"):  # workload.cancel: said only when the client cancelled some
+        cancel_pct = _num(100 * float(metrics.get("cancel_rate") or 0.0), "%")
+        cancelled.append(
+            f"- Cancelled by the client: {metrics['cancelled']} ({cancel_pct} of requests; not errors, "
+            "left out of the error rate, e2e and TPOT)"
+        )
     return [
         f"- Requests: {metrics['requests']} · errors {metrics['errors']} (timeouts "
         f"{metrics.get('timeouts', 0)}) · error rate {_num(error_pct, '%')}",
+        *cancelled,
+        *_prefix_lines(metrics.get("prefix_cache")),
         f"- Rate: {achieved} achieved of {target} target",
         f"- Output tokens: {_num(metrics['output_tokens_per_s'], 'tok/s')} "
         f"(counted from: {metrics.get('tokens_source') or 'no tokens'})",
         f"- Client: {trust}, schedule lag p99 {_num(client['schedule_lag_p99_ms'], 'ms')}",
         "",
     ]
+
+
+def _prefix_lines(prefix: Mapping[str, Any] | None) -> list[str]:
+    """TTFT p50 by prefix-cache hit and miss (metrics.prefix_cache), where the run has it."""
+    if not prefix:
+        return []
+
+    def p50(key: str) -> str:
+        return _num((prefix.get(key) or {}).get("p50"), "ms")
+
+    lines = []
+    if "prefixed" in prefix:
+        lines.append(
+            f"- Shared prefix (as sent): TTFT p50 {p50('ttft_prefixed_ms')} for {prefix['prefixed']} "
+            f"requests with one, {p50('ttft_unprefixed_ms')} for {prefix['unprefixed']} without"
+        )
+    if "cache_hits" in prefix:
+        share = prefix.get("cached_token_share")
+        lines.append(
+            f"- Prefix cache (as the server said): TTFT p50 {p50('ttft_cache_hit_ms')} for "
+            f"{prefix['cache_hits']} hits, {p50('ttft_cache_miss_ms')} for {prefix['cache_misses']} "
+            f"misses; {_num(None if share is None else 100 * share, '%')} of prompt tokens cached"
+        )
+    if "prefixed_hits" in prefix:
+        lines.append(
+            f"- Prefixed requests by the server's word: TTFT p50 {p50('ttft_prefixed_hit_ms')} for "
+            f"{prefix['prefixed_hits']} hits, {p50('ttft_prefixed_miss_ms')} for "
+            f"{prefix['prefixed_misses']} misses (the cache's saving on a prefix)"
+        )
+    return lines
 
 
 def _slo_table(slos: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -194,6 +235,14 @@ def _server_metrics_lines(server_metrics: Mapping[str, Any] | None, metrics: Map
     if server_metrics.get("generation_tokens_per_s") is not None:
         generated = _num(server_metrics["generation_tokens_per_s"], "tok/s")
         lines.append(f"- Generated: {generated} (the server's own token counter)")
+    cache = server_metrics.get("prefix_cache")
+    if cache and cache.get("hit_ratio") is not None:
+        lines.append(
+            f"- Prefix cache: {_num(cache['hit_ratio'] * 100)}% of {cache['queried_tokens']:,} prompt tokens "
+            "looked up were found cached (the server's own counters)"
+        )
+    if server_metrics.get("requests_aborted"):
+        lines.append(f"- Aborted: {server_metrics['requests_aborted']} requests whose client left mid-answer")
     if notable_ttft_gap(server_metrics):
         lines.append(
             f"- Finding: at p95 the client sees the first token {_num(gap.get('p95'), 'ms')} later than the "
@@ -224,6 +273,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         *_latency_table(report["metrics"]),
         *_class_table(report.get("classes")),
+        *session_lines(report["metrics"].get("sessions")),
         "## Phases",
         "",
         *_phase_table(report["phases"]),

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, SkippedLines, read_records
+from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import read_server_metrics, summarize_server_metrics
+from loadgen.collect.stats_wire import SUMMARY_FILE, SummaryError, read_summary
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.safe_write import write_formats
@@ -64,9 +66,17 @@ def render_reports(
         from loadgen.report.html.inputs import ChartRecords  # matplotlib only where html is asked for
 
         charts = ChartRecords()
-    skipped = SkippedLines()
-    stats = scan_records(path, schedule.windows, skipped, on_chunk=None if charts is None else charts.offer)
-    _warn_skipped(skipped, path)
+    if (run_dir / SUMMARY_FILE).exists():
+        # Workers shipped statistics (`--records summary`): no records to read or to chart.
+        try:
+            stats = read_summary(run_dir, schedule.windows)
+        except SummaryError as exc:  # no numbers to judge: the verdict is error, not a pass
+            stats, run_error = RunStats(schedule.windows), run_error or str(exc)
+    else:
+        skipped = SkippedLines()
+        offer = None if charts is None else charts.offer
+        stats = scan_records(path, schedule.windows, skipped, on_chunk=offer)
+        _warn_skipped(skipped, path)
     # The server's own /metrics over the same window (bracketed by the scrapes around it).
     server_metrics = summarize_server_metrics(
         read_server_metrics(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s

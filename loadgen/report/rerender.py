@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.collect.record_files import records_file
+from loadgen.collect.stats_wire import SUMMARY_FILE
 from loadgen.report.render import render_reports
 from loadgen.run.disk import DiskError, check_writable
 from loadgen.run.rundir import RunMeta
@@ -19,7 +20,8 @@ class RerenderError(Exception):
 
 def rerender_run(run_dir: Path) -> dict[str, Any]:
     """Every report format of one run, written again from requests.jsonl; returns report.json."""
-    if not records_file(run_dir).exists() or not (run_dir / "scenario.yaml").exists():
+    has_records = records_file(run_dir).exists() or (run_dir / SUMMARY_FILE).exists()
+    if not has_records or not (run_dir / "scenario.yaml").exists():
         raise RerenderError(f"{run_dir} is not a run directory (needs scenario.yaml and requests.jsonl)")
     try:
         scenario = load_scenario(run_dir / "scenario.yaml")

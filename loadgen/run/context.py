@@ -103,9 +103,10 @@ class RunContext:
     def stop(self) -> gevent.event.Event:
         return self.guards.stop
 
-    def sink(self) -> Callable[[RequestRecord], None]:
-        """Where every finished request goes: requests.jsonl, the observers, the guards."""
-        return self.guards.sink(self.writer, self.observers)
+    def sink(self, write: bool = True) -> Callable[[RequestRecord], None]:
+        """Where every finished request goes: requests.jsonl (unless not `write`: a distributed
+        run whose workers ship summaries), the observers, the guards."""
+        return self.guards.sink(self.writer if write else None, self.observers)
 
     def start_clock(self, t0_ns: int) -> None:
         """The run clock's zero: records, samples and a server death's time share it."""

@@ -58,12 +58,13 @@ class RunGuards:
             if sampler is not None:
                 sampler.set_origin(t0_ns)
 
-    def sink(self, writer: RecordWriter, watch: Observers) -> Callable[[RequestRecord], None]:
-        """Where each finished request goes: the file, the observers, the unreachable guard."""
+    def sink(self, writer: RecordWriter | None, watch: Observers) -> Callable[[RequestRecord], None]:
+        """Where each finished request goes: the file (if any), the observers, the unreachable guard."""
         unreachable = self.unreachable
 
         def sink(record: RequestRecord) -> None:
-            writer.write(record)
+            if writer is not None:
+                writer.write(record)
             watch.request_done(record)
             if unreachable is not None:
                 unreachable.observe(record)

@@ -33,6 +33,7 @@ from loadgen.run.observers import Observers, PhaseInfo
 from loadgen.run.search import SearchStopped
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
+from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import PlannedRequests, Schedule
@@ -129,8 +130,15 @@ class LevelRunner:
         supply = None
         if closed:
             rng = level_rng(self.scenario.seed, index)
+            behaviour = LevelBehaviour(self.scenario.workload, self.scenario.seed, index)
             supply = ClosedLoopSupply(
-                level, index, self._next_id, self.scenario.workload, rng, warmup_until_s=0
+                level,
+                index,
+                self._next_id,
+                self.scenario.workload,
+                rng,
+                warmup_until_s=0,
+                behaviour=behaviour,
             )
         dispatcher = None
         if supply is not None:
@@ -204,7 +212,7 @@ class LevelRunner:
     def _rate_schedule(
         self, rate: float, index: int, offset_s: float, duration_s: float, warmup_s: float
     ) -> Schedule:
-        requests = rate_level_requests(
+        planned = rate_level_requests(
             rate=rate,
             duration_s=duration_s,
             warmup_s=warmup_s,
@@ -216,6 +224,8 @@ class LevelRunner:
             max_concurrency=self.spec.max_concurrency,
             rng=level_rng(self.scenario.seed, index),
         )
+        # Cancellations and shared prefixes from their own streams, as in the main plan.
+        requests = LevelBehaviour(self.scenario.workload, self.scenario.seed, index).apply(planned)
         return Schedule(
             requests=PlannedRequests.of(requests),
             windows=[],

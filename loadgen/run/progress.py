@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from loadgen.collect.records import RequestRecord
+from loadgen.collect.records import RequestRecord, is_failure
 from loadgen.run.observers import PhaseInfo, RunInfo, RunObserver
 
 RATE_WINDOW_S = 5.0
@@ -37,7 +37,7 @@ class LiveStats:
 
     def observe(self, record: RequestRecord, now: float) -> None:
         self.finished += 1
-        if record.status != "ok":
+        if is_failure(record.status):
             self.errors += 1
         if record.first_token_s is not None and not record.warmup:
             self.recent_ttft_ms.append((record.first_token_s - record.scheduled_s) * 1000)

@@ -151,6 +151,9 @@ class TracePhase(StrictModel):
     duration: PositiveDuration = 0.0
     rate_scale: float = Field(default=1.0, gt=0, le=1000)
     max_concurrency: int = Field(default=256, ge=1, le=100_000)
+    # Words per hash id of a Mooncake row (its blocks are sent as shared text: a replay hits a
+    # prefix cache where the trace did); Mooncake's own traces use 512-token blocks.
+    block_tokens: int = Field(default=512, ge=1, le=1_000_000)
     _rows: tuple[TraceRow, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")

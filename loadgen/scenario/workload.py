@@ -28,7 +28,10 @@ from pydantic import (
     model_validator,
 )
 
+from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.files import field_error, resolve
+from loadgen.scenario.prefix import PrefixSpec
+from loadgen.scenario.sessions import SessionsSpec
 from servers.config import StrictModel
 from servers.units import PositiveDuration, Size
 
@@ -178,6 +181,12 @@ class Workload(StrictModel):
     # Prompts from a JSONL file instead of prompt_tokens (relative: from the scenario's folder).
     dataset: str | None = None
     tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts
+    # A share of requests the client cancels mid-answer (loadgen/scenario/cancel.py).
+    cancel: CancelSpec | None = None
+    # Multi-turn chat sessions: each arrival starts one (loadgen/scenario/sessions.py).
+    sessions: SessionsSpec | None = None
+    # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
+    prefix: PrefixSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -210,6 +219,30 @@ class Workload(StrictModel):
         loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})
         loaded._entries = tuple(entries)
         return loaded
+
+    @model_validator(mode="after")
+    def _cancel_tokens_need_a_stream(self) -> Workload:
+        if self.cancel is not None and self.cancel.after.tokens is not None and not self.stream:
+            message = "cancelling after tokens needs stream: true (give after: {time: ...} instead)"
+            raise field_error(("cancel", "after", "tokens"), message, None)
+        return self
+
+    @model_validator(mode="after")
+    def _sessions_need_chat(self) -> Workload:
+        if self.sessions is None:
+            return self
+        if self.api != "chat":
+            raise field_error("sessions", "sessions need api: chat (a history is a list of messages)", None)
+        if self.dataset is not None:
+            raise field_error("sessions", "sessions send prompt_tokens words: give no dataset:", None)
+        return self
+
+    @model_validator(mode="after")
+    def _prefix_needs_synthetic_prompts(self) -> Workload:
+        if self.prefix is not None and self.dataset is not None:
+            message = "prefix: goes before synthetic prompts (prompt_tokens:); a dataset's are sent as given"
+            raise field_error("prefix", message, None)
+        return self
 
     @property
     def entries(self) -> tuple[DatasetEntry, ...]:

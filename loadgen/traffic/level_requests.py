@@ -15,6 +15,7 @@ from loadgen.scenario.model import Workload
 from loadgen.scenario.phases import ConstantPhase, PoissonPhase
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.arrivals import arrival_offsets
+from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.schedule import Draw, PlannedRequest, draw_requests
 
 
@@ -78,6 +79,7 @@ class ClosedLoopSupply:
     rng: np.random.Generator
     warmup_until_s: float  # requests sent before this (run clock) are warm-up
     block: int = 256
+    behaviour: LevelBehaviour | None = None  # cancellations and prefixes, if the workload has them
 
     def __post_init__(self) -> None:
         self._next_id = self.first_id
@@ -104,4 +106,6 @@ class ClosedLoopSupply:
             dataset_row=draw.dataset_row,
         )
         self._next_id += 1
+        if self.behaviour is not None and self.behaviour.active:
+            planned = self.behaviour.apply([planned])[0]
         return planned

@@ -35,10 +35,29 @@ _WORDS = (
 ).split()
 
 
+WORDS: tuple[str, ...] = tuple(_WORDS)
+# A request id written in words takes at least this many (134⁴ ≈ 3·10⁸ ids; more take more).
+ID_WORDS = 4
+
+
+def number_words(number: int, width: int) -> list[str]:
+    """`number` ≥ 0 in base len(WORDS), one word a digit, most significant first, at least
+    `width` words."""
+    base, digits = len(WORDS), list[str]()
+    while number or len(digits) < width:
+        number, digit = divmod(number, base)
+        digits.append(WORDS[digit])
+    return digits[::-1]
+
+
 def prompt_text(tokens: int, request_id: int) -> str:
-    """A deterministic prompt of `tokens` words; varied per request so no cache serves it whole."""
-    count = len(_WORDS)
-    return " ".join(_WORDS[(request_id * 7919 + i * 31) % count] for i in range(tokens))
+    """A deterministic prompt of `tokens` words, unique per request id: its first ID_WORDS words
+    are the id written in words (so no two requests share a prefix-cache block by accident; the
+    filler alone repeats every len(WORDS) ids), then filler varied per request."""
+    count = len(WORDS)
+    head = number_words(request_id, ID_WORDS)[:tokens]
+    filler = (WORDS[(request_id * 7919 + i * 31) % count] for i in range(len(head), tokens))
+    return " ".join([*head, *filler])
 
 
 def request_body(
@@ -74,6 +93,8 @@ class StreamResult:
     chunk_ns: list[int] = field(default_factory=list)
     usage_prompt_tokens: int | None = None
     usage_output_tokens: int | None = None
+    # usage.prompt_tokens_details.cached_tokens: prompt tokens the server's prefix cache held
+    usage_cached_tokens: int | None = None
     error: str | None = None
     error_kind: Literal["http", "protocol"] = "protocol"  # "http": the server sent an error object
     done: bool = False  # saw `data: [DONE]` (or a complete non-streaming body)
@@ -145,6 +166,39 @@ class StreamParser:
                 self.result.usage_output_tokens = usage["completion_tokens"]
             if isinstance(usage.get("prompt_tokens"), int):
                 self.result.usage_prompt_tokens = usage["prompt_tokens"]
+            details = usage.get("prompt_tokens_details")
+            if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+                self.result.usage_cached_tokens = details["cached_tokens"]
+
+
+class TextStreamParser(StreamParser):
+    """A StreamParser that also keeps the answer's text (a session's next turn sends it back).
+    Apart from StreamParser so the requests of no session pay nothing per chunk for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._parts: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def _take(self, chunk: Any, arrived_ns: int) -> None:
+        super()._take(chunk, arrived_ns)
+        if type(chunk) is not dict or "error" in chunk:
+            return
+        choices = chunk.get("choices")
+        if type(choices) is list and choices and type(choices[0]) is dict:  # the usual chunk
+            delta = choices[0].get("delta")
+            content = delta.get("content") if type(delta) is dict else None
+            if type(content) is str and content:
+                self._parts.append(content)
+                return
+        for choice in choices or []:  # as StreamParser: the first choice with content
+            text = _content_of(choice)
+            if text:
+                self._parts.append(text)
+                return
 
 
 _DECODER = json.JSONDecoder()

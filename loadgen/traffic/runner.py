@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import gevent
 import gevent.event
+import gevent.pool
 from locust.env import Environment
 from locust.stats import RequestStats
 
@@ -20,7 +21,8 @@ from loadgen.collect.records import RequestRecord
 from loadgen.scenario.model import Workload
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.dispatch import Dispatcher, Ticket
-from loadgen.traffic.schedule import Schedule
+from loadgen.traffic.schedule import PlannedRequest, Schedule
+from loadgen.traffic.sessions import SessionBook, needs_book
 from loadgen.traffic.users import OpenAIUser, RunContext
 from servers.base import Endpoint
 
@@ -62,6 +64,12 @@ class TrafficRunner:
         )
         self._drain_timeout = workload.request_timeout + DRAIN_GRACE_S
         self._endpoint = endpoint
+        # Multi-turn sessions: later turns wait for their due time in these greenlets.
+        self._turns = gevent.pool.Group()
+        self._stop: gevent.event.Event | None = None
+        linger = [w.sessions.linger for w in self._context.classes.values() if w.sessions is not None]
+        if linger:  # the drain waits for turns due up to the linger bound after the schedule's end
+            self._drain_timeout += max(linger)
 
     def spawn(self, slots: int) -> Environment:
         """Start every slot before the first request is due, so spawning never delays one."""
@@ -97,6 +105,10 @@ class TrafficRunner:
         if t0_ns is None:
             t0_ns = planned_t0_ns()
         self.t0_ns = self._context.t0_ns = t0_ns
+        self._stop = stop
+        if needs_book(self._context.classes) and not isinstance(self.dispatcher, ClosedLoopDispatcher):
+            self._context.sessions = SessionBook(self._context.classes, self.schedule.duration_s)
+            self._context.next_turn = self._next_turn
         if isinstance(self.dispatcher, ClosedLoopDispatcher):
             if end_at is None:
                 raise ValueError("a closed-loop run needs end_at")
@@ -105,6 +117,7 @@ class TrafficRunner:
             scheduler = gevent.spawn(self._release_all, stop)
             scheduler.join()
         self._drain(stop)
+        self._turns.kill()  # turns still thinking when the run stopped are not sent
         interrupted = stop.is_set()
         ended_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
         self.dispatcher.close()
@@ -127,6 +140,19 @@ class TrafficRunner:
                 return
             self.dispatcher.release(Ticket(planned=planned, scheduled_ns=due_ns))
 
+    def _next_turn(self, planned: PlannedRequest) -> None:
+        """A session's next turn: released at its due time (an absolute deadline, as the plan's)."""
+        self._turns.spawn(self._release_turn, planned)
+
+    def _release_turn(self, planned: PlannedRequest) -> None:
+        due_ns = self.t0_ns + round(planned.scheduled_s * 1e9)
+        stop = self._stop
+        if stop is None or not _wait_until(due_ns, stop):
+            if self._context.sessions is not None:
+                self._context.sessions.drop(planned)
+            return
+        self.dispatcher.release(Ticket(planned=planned, scheduled_ns=due_ns))
+
     def _closed_loop(
         self, start_ns: int, end_at: Callable[[int], int | None], stop: gevent.event.Event
     ) -> None:
@@ -141,7 +167,10 @@ class TrafficRunner:
 
     def _drain(self, stop: gevent.event.Event) -> None:
         deadline = time.monotonic() + self._drain_timeout
-        while self.dispatcher.finished < self.dispatcher.released and not stop.is_set():
+        sessions = self._context.sessions
+        while (
+            self.dispatcher.finished < self.dispatcher.released or (sessions is not None and sessions.open)
+        ) and not stop.is_set():
             if time.monotonic() > deadline:
                 return
             stop.wait(0.02)

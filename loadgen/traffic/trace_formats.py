@@ -9,6 +9,9 @@ Pure apart from reading the file. CSV goes through the stdlib `csv` module and J
 | burstgpt | CSV   | `Timestamp` (seconds)         | `Request tokens`        | `Response tokens` |
 | mooncake | JSONL | `timestamp` (milliseconds)    | `input_length`          | `output_length`   |
 | jsonl    | JSONL | `t_s` (seconds)               | `prompt_tokens`/`prompt`| `output_tokens`   |
+
+A Mooncake row's optional `hash_ids` (its prompt's blocks, shared between rows) are kept: the
+replay sends each id as the same block of text (the trace phase's `block_tokens` words).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class RawRow:
     prompt_tokens: int | None  # None: the row gives prompt text instead
     prompt: str | None
     output_tokens: int
+    hash_ids: tuple[int, ...] | None = None  # a Mooncake row's prompt blocks (shared prefixes)
 
 
 # ---- field parsers -----------------------------------------------------------------------------
@@ -170,14 +174,26 @@ def _cell(row: list[str], index: int, name: str) -> str:
 
 
 def _mooncake_row(line: int, data: dict[str, Any]) -> RawRow:
-    # hash_ids (the prompt's shared-prefix blocks) are not replayed: prompts are synthetic.
+    # hash_ids: the prompt's blocks in order, the same id for the same block (shared prefixes);
+    # replayed as block texts (loadgen.traffic.prompts). Optional: a row without them is plain.
     return RawRow(
         line=line,
         time_s=_seconds(_key(data, "timestamp"), "timestamp", unit=1e-3),
         prompt_tokens=_count(_key(data, "input_length"), "input_length"),
         prompt=None,
         output_tokens=_count(_key(data, "output_length"), "output_length"),
+        hash_ids=_hash_ids(data.get("hash_ids")),
     )
+
+
+def _hash_ids(value: Any) -> tuple[int, ...] | None:
+    """A Mooncake row's `hash_ids`: a list of whole numbers ≥ 0 (None: absent or empty)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _RowProblem(f"hash_ids: must be a list of block ids, not {type(value).__name__}")
+    ids = tuple(_count(item, "hash_ids") for item in value)
+    return ids or None
 
 
 def _plain_row(line: int, data: dict[str, Any]) -> RawRow:

@@ -51,6 +51,7 @@ class TraceRow:
     output_tokens: int
     prompt: str | None = None
     line: int = 0  # where the row is in the file
+    hash_ids: tuple[int, ...] | None = None  # its prompt's blocks (Mooncake), replayed as shared text
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ def read_trace(path: str | Path, format: TraceFormat) -> Trace:
             output_tokens=row.output_tokens,
             prompt=row.prompt,
             line=row.line,
+            hash_ids=row.hash_ids,
         )
         for row in ordered
     )

@@ -4,6 +4,12 @@ Each user holds one keep-alive connection. It reads the SSE stream line by line 
 lands (iterating the stream would wait for 4 KiB blocks and smear TTFT), with a bounded reader
 (line_reader.py), and stamps each line with a monotonic clock. One gevent.Timeout bounds the whole
 request in wall time: connect, headers, body.
+
+A request planned to be cancelled (workload.cancel) is closed by the client as a user closes a
+tab: a second timer `cancel_after_s` from its send, or once `cancel_after_tokens` content chunks
+have arrived. Its connection is dropped (the server sees the client go), and its record is
+`cancelled` with what it received: first token, gaps, tokens, and the moment it was cancelled as
+its end. A request whose answer ends (or fails) before its cancel point is recorded as it ended.
 """
 
 from __future__ import annotations
@@ -29,15 +35,22 @@ from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
 from loadgen.traffic.openai_api import (
     StreamParser,
+    TextStreamParser,
     http_error_text,
     parse_retry_after,
-    prompt_text,
     request_body,
 )
+from loadgen.traffic.prompts import request_prompt
+from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.sessions import SessionBook
 from servers.base import Endpoint
 
 ERROR_TEXT_LIMIT = 200
 _EVERY_STATUS = frozenset(range(100, 600))
+
+
+class _TokensReached(Exception):
+    """The planned number of tokens arrived: the client cancels (workload.cancel)."""
 
 
 @dataclass
@@ -53,6 +66,10 @@ class RunContext:
     t0_ns: int = 0
     # More than one: requests go round robin by id (client-side balancing across replicas).
     spread: tuple[Endpoint, ...] = ()
+    # Multi-turn sessions (workload.sessions): the open sessions, and where their next turns go
+    # (the runner releases each at its due time). None without sessions.
+    sessions: SessionBook | None = None
+    next_turn: Callable[[PlannedRequest], None] | None = None
     classes: dict[str, Workload] = field(init=False, default_factory=dict)
     headers: dict[str, str] = field(init=False, default_factory=dict)
     secrets: tuple[str, ...] = field(init=False, default=())
@@ -100,26 +117,28 @@ class OpenAIUser(FastHttpUser):
             self.run_context.sink(self._failed(ticket, _short(f"client error: {exc!r}"), "client"))
             raise
         finally:
+            if self.run_context.sessions is not None:  # a turn that ended without an answer noted
+                self.run_context.sessions.abandon(ticket.planned)
             dispatcher.done()
 
     def _perform(self, ticket: Ticket) -> RequestRecord:
         ctx, planned = self.run_context, ticket.planned
         workload = ctx.classes.get(planned.request_class, ctx.workload)
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
+        history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
         path, body = request_body(
             api=workload.api,
             model=ctx.endpoint.model,
-            prompt=(entry.prompt if entry else planned.prompt)
-            or prompt_text(planned.prompt_tokens, planned.id),
+            prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
             max_tokens=planned.output_tokens,
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
-            messages=entry.messages if entry else None,
+            messages=entry.messages if entry else history,
         )
         url = path
         if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
             url = ctx.spread[planned.id % len(ctx.spread)].base_url + path
-        parser = StreamParser()
+        parser = StreamParser() if history is None else TextStreamParser()
         status: Status = "ok"
         error: str | None = None
         kind: ErrorKind | None = None
@@ -129,8 +148,12 @@ class OpenAIUser(FastHttpUser):
         limit = workload.max_line
         response: Any = None
         timeout = gevent.Timeout(workload.request_timeout)
+        # The user gives up this long after the send (None: not before the answer ends).
+        cancel = gevent.Timeout(planned.cancel_after_s) if planned.cancel_after_s is not None else None
         timeout.start()
         sent_ns = time.perf_counter_ns()  # after the body is built: from_send is the server's share
+        if cancel is not None:
+            cancel.start()
         try:
             # stream=True always: Locust would read a whole body unbounded, without yielding
             response = self.client.request(
@@ -138,20 +161,29 @@ class OpenAIUser(FastHttpUser):
             )
             http_status = response.status_code or None
             if not http_status:
-                status, kind, error = _no_response(getattr(response, "error", None), timeout, workload)
+                reason = _cause(getattr(response, "error", None))
+                if cancel is not None and reason is cancel:  # cancelled before the headers came
+                    status, done_ns = "cancelled", time.perf_counter_ns()
+                else:
+                    status, kind, error = _no_response(reason, timeout, workload)
             elif http_status != 200:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 status, kind = "error", "http"
                 error = http_error_text(http_status, read_body(response.stream, limit), ctx.secrets)
             elif workload.stream:
-                done_ns = _read_stream(response.stream, parser, limit)
+                done_ns = _read_stream(response.stream, parser, limit, planned.cancel_after_tokens)
             else:
                 parser.feed_body(read_body(response.stream, limit), time.perf_counter_ns())
         except gevent.Timeout as exc:
-            if exc is not timeout:
+            if cancel is not None and exc is cancel:
+                status, done_ns = "cancelled", time.perf_counter_ns()
+            elif exc is not timeout:
                 raise
-            status, kind = "timeout", None
-            error = f"timeout: response not complete within {workload.request_timeout:g}s"
+            else:
+                status, kind = "timeout", None
+                error = f"timeout: response not complete within {workload.request_timeout:g}s"
+        except _TokensReached:
+            status, done_ns = "cancelled", time.perf_counter_ns()
         except LineTooLong as exc:  # the rest of the line is still on the wire: drop the connection
             status, kind, error = "error", "line_too_long", str(exc)
         except (OSError, HTTPException) as exc:  # reset or closed mid-answer, malformed HTTP
@@ -160,8 +192,12 @@ class OpenAIUser(FastHttpUser):
             status, kind, error = "error", "client", _short(f"{type(exc).__name__}: {exc}")
         finally:
             timeout.close()
-            if response is not None:
-                _release(response, drop=kind == "line_too_long")
+            if cancel is not None:
+                cancel.close()
+            if response is not None:  # a cancelled stream is left unread: its connection goes
+                _release(response, drop=kind == "line_too_long" or status == "cancelled")
+            if status == "cancelled" and not http_status:
+                self._reset_connections()
         done_ns = done_ns or time.perf_counter_ns()
         result = parser.result
         if status == "ok" and result.error:
@@ -172,7 +208,7 @@ class OpenAIUser(FastHttpUser):
         prompt_tokens = result.usage_prompt_tokens
         if prompt_tokens is None and entry is not None:  # no usage: the client tokenizer's count
             prompt_tokens = entry.tokens
-        return RequestRecord(
+        record = RequestRecord(
             id=planned.id,
             phase=planned.phase,
             scheduled_s=_seconds(ticket.scheduled_ns, ctx.t0_ns),
@@ -195,11 +231,26 @@ class OpenAIUser(FastHttpUser):
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
             level=planned.level,
             request_class=planned.request_class,
+            cached_tokens=result.usage_cached_tokens,
+            prefix_group=planned.prefix_group,
         )
+        if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
+            following = ctx.sessions.answered(planned, record, parser.text)
+            if following is not None and ctx.next_turn is not None:
+                ctx.next_turn(following)
+        return record
+
+    def _reset_connections(self) -> None:
+        """Close this user's connections after a cancel before the response came. The cancel can
+        land anywhere in the HTTP client, also while the request is being sent, where the
+        client neither closes the socket nor frees its pool slot: with one slot per user, every
+        later request would then wait for it until its timeout. A fresh pool is made on the
+        next request (the cancelled connection could not be reused anyway)."""
+        self.client.client.clientpool.close()
 
     def _failed(self, ticket: Ticket, error: str, kind: ErrorKind) -> RequestRecord:
         ctx = self.run_context
-        return RequestRecord(
+        record = RequestRecord(
             id=ticket.planned.id,
             phase=ticket.planned.phase,
             scheduled_s=_seconds(ticket.scheduled_ns, ctx.t0_ns),
@@ -213,13 +264,21 @@ class OpenAIUser(FastHttpUser):
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
             level=ticket.planned.level,
             request_class=ticket.planned.request_class,
+            prefix_group=ticket.planned.prefix_group,
         )
+        if ctx.sessions is not None:  # a failed turn ends its session: the record says which
+            ctx.sessions.answered(ticket.planned, record, "")
+        return record
 
 
-def _read_stream(stream: Any, parser: StreamParser, limit: int) -> int:
-    """Read SSE lines to the end of the body; return when `[DONE]` (or the last line) landed."""
+def _read_stream(
+    stream: Any, parser: StreamParser, limit: int, cancel_after_tokens: int | None = None
+) -> int:
+    """Read SSE lines to the end of the body; return when `[DONE]` (or the last line) landed.
+    Raise _TokensReached once `cancel_after_tokens` content chunks arrived before the end."""
     result = parser.result
     done_ns = 0
+    stop_at = cancel_after_tokens or 0
     while True:
         line = read_line(stream, limit)
         arrived_ns = time.perf_counter_ns()
@@ -230,6 +289,8 @@ def _read_stream(stream: Any, parser: StreamParser, limit: int) -> int:
             done_ns = arrived_ns
         if result.error:
             return arrived_ns
+        if stop_at and len(result.chunk_ns) >= stop_at and not result.done:
+            raise _TokensReached
 
 
 def _no_response(
@@ -237,13 +298,19 @@ def _no_response(
 ) -> tuple[Status, ErrorKind | None, str]:
     """Why no response came. Locust catches the exceptions of connect/send/headers (our deadline
     too) and hands back a response without a status, carrying the exception as `.error`."""
-    while getattr(exc, "original", None) is not None:  # geventhttpclient's RetriesExceeded wrapper
-        exc = exc.original  # type: ignore[union-attr]
+    exc = _cause(exc)
     if exc is timeout or isinstance(exc, (TimeoutError, gevent.Timeout)):
         return "timeout", None, f"timeout: no response within {workload.request_timeout:g}s"
     if isinstance(exc, HTTPException) and not isinstance(exc, HTTPConnectionClosed):
         return "error", "protocol", _short(f"malformed HTTP response: {exc}")
     return "error", "connection", _short(f"connection failed: {exc or 'no response'}")
+
+
+def _cause(exc: BaseException | None) -> BaseException | None:
+    """The exception under geventhttpclient's RetriesExceeded wrappers."""
+    while getattr(exc, "original", None) is not None:
+        exc = exc.original  # type: ignore[union-attr]
+    return exc
 
 
 def _broken(exc: OSError | HTTPException) -> tuple[ErrorKind, str]:

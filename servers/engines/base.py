@@ -25,6 +25,8 @@ class RequestTiming:
     """
 
     queue_wait_s: float | None = None  # arrival → admitted into the running batch
+    # Prompt tokens the prefix cache held at admission; None: the engine has no prefix cache.
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True)

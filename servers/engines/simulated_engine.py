@@ -1,8 +1,12 @@
 """A simulated continuous-batching engine with exact, configurable timing.
 
 Up to `slots` requests decode together; later ones wait FIFO for a slot. Once admitted at
-slot_start, token k (k = 0..N-1) is due at slot_start + ttft + k·itl. Every sleep targets that
-absolute deadline, so a late wake-up never pushes later tokens back (no drift).
+slot_start, token k (k = 0..N-1) is due at slot_start + ttft + prefill + k·itl, where prefill is
+`prefill_per_token` × the prompt tokens the prefix cache does not hold (0 by default). Every sleep
+targets that absolute deadline, so a late wake-up never pushes later tokens back (no drift).
+
+With `prefix_cache_blocks` > 0 the engine keeps a `PrefixCache` (prompt tokens are words): the
+lookup happens at admission, the insert once prefill ends (when the first token is due).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from contextlib import suppress
 import psutil
 
 from servers.engines.base import Engine, EngineStats, GenerationRequest
+from servers.engines.prefix_cache import PrefixCache
 
 # Each piece is one whitespace-separated word, so `count_tokens` of the output equals the
 # number of tokens generated.
@@ -83,14 +88,25 @@ class SimulatedEngine(Engine):
         leak_per_request: int = 0,
         model_name: str = "simulated",
         spawned_at: float | None = None,
+        prefill_per_token: float = 0.0,
+        prefix_cache_blocks: int = 0,
+        block_tokens: int = 16,
     ) -> None:
         """`spawned_at` is a `time.monotonic()` value; by default this process's creation, so
-        interpreter start-up and imports count towards `startup` like a real cold start."""
+        interpreter start-up and imports count towards `startup` like a real cold start.
+        `prefill_per_token`: seconds per uncached prompt token, added to TTFT;
+        `prefix_cache_blocks`: the prefix cache's size in blocks of `block_tokens` (0: none)."""
         super().__init__(model_name)
         if slots < 1:
             raise ValueError("slots must be at least 1")
+        if prefill_per_token < 0:
+            raise ValueError("prefill_per_token cannot be negative")
+        if prefix_cache_blocks < 0:
+            raise ValueError("prefix_cache_blocks cannot be negative")
         self.ttft = ttft
         self.itl = itl
+        self.prefill_per_token = prefill_per_token
+        self.prefix_cache = PrefixCache(prefix_cache_blocks, block_tokens) if prefix_cache_blocks else None
         self.leak_per_request = leak_per_request
         born = time.monotonic() - process_age_s() if spawned_at is None else spawned_at
         self._ready_at = born + startup
@@ -128,9 +144,19 @@ class SimulatedEngine(Engine):
         try:
             slot_start = loop.time()
             req.timing.queue_wait_s = slot_start - arrived
+            words = req.prompt.split() if self.prefix_cache is not None or self.prefill_per_token else []
+            cached = 0
+            if self.prefix_cache is not None:
+                # Looked up at admission and filled in only once prefill ends (below), so two
+                # identical prompts admitted together both miss, as in a real engine.
+                cached = self.prefix_cache.lookup(words)
+                req.timing.cached_tokens = cached
+            first_due = slot_start + self.ttft + self.prefill_per_token * (len(words) - cached)
             for k in range(req.max_tokens):
-                delay = slot_start + self.ttft + k * self.itl - loop.time()
+                delay = first_due + k * self.itl - loop.time()
                 await asyncio.sleep(max(delay, 0.0))
+                if k == 0 and self.prefix_cache is not None:
+                    self.prefix_cache.insert(words)  # prefill is done: its blocks are computed
                 yield _WORDS[k % len(_WORDS)]
         finally:
             # Runs on normal end, on cancellation and on aclose(): a gone client frees its slot.

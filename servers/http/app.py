@@ -80,7 +80,10 @@ class OpenAIFront:
             status = str(response.status)
             return response
         except (asyncio.CancelledError, ConnectionResetError):
+            # handler_cancellation (serve.py) cancels a gone client's handler; a write to it
+            # fails with ConnectionResetError. Either way its slot is freed by the engine.
             status = CLIENT_GONE
+            self.metrics.requests_aborted.inc()
             raise
         finally:
             self.metrics.in_flight.dec()
@@ -119,7 +122,8 @@ class OpenAIFront:
                 return await self._stream(request, req, shape, pieces, body.include_usage, started)
             parts = [piece async for piece in pieces]
         finish = _finish_reason(len(parts), req.max_tokens)
-        return web.json_response(shape.full("".join(parts), finish, req.prompt_tokens, len(parts)))
+        answer = shape.full("".join(parts), finish, req.prompt_tokens, len(parts), req.timing.cached_tokens)
+        return web.json_response(answer)
 
     async def _stream(
         self,
@@ -145,7 +149,7 @@ class OpenAIFront:
         count = len(written)
         await response.write(sse(shape.chunk("", _finish_reason(count, req.max_tokens))))
         if include_usage:
-            await response.write(sse(shape.usage_chunk(req.prompt_tokens, count)))
+            await response.write(sse(shape.usage_chunk(req.prompt_tokens, count, req.timing.cached_tokens)))
         await response.write(SSE_DONE)
         if self.timings is not None:
             self.timings.observe(started, written, loop.time())
@@ -153,18 +157,30 @@ class OpenAIFront:
         return response
 
     async def _observed(self, req: GenerationRequest, started: float) -> AsyncGenerator[str, None]:
-        """The engine's pieces, recording TTFT, queue wait and token counts on the way."""
+        """The engine's pieces, recording TTFT, queue wait, prefix-cache lookups and token
+        counts on the way."""
         loop = asyncio.get_running_loop()
         first = True
-        async with aclosing(self.engine.generate(req)) as pieces:
-            async for piece in pieces:
-                if first:
-                    first = False
-                    self.metrics.ttft.observe(loop.time() - started)
-                    if req.timing.queue_wait_s is not None:
-                        self.metrics.queue_wait.observe(req.timing.queue_wait_s)
-                self.metrics.generated_tokens.inc()
-                yield piece
+        try:
+            async with aclosing(self.engine.generate(req)) as pieces:
+                async for piece in pieces:
+                    if first:
+                        first = False
+                        self.metrics.ttft.observe(loop.time() - started)
+                        if req.timing.queue_wait_s is not None:
+                            self.metrics.queue_wait.observe(req.timing.queue_wait_s)
+                        self._count_prefix_lookup(req)
+                    self.metrics.generated_tokens.inc()
+                    yield piece
+        finally:
+            if first:  # admitted (so looked up) but gone before its first token
+                self._count_prefix_lookup(req)
+
+    def _count_prefix_lookup(self, req: GenerationRequest) -> None:
+        cached = req.timing.cached_tokens
+        if cached is not None:  # None: no prefix cache, or never admitted
+            self.metrics.prefix_cache_queries.inc(req.prompt_tokens)
+            self.metrics.prefix_cache_hits.inc(cached)
 
 
 def _finish_reason(generated: int, limit: int) -> FinishReason:

@@ -24,6 +24,18 @@ class ServerMetrics:
         )
         self.in_flight = Gauge(PREFIX + "requests_in_flight", "Generation requests being served", registry=r)
         self.generated_tokens = Counter(PREFIX + "generated_tokens", "Output tokens generated", registry=r)
+        # Named like vLLM's prefix_cache_queries/hits: in tokens, so hits/queries is the hit rate.
+        self.prefix_cache_queries = Counter(
+            PREFIX + "prefix_cache_queries", "Prompt tokens looked up in the prefix cache", registry=r
+        )
+        self.prefix_cache_hits = Counter(
+            PREFIX + "prefix_cache_hits", "Prompt tokens found in the prefix cache", registry=r
+        )
+        self.requests_aborted = Counter(
+            PREFIX + "requests_aborted",
+            "Requests whose client went away before the answer ended",
+            registry=r,
+        )
         self.queue_wait = Histogram(
             PREFIX + "queue_wait_seconds",
             "Time from arrival to a batch slot",

@@ -113,12 +113,17 @@ def error_body(message: str, kind: str, code: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": code}}
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None) -> dict[str, Any]:
+    """OpenAI's usage object; `cached_tokens` (prompt tokens the prefix cache held) goes in
+    `prompt_tokens_details` as vLLM and OpenAI send it, only when the engine has a prefix cache."""
+    body: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if cached_tokens is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return body
 
 
 def sse(payload: dict[str, Any]) -> bytes:
@@ -156,15 +161,25 @@ class Shape:
         choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
         return self._envelope(self.chunk_object, [choice])
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
-        return {**self._envelope(self.chunk_object, []), "usage": usage(prompt_tokens, completion_tokens)}
+    def usage_chunk(
+        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    ) -> dict[str, Any]:
+        return {
+            **self._envelope(self.chunk_object, []),
+            "usage": usage(prompt_tokens, completion_tokens, cached_tokens),
+        }
 
     def full(
-        self, text: str, finish_reason: FinishReason, prompt_tokens: int, completion_tokens: int
+        self,
+        text: str,
+        finish_reason: FinishReason,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_tokens: int | None = None,
     ) -> dict[str, Any]:
         choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
         body = self._envelope(self.object_name, [choice])
-        body["usage"] = usage(prompt_tokens, completion_tokens)
+        body["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens)
         return body
 
 
@@ -186,11 +201,16 @@ class ChatShape(Shape):
         )
 
     def full(
-        self, text: str, finish_reason: FinishReason, prompt_tokens: int, completion_tokens: int
+        self,
+        text: str,
+        finish_reason: FinishReason,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_tokens: int | None = None,
     ) -> dict[str, Any]:
         message = {"role": "assistant", "content": text}
         body = self._envelope(
             self.object_name, [{"index": 0, "message": message, "finish_reason": finish_reason}]
         )
-        body["usage"] = usage(prompt_tokens, completion_tokens)
+        body["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens)
         return body

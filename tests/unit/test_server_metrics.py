@@ -51,6 +51,8 @@ def test_vllm_text_is_normalized() -> None:
         "prompt_tokens_total": 111.0,
         "requests_finished_total": 6.0,  # summed over the finished_reason label
         "preemptions_total": 0.0,
+        "prefix_cache_queries_total": 111.0,  # tokens looked up: every prompt token here
+        "prefix_cache_hits_total": 0.0,
     }
     assert set(histograms) == {"ttft_seconds", "itl_seconds", "e2e_seconds", "queue_wait_seconds"}
     ttft = histograms["ttft_seconds"]
@@ -209,6 +211,29 @@ def test_window_summary_from_the_scrapes_around_it() -> None:
     assert ttft["p50"] == pytest.approx(5.0) and ttft["p50_bucket_ms"] == [0.0, 10.0]
     assert ttft["p95"] == pytest.approx(9.5) and ttft["p95_bucket_ms"] == [0.0, 10.0]
     assert ttft["mean"] == pytest.approx(5.0)  # exact: the sum's difference over the count's
+
+
+def test_prefix_cache_and_aborted_requests_over_the_window() -> None:
+    """Counters differenced between the scrapes that bracket the window, from a live server's names."""
+    engine = SimulatedEngine(slots=4, prefix_cache_blocks=8)
+    metrics = ServerMetrics(engine)
+    before = parse_metrics(metrics.render().decode())
+    metrics.prefix_cache_queries.inc(640)
+    metrics.prefix_cache_hits.inc(480)
+    metrics.requests_aborted.inc(3)
+    after = parse_metrics(metrics.render().decode())
+    log = MetricsLog([MetricsSample(0.5, before[0], before[1]), MetricsSample(9.5, after[0], after[1])])
+    summary = summarize_server_metrics(log, start_s=1.0, end_s=9.0)
+    assert summary is not None
+    assert summary["prefix_cache"] == {"queried_tokens": 640, "hit_tokens": 480, "hit_ratio": 0.75}
+    assert summary["requests_aborted"] == 3
+    # A server without those counters (the vLLM fixture has no abort counter) says nothing of them.
+    vllm = parse_metrics(VLLM_TEXT)
+    plain = summarize_server_metrics(
+        MetricsLog([MetricsSample(0.5, vllm[0], vllm[1]), MetricsSample(9.5, vllm[0], vllm[1])]), 1.0, 9.0
+    )
+    assert plain is not None and "requests_aborted" not in plain
+    assert plain["prefix_cache"] == {"queried_tokens": 0, "hit_tokens": 0, "hit_ratio": None}
 
 
 def test_nothing_scraped_is_none_and_an_unavailable_server_says_why() -> None:

@@ -196,7 +196,8 @@ def test_metrics_keys_match_contract() -> None:
     }
     m = compute_metrics([ok(0, 0.0, 0.1, 0.2)], [WINDOW])
     assert contract <= set(m)
-    assert set(m) - contract == {"timeouts", "errors_by_kind", "slot_wait_ms", "percentile_method"}
+    extra = {"timeouts", "errors_by_kind", "slot_wait_ms", "percentile_method", "cancelled", "cancel_rate"}
+    assert set(m) - contract == extra
 
 
 def test_empty_data_gives_none_not_zero() -> None:

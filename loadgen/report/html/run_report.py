@@ -82,6 +82,12 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     if len(columns):
         charts = time_series_charts(columns, timeline, inputs.spans, slos, width)
         sections.append(Section("Over time", sampled + _charts(charts), "time-series"))
+    elif ((report.get("client") or {}).get("workers") or {}).get("records") == "summary":
+        said = (
+            "No per-request charts: the workers shipped statistics instead of records "
+            "(--records summary). Every number above comes from those statistics."
+        )
+        sections.append(Section("Over time", note(said), "time-series"))
     scope = "operating point" if is_search else "after warm-up"
     distributions = dist.distribution_charts(counted, slos, scope)
     if distributions:

@@ -27,7 +27,7 @@ class Columns:
     sent: np.ndarray
     first: np.ndarray
     done: np.ndarray
-    status: np.ndarray  # "ok" | "error" | "timeout"
+    status: np.ndarray  # "ok" | "error" | "timeout" | "cancelled"
     http_status: np.ndarray  # float, NaN where absent
     output_tokens: np.ndarray
     warmup: np.ndarray  # bool
@@ -89,7 +89,9 @@ class Columns:
         return _finite((self.ttft_end() - (self.sent if from_send else self.scheduled)) * 1000.0)
 
     def e2e_ms(self, from_send: bool = False) -> np.ndarray:
-        return _finite((self.done - (self.sent if from_send else self.scheduled)) * 1000.0)
+        # A cancelled request did not complete: no e2e (as in report.json).
+        done = np.where(self.status == "cancelled", np.nan, self.done)
+        return _finite((done - (self.sent if from_send else self.scheduled)) * 1000.0)
 
     def itl_ms(self) -> np.ndarray:
         """Every per-token gap, pooled (records with an ITL summary are skipped, as in stats)."""

@@ -1,0 +1,115 @@
+"""Multi-turn sessions' figures (`workload.sessions`): report.json's `metrics.sessions`.
+
+Kept in a GroupStats (loadgen.collect.run_stats) as simple mergeable values, made only once a
+session's record is seen (a run without sessions keeps nothing more):
+- `session_counts`: per turn index k, the records of turn k (`turn:k`) and those answered (`ok:k`);
+  sessions completed (their last planned turn answered), and the later turns sent (`later_sent`:
+  achieved_rate counts sessions, the rate the arrival process sets);
+- digests in `digests`: TTFT and e2e per turn index (`turn:k:ttft_ms`, `turn:k:e2e_ms`, from the
+  turn's due time, as `ttft_ms`), and `session_e2e_ms`: from the session's turn 1 due time to its
+  last turn's end, for each completed session. Every record carries its session's turn count and
+  start, so a session is closed, and timed, from its last record alone: nothing is held per open
+  session, and a worker's statistics merge as sums.
+
+Sessions started are turn 1's records; a session whose turn failed or was cancelled ended there
+(`ended`); any other that did not complete was cut (its next turn would have been due past the
+linger bound, or the run stopped). Turns completed per session: the sessions with exactly k turns
+answered are ok:k − ok:k+1 (a session's turns are answered in order).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from loadgen.collect.columns import OK, Columns
+from loadgen.collect.digest import Digest
+
+if TYPE_CHECKING:
+    from loadgen.collect.run_stats import GroupStats
+
+SESSION_E2E = "session_e2e_ms"
+_TURN = "turn:"
+
+
+def add_sessions(
+    group: GroupStats, cols: Columns, rows: np.ndarray, latencies: dict[str, np.ndarray]
+) -> None:
+    """Take in the selected rows' session figures (`latencies`: run_stats' values for those rows)."""
+    turn = cols.turn[rows]
+    mine = turn > 0
+    if not mine.any():
+        return
+    counts, digests, budget = group.session_counts, group.digests, group.budget
+    ok = cols.status[rows] == OK
+    sent = ~np.isnan(cols.sent[rows])
+    _count(counts, "later_sent", int((sent & (turn > 1)).sum()))
+    for k in np.unique(turn[mine]).tolist():
+        at = turn == k
+        _count(counts, f"turn:{k}", int(at.sum()))
+        _count(counts, f"ok:{k}", int((at & ok).sum()))
+        for name in ("ttft_ms", "e2e_ms"):
+            values = latencies[name][at]
+            digests.setdefault(f"{_TURN}{k}:{name}", Digest(budget)).add(values[~np.isnan(values)])
+    last = mine & ok & (turn == cols.session_turns[rows])
+    _count(counts, "completed", int(last.sum()))
+    if last.any() or SESSION_E2E in digests:
+        took = (cols.done[rows][last] - cols.session_start[rows][last]) * 1000.0
+        digests.setdefault(SESSION_E2E, Digest(budget)).add(took[~np.isnan(took)])
+
+
+def merge_sessions(group: GroupStats, other: GroupStats) -> None:
+    for key, count in other.session_counts.items():
+        _count(group.session_counts, key, count)
+    for name, digest in other.digests.items():
+        if name.startswith(_TURN) or name == SESSION_E2E:
+            group.digests.setdefault(name, Digest(group.budget)).merge(digest)
+
+
+def later_sent(group: GroupStats) -> int:
+    """The turns after a session's first that were sent (0 without sessions)."""
+    return group.session_counts.get("later_sent", 0)
+
+
+def session_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | None:
+    """`metrics.sessions`; None when the group saw no session."""
+    counts = group.session_counts
+    if not counts:
+        return None
+    turns = sorted(int(key[len("turn:") :]) for key in counts if key.startswith("turn:"))
+    started = counts.get("turn:1", 0)
+    answered = {k: counts.get(f"ok:{k}", 0) for k in turns}
+    ended = sum(counts.get(f"turn:{k}", 0) - answered[k] for k in turns)  # each failure ends one
+    completed = counts.get("completed", 0)
+    exactly = {0: started - answered.get(1, 0)} | {k: answered[k] - answered.get(k + 1, 0) for k in turns}
+    requests_sent = group.sent
+    return {
+        "started": started,
+        "completed": completed,
+        "ended": ended,
+        "cut": max(0, started - completed - ended),
+        "requests_per_s": requests_sent / elapsed_s if elapsed_s > 0 else None,
+        "turns_completed_mean": sum(answered.values()) / started if started else None,
+        "turns_completed": {str(k): n for k, n in exactly.items() if n},
+        "session_e2e_ms": group.digests.get(SESSION_E2E, Digest(group.budget)).percentiles(),
+        "per_turn": [
+            {
+                "turn": k,
+                "requests": counts.get(f"turn:{k}", 0),
+                "ttft_ms": _short(group.digests[f"{_TURN}{k}:ttft_ms"]),
+                "e2e_ms": _short(group.digests[f"{_TURN}{k}:e2e_ms"]),
+            }
+            for k in turns
+        ],
+    }
+
+
+def _short(digest: Digest) -> dict[str, float | None]:
+    """p50, p95, p99 of a digest (ms)."""
+    percentiles = digest.percentiles()
+    return {key: percentiles[key] for key in ("p50", "p95", "p99")}
+
+
+def _count(counts: dict[str, int], key: str, value: int) -> None:
+    counts[key] = counts.get(key, 0) + value

@@ -1,0 +1,64 @@
+"""report.md's multi-turn sessions section (`metrics.sessions`, workload.sessions): the sessions'
+outcome and a per-turn latency table, where context growth shows as TTFT rising with the turn."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loadgen.fmt import format_number
+
+
+def _num(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    return f"{format_number(float(value))}{' ' + unit if unit else ''}"
+
+
+def session_lines(sessions: Mapping[str, Any] | None) -> list[str]:
+    """The section's lines; none for a run without sessions."""
+    if not sessions:
+        return []
+    e2e = sessions.get("session_e2e_ms") or {}
+    lines = [
+        "### Sessions",
+        "",
+        f"- Sessions: {sessions['started']} started · {sessions['completed']} completed · "
+        f"{sessions['ended']} ended early (a turn failed or was cancelled) · {sessions['cut']} cut "
+        "(`achieved_rate` counts sessions/s)",
+        f"- Requests: {_num(sessions.get('requests_per_s'), 'req/s')} · turns answered per session "
+        f"{_num(sessions.get('turns_completed_mean'))}",
+        f"- Session duration (turn 1 due → last answer): p50 {_num(e2e.get('p50'), 'ms')} · "
+        f"p95 {_num(e2e.get('p95'), 'ms')} · p99 {_num(e2e.get('p99'), 'ms')}",
+        "",
+    ]
+    return lines + _turn_table(sessions.get("per_turn") or [])
+
+
+def _turn_table(turns: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not turns:
+        return []
+    header = [
+        "turn",
+        "requests",
+        "TTFT p50 (ms)",
+        "TTFT p95 (ms)",
+        "TTFT p99 (ms)",
+        "e2e p50 (ms)",
+        "e2e p99 (ms)",
+    ]
+    rows = [
+        [
+            str(turn["turn"]),
+            str(turn["requests"]),
+            _num(turn["ttft_ms"].get("p50")),
+            _num(turn["ttft_ms"].get("p95")),
+            _num(turn["ttft_ms"].get("p99")),
+            _num(turn["e2e_ms"].get("p50")),
+            _num(turn["e2e_ms"].get("p99")),
+        ]
+        for turn in turns
+    ]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]

@@ -1,0 +1,94 @@
+"""`workload.sessions`: multi-turn chat sessions, as users hold conversations.
+
+```yaml
+workload:
+  api: chat
+  sessions:
+    turns: {kind: uniform, min: 2, max: 6}        # turns per session (whole numbers ≥ 1)
+    think_time: {kind: lognormal, mean: 5s, sigma: 0.5}  # from an answer to the next turn
+    linger: 10min                                 # after the schedule's end, later turns are cut
+```
+
+Semantics (carried out by loadgen.traffic.sessions and the runner):
+
+- Each arrival of the phase's arrival process starts a SESSION: open loop, sessions (not turns)
+  follow the rate. Turn 1 is the planned request, its lengths drawn as without sessions.
+- Turn k+1 is due `think_time` after turn k's answer finished. It sends the whole history as
+  `messages`: every earlier user prompt with the server's ACTUAL answer text, then a new user
+  message of `prompt_tokens` words (new per turn), asking for `output_tokens`.
+- The number of turns, the later turns' lengths (from the class's prompt_tokens and output_tokens)
+  and the think times are drawn per session from a generator seeded from (scenario seed, a sessions
+  stream constant, the session's id): they do not depend on timing, and the plan's own streams are
+  untouched (a scenario without sessions plans exactly as before).
+- A turn that fails (error, timeout) or is cancelled ends its session. Turns in flight count
+  against the phase's max_concurrency; a later turn's wait for a slot counts in its latency, and
+  its lag and latencies count from its due time.
+- After the schedule's end, turns due later than `linger` are not sent: their sessions are cut.
+- Ids: turn 1 keeps its plan id (the session's id); turn k ≥ 2 is
+  SESSION_ID_BASE + session × MAX_TURNS + k − 2, unique across a run and across distributed
+  workers without coordination (a plan holds far fewer than SESSION_ID_BASE requests).
+
+Sessions need `api: chat` (a history is a list of messages) and prompts of `prompt_tokens` words
+(no dataset, no shared prefix). Turn counts are written as the workload's lengths (fixed, uniform,
+normal, lognormal), rounded, clipped to 1..MAX_TURNS.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from loadgen.scenario.durations import DurationDistribution
+from servers.config import StrictModel
+from servers.units import PositiveDuration
+
+MAX_TURNS = 1000  # a bound on any session's turns: part of the id scheme
+SESSION_ID_BASE = 2**40  # later turns' ids start here (MAX_PLANNED_REQUESTS is 10⁸)
+DEFAULT_LINGER_S = 600.0
+
+
+class FixedTurns(StrictModel):
+    kind: Literal["fixed"]
+    value: int = Field(ge=1, le=MAX_TURNS)
+
+
+class UniformTurns(StrictModel):
+    kind: Literal["uniform"]
+    min: int = Field(ge=1, le=MAX_TURNS)
+    max: int = Field(ge=1, le=MAX_TURNS)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformTurns:
+        if self.max < self.min:
+            raise ValueError("max must be >= min")
+        return self
+
+
+class NormalTurns(StrictModel):
+    kind: Literal["normal"]
+    mean: float = Field(gt=0, le=MAX_TURNS)
+    std: float = Field(ge=0, le=MAX_TURNS)
+
+
+class LognormalTurns(StrictModel):
+    """`mean` is the mean number of turns; `sigma` the spread of its logarithm."""
+
+    kind: Literal["lognormal"]
+    mean: float = Field(gt=0, le=MAX_TURNS)
+    sigma: float = Field(ge=0, le=10)
+
+
+Turns = Annotated[FixedTurns | UniformTurns | NormalTurns | LognormalTurns, Field(discriminator="kind")]
+
+
+class SessionsSpec(StrictModel):
+    turns: Turns
+    think_time: DurationDistribution
+    # After the schedule's end, turns not due by then are not sent (their sessions are cut).
+    linger: PositiveDuration = DEFAULT_LINGER_S
+
+
+def later_turn_id(session: int, turn: int) -> int:
+    """The id of turn `turn` (≥ 2) of the session whose turn 1 has plan id `session`."""
+    return SESSION_ID_BASE + session * MAX_TURNS + turn - 2

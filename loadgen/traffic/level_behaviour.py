@@ -1,0 +1,54 @@
+"""What the client does to a search level's requests besides sending them: which it cancels
+(`workload.cancel`) and which start with a shared prefix (`workload.prefix`).
+
+Drawn as the main plan draws them (loadgen.traffic.plan_cancel, plan_prefix), from streams of
+their own seeded from the scenario's seed and the level's index: a level's cancellations and
+prefixes do not depend on how many levels ran before it, and a workload with neither draws nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from loadgen.scenario.model import Workload
+from loadgen.scenario.workload import workload_classes
+from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
+from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
+from loadgen.traffic.schedule import PlannedRequest
+
+
+class LevelBehaviour:
+    """`apply(requests)` in the level's order, once or a block at a time (the streams go on)."""
+
+    def __init__(self, workload: Workload, seed: int, level_index: int) -> None:
+        classes = workload_classes(workload)
+        self._names = [name for name, _, _ in classes]
+        cancels = CancelPlan.of(classes, cancel_entropy(seed, level_index))
+        prefixes = PrefixPlan.of(classes, prefix_entropy(seed, level_index))
+        self._cancel: CancelCursor | None = cancels.cursor() if cancels is not None else None
+        self._prefix: PrefixCursor | None = prefixes.cursor() if prefixes is not None else None
+
+    @property
+    def active(self) -> bool:
+        return self._cancel is not None or self._prefix is not None
+
+    def apply(self, requests: Sequence[PlannedRequest]) -> list[PlannedRequest]:
+        if not self.active or not requests:
+            return list(requests)
+        classes = np.array([self._names.index(request.request_class) for request in requests])
+        cancelled = self._cancel.take(classes) if self._cancel is not None else {}
+        groups = self._prefix.take(classes).tolist() if self._prefix is not None else None
+        shaped = []
+        for position, request in enumerate(requests):
+            changes: dict[str, Any] = {}
+            if position in cancelled:
+                changes["cancel_after_s"], changes["cancel_after_tokens"] = cancelled[position]
+            # A dataset line is sent as written (the scenario refuses prefix: with dataset:).
+            if groups is not None and groups[position] != NO_GROUP and request.dataset_row is None:
+                changes["prefix_group"] = groups[position]
+            shaped.append(replace(request, **changes) if changes else request)
+        return shaped

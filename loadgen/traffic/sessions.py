@@ -1,0 +1,222 @@
+"""The session book: what each open multi-turn session (`workload.sessions`) holds, and its next turn.
+
+Pure state, no clock and no I/O: the user asks it for a turn's messages before sending and tells it
+the answer after; it returns the next turn's planned request, due `think_time` after the answer's
+end, or None when the session is over. The runner releases that turn at its due time.
+
+A session is opened by its turn 1 (a planned request carrying `session_seed`) and keyed by the id
+of its turn in flight or due. Its draws (turn count, later turns' lengths, think times) come from a
+generator seeded from (scenario seed, SESSIONS_STREAM, session id): the same session always makes
+the same turns, whatever the timing, and the plan's own streams are never touched. A session's
+history (every prompt and the server's actual answers) is dropped when it ends: when its last turn
+is answered, when a turn fails or is cancelled, or when its next turn would be due after the
+linger bound (it is then counted as cut). A later turn keeps turn 1's shared-prefix group (its
+history begins with turn 1's prompt) and is cancelled with the class's `cancel` share, drawn per
+turn from the session's generator after its other draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from loadgen.collect.records import RequestRecord
+from loadgen.scenario.cancel import CancelSpec
+from loadgen.scenario.model import Workload
+from loadgen.scenario.sessions import MAX_TURNS, SessionsSpec, Turns, later_turn_id
+from loadgen.traffic.durations import sample_durations
+from loadgen.traffic.openai_api import prompt_text
+from loadgen.traffic.plan_cancel import sample_cancel_times, sample_cancel_tokens
+from loadgen.traffic.plan_draws import sample_lengths
+from loadgen.traffic.prompts import request_prompt
+from loadgen.traffic.schedule import PlannedRequest
+
+# Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.
+SESSIONS_STREAM = 0x73657373
+
+Message = dict[str, str]
+
+
+def sample_turns(spec: Turns, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Turn counts drawn from `spec`, rounded, within 1..MAX_TURNS."""
+    if spec.kind == "fixed":
+        values = np.full(count, spec.value, dtype=float)
+    elif spec.kind == "uniform":
+        values = rng.integers(spec.min, spec.max + 1, size=count).astype(float)
+    elif spec.kind == "normal":
+        values = rng.normal(spec.mean, spec.std, size=count)
+    else:  # lognormal with the requested mean: E[X] = exp(mu + sigma²/2)
+        mu = np.log(spec.mean) - spec.sigma**2 / 2
+        values = rng.lognormal(mu, spec.sigma, size=count)
+    turns: np.ndarray = np.clip(np.rint(values), 1, MAX_TURNS).astype(np.int64)
+    return turns
+
+
+@dataclass(frozen=True)
+class SessionDraws:
+    """One session's draws; index i of each tuple is turn i + 2's."""
+
+    turns: int
+    think_s: tuple[float, ...]
+    prompt_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+    # (cancel after s, after tokens) of each later turn; (None, None): not cancelled
+    cancels: tuple[tuple[float | None, int | None], ...] = ()
+
+
+def session_draws(seed: int, session: int, spec: SessionsSpec, workload: Workload) -> SessionDraws:
+    """Session `session`'s draws: a pure function of its arguments (never of timing)."""
+    rng = np.random.default_rng([seed, SESSIONS_STREAM, session])
+    turns = int(sample_turns(spec.turns, 1, rng)[0])
+    later = turns - 1
+    think = sample_durations(spec.think_time, later, rng)
+    prompt = sample_lengths(workload.prompt_tokens, later, rng)
+    output = sample_lengths(workload.output_tokens, later, rng)
+    return SessionDraws(
+        turns=turns,
+        think_s=tuple(think.tolist()),
+        prompt_tokens=tuple(int(n) for n in prompt.tolist()),
+        output_tokens=tuple(int(n) for n in output.tolist()),
+        cancels=_later_cancels(workload.cancel, later, rng),
+    )
+
+
+def _later_cancels(
+    spec: CancelSpec | None, later: int, rng: np.random.Generator
+) -> tuple[tuple[float | None, int | None], ...]:
+    """Which later turns the user cancels (`workload.cancel`, its share per turn), and when: drawn
+    after the session's other draws, so adding `cancel:` changes none of those. Turn 1's comes
+    from the plan, like any planned request's."""
+    decided: list[tuple[float | None, int | None]] = [(None, None)] * later
+    if spec is None or later == 0:
+        return tuple(decided)
+    chosen = np.flatnonzero(rng.random(later) < spec.share).tolist()
+    if spec.after.time is not None:
+        for turn, seconds in zip(
+            chosen, sample_cancel_times(spec.after.time, len(chosen), rng).tolist(), strict=True
+        ):
+            decided[turn] = (seconds, None)
+    elif spec.after.tokens is not None:
+        for turn, tokens in zip(
+            chosen, sample_cancel_tokens(spec.after.tokens, len(chosen), rng).tolist(), strict=True
+        ):
+            decided[turn] = (None, tokens)
+    return tuple(decided)
+
+
+@dataclass
+class _Session:
+    session: int  # turn 1's plan id
+    draws: SessionDraws
+    turn: int  # the turn in flight (or due)
+    history: list[Message]
+    start_s: float  # turn 1's due time on the run clock
+    first: PlannedRequest  # turn 1: its phase, cap, class, warm-up and level go to every turn
+    linger_end_s: float  # later turns due after this are not sent
+
+
+@dataclass
+class SessionCounts:
+    started: int = 0
+    completed: int = 0  # every turn answered
+    ended: int = 0  # a turn failed or was cancelled
+    cut: int = 0  # the next turn would have been due after the linger bound
+
+
+class SessionBook:
+    """Every open session of one runner. `end_s`: the schedule's end on the run clock (the
+    linger bound counts from it); `workloads`: each class's settings, by name."""
+
+    def __init__(self, workloads: Mapping[str, Workload], end_s: float) -> None:
+        self._workloads = workloads
+        self._end_s = end_s
+        self._open: dict[int, _Session] = {}
+        self.counts = SessionCounts()
+
+    @property
+    def open(self) -> int:
+        """Sessions with a turn in flight or due."""
+        return len(self._open)
+
+    def messages(self, planned: PlannedRequest, workload: Workload) -> list[Message] | None:
+        """The messages to send for `planned`: its session's history and a new user message;
+        None when it belongs to no session. Opens the session of a turn 1."""
+        session = self._open.get(planned.id)
+        if session is None:
+            spec = workload.sessions
+            if planned.session_seed is None or spec is None:
+                return None
+            draws = session_draws(planned.session_seed, planned.id, spec, workload)
+            session = _Session(
+                session=planned.id,
+                draws=draws,
+                turn=1,
+                history=[],
+                start_s=round(planned.scheduled_s, 6),
+                first=planned,
+                linger_end_s=self._end_s + spec.linger,
+            )
+            self._open[planned.id] = session
+            self.counts.started += 1
+            text = request_prompt(planned, workload)
+        else:
+            text = prompt_text(planned.prompt_tokens, planned.id)
+        session.history.append({"role": "user", "content": text})
+        return session.history
+
+    def answered(self, planned: PlannedRequest, record: RequestRecord, answer: str) -> PlannedRequest | None:
+        """Note `record` (the answer to `planned`, whose text is `answer`): mark it with its
+        session and turn, and return the next turn (due think time after record.done_s), or
+        None when the session ended."""
+        session = self._open.pop(planned.id, None)
+        if session is None:
+            return None
+        draws, turn = session.draws, session.turn
+        record.session, record.turn = session.session, turn
+        record.session_turns, record.session_start_s = draws.turns, session.start_s
+        if record.status != "ok":
+            self.counts.ended += 1
+            return None
+        if turn >= draws.turns:
+            self.counts.completed += 1
+            return None
+        due_s = round((record.done_s or planned.scheduled_s) + draws.think_s[turn - 1], 6)
+        if due_s > session.linger_end_s:
+            self.counts.cut += 1
+            return None
+        session.history.append({"role": "assistant", "content": answer})
+        session.turn = turn + 1
+        following = replace(
+            session.first,
+            id=later_turn_id(session.session, turn + 1),
+            scheduled_s=due_s,
+            prompt_tokens=draws.prompt_tokens[turn - 1],
+            output_tokens=draws.output_tokens[turn - 1],
+            prompt=None,
+            dataset_row=None,
+            cancel_after_s=draws.cancels[turn - 1][0] if draws.cancels else None,
+            cancel_after_tokens=draws.cancels[turn - 1][1] if draws.cancels else None,
+            prefix_group=session.first.prefix_group,  # its history begins with turn 1's prefix
+            prefix_blocks=None,
+            session_seed=None,  # found by its id: it opens no session of its own
+        )
+        self._open[following.id] = session
+        return following
+
+    def abandon(self, planned: PlannedRequest) -> None:
+        """`planned` ended without an answer noted (the run stopped, a client bug): its session
+        ends (a no-op when answered() already saw it)."""
+        if self._open.pop(planned.id, None) is not None:
+            self.counts.ended += 1
+
+    def drop(self, planned: PlannedRequest) -> None:
+        """A due turn that will not be sent (the run is over): its session is cut."""
+        if self._open.pop(planned.id, None) is not None:
+            self.counts.cut += 1
+
+
+def needs_book(workloads: Mapping[str, Workload]) -> bool:
+    """Whether any class holds sessions."""
+    return any(workload.sessions is not None for workload in workloads.values())

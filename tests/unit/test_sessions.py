@@ -1,0 +1,218 @@
+"""`workload.sessions`: the key and its errors, a plan that only marks turn 1s (the rest bit for
+bit as without sessions), per-session draws that depend on the seed and session alone, and the
+session book's turns: history with the actual answers, think time from the answer's end, ends on
+a failure, cut past the linger bound, ids unique across sessions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from loadgen.collect.records import RequestRecord, Status
+from loadgen.scenario.loader import ScenarioError, parse_scenario
+from loadgen.scenario.model import Scenario
+from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id
+from loadgen.traffic.openai_api import StreamParser, TextStreamParser, prompt_text
+from loadgen.traffic.schedule import PlannedRequest, build_schedule
+from loadgen.traffic.sessions import SessionBook, sample_turns, session_draws
+
+BASE = """
+name: chats
+seed: 7
+server: {kind: simulated}
+workload:
+  api: chat
+  prompt_tokens: {kind: uniform, min: 4, max: 40}
+  output_tokens: {kind: uniform, min: 2, max: 20}
+  SESSIONS
+traffic: [{kind: poisson, rate: 50, duration: 2s}]
+"""
+SESSIONS = (
+    "sessions: {turns: {kind: uniform, min: 1, max: 5}, "
+    "think_time: {kind: uniform, min: 100ms, max: 2s}, linger: 3s}"
+)
+
+
+def _scenario(sessions: str = SESSIONS) -> Scenario:
+    return parse_scenario(BASE.replace("SESSIONS", sessions), "s.yaml")
+
+
+def _errors(text: str) -> list[str]:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, "s.yaml")
+    return [str(issue) for issue in caught.value.issues]
+
+
+def test_sessions_need_chat_and_no_dataset() -> None:
+    text = BASE.replace("SESSIONS", SESSIONS).replace("api: chat", "api: completions")
+    assert any("sessions need api: chat" in error for error in _errors(text))
+    turns = _errors(
+        BASE.replace(
+            "SESSIONS", "sessions: {turns: {kind: fixed, value: 0}, think_time: {kind: fixed, value: 1s}}"
+        )
+    )
+    assert any("turns" in error for error in turns)
+
+
+def test_a_search_refuses_sessions_at_the_search_key() -> None:
+    text = """
+name: s
+server: {kind: simulated}
+workload:
+  api: chat
+  sessions: {turns: {kind: fixed, value: 2}, think_time: {kind: fixed, value: 1s}}
+search: {over: rate, levels: [1, 2]}
+"""
+    errors = _errors(text)
+    assert any(
+        error.startswith("s.yaml:7:") and "does not run multi-turn sessions" in error for error in errors
+    )
+
+
+def test_a_plan_with_sessions_differs_only_in_marking_turn_ones() -> None:
+    with_sessions = list(build_schedule(_scenario()).requests)
+    without = list(build_schedule(_scenario("")).requests)
+    assert len(with_sessions) == len(without) > 50
+    assert all(planned.session_seed == 7 for planned in with_sessions)
+    assert all(planned.session_seed is None for planned in without)
+    assert [dataclasses.replace(p, session_seed=None) for p in with_sessions] == without
+
+
+def test_draws_depend_on_the_seed_and_session_only() -> None:
+    scenario = _scenario()
+    spec, workload = scenario.workload.sessions, scenario.workload
+    assert spec is not None
+    first = session_draws(7, 12, spec, workload)
+    assert session_draws(7, 12, spec, workload) == first
+    others = {session_draws(7, session, spec, workload) for session in range(40)}
+    assert len(others) > 30  # sessions differ
+    turns = [session_draws(7, session, spec, workload).turns for session in range(400)]
+    assert set(turns) == {1, 2, 3, 4, 5}
+    for draws in others:
+        assert len(draws.think_s) == len(draws.prompt_tokens) == len(draws.output_tokens) == draws.turns - 1
+        assert all(0.1 <= t <= 2.0 for t in draws.think_s)
+        assert all(4 <= n <= 40 for n in draws.prompt_tokens)
+    assert session_draws(8, 12, spec, workload) != first
+
+
+def test_later_turns_cancel_at_the_share_and_leave_the_other_draws_alone() -> None:
+    plain = _scenario()
+    cancelling = _scenario(SESSIONS + "\n  cancel: {share: 30%, after: {tokens: {kind: fixed, value: 5}}}")
+    spec = plain.workload.sessions
+    assert spec is not None
+    later = cancelled = 0
+    for session in range(300):
+        base = session_draws(7, session, spec, plain.workload)
+        draws = session_draws(7, session, spec, cancelling.workload)
+        assert (draws.turns, draws.think_s, draws.prompt_tokens) == (
+            base.turns,
+            base.think_s,
+            base.prompt_tokens,
+        )
+        assert set(base.cancels) <= {(None, None)}
+        later += len(draws.cancels)
+        cancelled += sum(after == (None, 5) for after in draws.cancels)
+    assert later > 500 and 0.25 < cancelled / later < 0.35
+
+
+def test_turn_counts_are_clipped_to_the_bound() -> None:
+    scenario = _scenario(
+        "sessions: {turns: {kind: normal, mean: 3, std: 1000}, think_time: {kind: fixed, value: 1s}}"
+    )
+    spec = scenario.workload.sessions
+    assert spec is not None
+    turns = sample_turns(spec.turns, 2000, np.random.default_rng(1))
+    assert turns.min() == 1 and turns.max() == MAX_TURNS
+
+
+def _record(planned: PlannedRequest, done_s: float, status: Status = "ok") -> RequestRecord:
+    return RequestRecord(
+        id=planned.id, phase=0, scheduled_s=planned.scheduled_s, done_s=done_s, status=status
+    )
+
+
+def _book(linger: str = "3s") -> tuple[SessionBook, Scenario, PlannedRequest]:
+    scenario = _scenario(
+        SESSIONS.replace("linger: 3s", f"linger: {linger}").replace("min: 1, max: 5", "min: 3, max: 3")
+    )
+    first = next(iter(build_schedule(scenario).requests))
+    book = SessionBook({"default": scenario.workload}, end_s=2.0)
+    return book, scenario, first
+
+
+def test_the_book_sends_the_history_with_the_actual_answers() -> None:
+    book, scenario, first = _book()
+    spec = scenario.workload.sessions
+    assert spec is not None
+    draws = session_draws(7, first.id, spec, scenario.workload)
+    messages = book.messages(first, scenario.workload)
+    assert messages is not None and [m["role"] for m in messages] == ["user"]
+    assert len(messages[0]["content"].split()) == first.prompt_tokens
+    done_s = first.scheduled_s + 0.5
+    record = _record(first, done_s=done_s)
+    second = book.answered(first, record, " tok ken sim")
+    assert (record.session, record.turn, record.session_turns) == (first.id, 1, 3)
+    assert record.session_start_s == round(first.scheduled_s, 6)
+    assert second is not None
+    assert second.id == later_turn_id(first.id, 2)
+    assert second.scheduled_s == pytest.approx(done_s + draws.think_s[0], abs=1e-6)
+    assert (second.prompt_tokens, second.output_tokens) == (draws.prompt_tokens[0], draws.output_tokens[0])
+    assert (second.phase, second.max_concurrency, second.session_seed) == (
+        first.phase,
+        first.max_concurrency,
+        None,
+    )
+    assert second.prefix_group == first.prefix_group  # its history begins with turn 1's prompt
+    messages = book.messages(second, scenario.workload)
+    assert messages is not None
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"] == " tok ken sim"
+    assert messages[2]["content"] == prompt_text(second.prompt_tokens, second.id)
+    third = book.answered(second, _record(second, done_s=second.scheduled_s + 0.2), " beam")
+    assert third is not None and book.messages(third, scenario.workload) is not None
+    last = _record(third, done_s=third.scheduled_s + 0.1)
+    assert book.answered(third, last, "x") is None
+    assert last.turn == 3 and book.open == 0
+    assert (book.counts.started, book.counts.completed) == (1, 1)
+
+
+def test_a_failed_turn_ends_its_session_and_late_turns_are_cut() -> None:
+    book, scenario, first = _book()
+    book.messages(first, scenario.workload)
+    assert book.answered(first, _record(first, 1.0, status="timeout"), "") is None
+    assert book.open == 0 and book.counts.ended == 1
+    book, scenario, first = _book(linger="1ms")  # the schedule ends at 2 s: a turn due past 2.001 s is cut
+    book.messages(first, scenario.workload)
+    assert book.answered(first, _record(first, 2.0), "a") is None
+    assert book.open == 0 and book.counts.cut == 1
+
+
+def test_a_request_outside_sessions_gets_no_messages() -> None:
+    scenario = _scenario("")
+    first = next(iter(build_schedule(scenario).requests))
+    book = SessionBook({"default": scenario.workload}, end_s=2.0)
+    assert book.messages(first, scenario.workload) is None
+
+
+def test_later_turn_ids_never_meet_plan_ids_or_each_other() -> None:
+    ids = {later_turn_id(session, turn) for session in range(300) for turn in range(2, MAX_TURNS + 1, 97)}
+    assert len(ids) == 300 * len(range(2, MAX_TURNS + 1, 97))
+    assert min(ids) == SESSION_ID_BASE > 100_000_000
+
+
+def test_the_text_parser_keeps_the_answer_and_the_plain_one_counts_alike() -> None:
+    lines = [
+        b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}',
+        b'data: {"choices":[{"delta":{"content":" tok"}}]}',
+        b'data: {"choices":[{"delta":{"content":" ken"}}]}',
+        b'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}',
+        b"data: [DONE]",
+    ]
+    text, plain = TextStreamParser(), StreamParser()
+    for at, line in enumerate(lines):
+        text.feed(line, at)
+        plain.feed(line, at)
+    assert text.text == " tok ken"
+    assert text.result == plain.result
