@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def simulated_server(core: str, *, ttft_ms: float, itl_ms: float, slots: int = 4096) -> Iterator[str]:
-    """A simulated server on `core`; yields its base URL."""
+def simulated_server(
+    core: str, *, ttft_ms: float, itl_ms: float, slots: int = 4096, extra: Sequence[str] = ()
+) -> Iterator[str]:
+    """A simulated server on `core` (`extra`: more of its arguments); yields its base URL."""
     port = free_port()
     argv = [
         sys.executable,
@@ -53,6 +55,7 @@ def simulated_server(core: str, *, ttft_ms: float, itl_ms: float, slots: int = 4
         "--slots",
         str(slots),
         "--record-timings",
+        *extra,
     ]
     process = subprocess.Popen(
         pinned(core, argv), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -24,48 +24,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import ROOT, free_port, pinned
+from harness import ROOT, pinned, simulated_server
 
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import read_records
-from servers.direct_http import open_url
 
 TTFT_MS, PREFIX, OWN, GROUPS, SHARE = 10.0, 512, 64, 4, 0.8
 
 
-@contextmanager
-def prefix_server(core: str, per_token_ms: float) -> Iterator[str]:
+def prefix_server(core: str, per_token_ms: float) -> AbstractContextManager[str]:
     """The simulated server with a prefix cache big enough for every block of the run."""
-    port = free_port()
-    argv = [sys.executable, "-m", "servers.simulated", "--port", str(port), "--ttft", f"{TTFT_MS}ms"]
-    argv += ["--itl", "1ms", "--slots", "4096", "--prefill-per-token", f"{per_token_ms}ms"]
-    argv += ["--prefix-cache-blocks", "1000000", "--block-tokens", "16"]
-    process = subprocess.Popen(
-        pinned(core, argv), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with open_url(url + "/health", 1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the simulated server did not become ready") from None
-                time.sleep(0.05)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)
+    extra = ["--prefill-per-token", f"{per_token_ms}ms", "--prefix-cache-blocks", "1000000"]
+    extra += ["--block-tokens", "16"]
+    return simulated_server(core, ttft_ms=TTFT_MS, itl_ms=1.0, extra=extra)
 
 
 def run(core: str, url: str, rate: float, duration: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:

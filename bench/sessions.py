@@ -22,46 +22,22 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, free_port, pinned
+from harness import ROOT, pinned, simulated_server
 
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import read_records
-from servers.direct_http import open_url
 
 TTFT_MS, ITL_MS, PROMPT, OUTPUT, THINK = 10.0, 1.0, 64, 32, "100ms"
 
 
-@contextmanager
-def prefill_server(per_token_ms: float) -> Iterator[str]:
+def prefill_server(per_token_ms: float) -> AbstractContextManager[str]:
     """The simulated server on core 0, charging `per_token_ms` per prompt word (no prefix cache)."""
-    port = free_port()
-    argv = [sys.executable, "-m", "servers.simulated", "--port", str(port), "--ttft", f"{TTFT_MS}ms"]
-    argv += ["--itl", f"{ITL_MS}ms", "--slots", "4096", "--prefill-per-token", f"{per_token_ms}ms"]
-    process = subprocess.Popen(
-        pinned("0", argv), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with open_url(url + "/health", 1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the simulated server did not become ready") from None
-                time.sleep(0.05)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)
+    extra = ["--prefill-per-token", f"{per_token_ms}ms"]
+    return simulated_server("0", ttft_ms=TTFT_MS, itl_ms=ITL_MS, extra=extra)
 
 
 def scenario(url: str, rate: float, duration: float, turns: int) -> str:

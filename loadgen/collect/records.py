@@ -92,6 +92,9 @@ class RequestRecord:
     def to_file_dict(self) -> dict[str, Any]:
         """What a line of requests.jsonl holds: to_dict with the gaps packed (`itl_us`)."""
         data = self.to_dict()
+        for name in _LEFT_OUT_WHEN_NONE:  # most runs have no prefixes or sessions: ~90 bytes a line
+            if data[name] is None:
+                del data[name]
         gaps = data["itl_ms"]
         if isinstance(gaps, list):
             packed = pack_gaps(gaps)
@@ -118,6 +121,8 @@ class RequestRecord:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
+# Keys a line of requests.jsonl carries only when set (a missing one reads back as None).
+_LEFT_OUT_WHEN_NONE = ("cached_tokens", "prefix_group", "session", "turn", "session_turns", "session_start_s")
 _FIELD_SET = frozenset(_FIELD_NAMES)
 
 

@@ -19,6 +19,9 @@ HOURS_PER_MONTH = 730.0  # 365 days × 24 h / 12 months = 730 h: the average mon
 
 
 class TraceWindow(StrictModel):
+    """A trace's busiest window. For a `conversation` trace the rate counts session arrivals
+    (sessions/s: its rows are sessions, their later turns follow the answers), not turns."""
+
     path: str  # relative: from the scenario file's folder; stored resolved
     format: TraceFormat = "jsonl"
     window: PositiveDuration = 60.0

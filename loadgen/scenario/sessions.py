@@ -83,7 +83,9 @@ Turns = Annotated[FixedTurns | UniformTurns | NormalTurns | LognormalTurns, Fiel
 
 
 class SessionsSpec(StrictModel):
-    turns: Turns
+    # None: only with a ShareGPT dataset, whose conversation gives each session's turns (given
+    # there, the drawn count caps them)
+    turns: Turns | None = None
     think_time: DurationDistribution
     # After the schedule's end, turns not due by then are not sent (their sessions are cut).
     linger: PositiveDuration = DEFAULT_LINGER_S

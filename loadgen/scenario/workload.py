@@ -4,13 +4,15 @@
 with the workload keys plus `class` (its name) and `weight`. A class may take its prompts from a
 `dataset:` (JSONL, one `{"prompt": "..."}` or `{"messages": [...]}` a line), read and checked when
 the scenario is validated; an optional `tokenizer:` (a local Hugging Face tokenizer.json) counts
-their tokens on the client, for servers that send no `usage`.
+their tokens on the client, for servers that send no `usage`. A ShareGPT file (a JSON array, or
+JSONL of `{"conversations": [...]}`) is recognised by its shape (loadgen/scenario/sharegpt.py).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -32,6 +34,7 @@ from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.files import field_error, resolve
 from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.sessions import SessionsSpec
+from loadgen.scenario.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
 from servers.config import StrictModel
 from servers.units import PositiveDuration, Size
 
@@ -88,6 +91,10 @@ class DatasetEntry:
     prompt: str | None
     messages: tuple[dict[str, Any], ...] | None
     tokens: int | None  # counted by the client's tokenizer; None without one
+    # A ShareGPT conversation's: its first gpt reply's length (max_tokens; None: the class's
+    # output_tokens), and its later human messages as (text, length, its reply's length or None).
+    output_tokens: int | None = None
+    later: tuple[tuple[str, int, int | None], ...] | None = None  # None: not a conversation
 
     @property
     def text(self) -> str:
@@ -148,17 +155,22 @@ def _entry(line: str, api: str) -> DatasetEntry:
     return DatasetEntry(prompt=None, messages=tuple(messages), tokens=None)
 
 
-def count_tokens(entries: list[DatasetEntry], tokenizer_path: Path) -> list[DatasetEntry]:
-    """The entries with `tokens` counted by a local tokenizer.json (no chat template: the
-    messages' contents only, so a chat prompt's count is a little under the server's)."""
+def token_counter(tokenizer_path: Path) -> Callable[[list[str]], list[int]]:
+    """Counts texts' tokens with a local tokenizer.json; DatasetError when it cannot load."""
     from tokenizers import Tokenizer  # only a scenario with `tokenizer:` needs it
 
     try:
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
     except Exception as exc:  # the library raises plain Exception for a missing or bad file
         raise DatasetError(f"tokenizer {tokenizer_path}: cannot load: {exc}") from None
-    counts = [len(encoded.ids) for encoded in tokenizer.encode_batch([e.text for e in entries])]
-    return [DatasetEntry(e.prompt, e.messages, n) for e, n in zip(entries, counts, strict=True)]
+    return lambda texts: [len(encoded.ids) for encoded in tokenizer.encode_batch(texts)]
+
+
+def count_tokens(entries: list[DatasetEntry], tokenizer_path: Path) -> list[DatasetEntry]:
+    """The entries with `tokens` counted by a local tokenizer.json (no chat template: the
+    messages' contents only, so a chat prompt's count is a little under the server's)."""
+    counts = token_counter(tokenizer_path)([e.text for e in entries])
+    return [replace(e, tokens=n) for e, n in zip(entries, counts, strict=True)]
 
 
 # ---- workloads ---------------------------------------------------------------------------------
@@ -205,6 +217,8 @@ class Workload(StrictModel):
         if workload.prompt_tokens != _DEFAULT_PROMPT_TOKENS:
             raise field_error("dataset", "give dataset: or prompt_tokens:, not both", workload.dataset)
         path = resolve(workload.dataset, info)
+        if _is_sharegpt(path):
+            return _read_sharegpt(workload, path, info)
         try:
             entries = read_dataset(path, workload.api)
         except DatasetError as exc:
@@ -233,8 +247,12 @@ class Workload(StrictModel):
             return self
         if self.api != "chat":
             raise field_error("sessions", "sessions need api: chat (a history is a list of messages)", None)
-        if self.dataset is not None:
-            raise field_error("sessions", "sessions send prompt_tokens words: give no dataset:", None)
+        if self.dataset is not None and not self.conversations:
+            message = "sessions send prompt_tokens words or replay a ShareGPT dataset: give no other dataset:"
+            raise field_error("sessions", message, None)
+        if self.sessions.turns is None and not self.conversations:
+            message = "give turns: (only a ShareGPT dataset gives each session its turns)"
+            raise field_error(("sessions", "turns"), message, None)
         return self
 
     @model_validator(mode="after")
@@ -248,6 +266,37 @@ class Workload(StrictModel):
     def entries(self) -> tuple[DatasetEntry, ...]:
         """The dataset's prompts (empty without a dataset)."""
         return self._entries
+
+    @property
+    def conversations(self) -> bool:
+        """Whether the dataset is ShareGPT conversations (a session replays one)."""
+        return bool(self._entries) and self._entries[0].later is not None
+
+
+def _is_sharegpt(path: Path) -> bool:
+    try:
+        return looks_like_sharegpt(path)
+    except (OSError, UnicodeDecodeError):
+        return False  # the plain reader says what is wrong
+
+
+def _read_sharegpt(workload: Workload, path: Path, info: ValidationInfo) -> Workload:
+    """`workload` with a ShareGPT dataset's conversations as its entries."""
+    count: Callable[[list[str]], list[int]] = count_words
+    tokenizer = None
+    if workload.tokenizer is not None:
+        tokenizer = str(resolve(workload.tokenizer, info))
+        try:
+            count = token_counter(Path(tokenizer))
+        except DatasetError as exc:
+            raise field_error("tokenizer", str(exc), workload.tokenizer) from None
+    try:
+        entries = read_sharegpt(path, workload.api, count, limit=DATASET_MAX_LINES)
+    except (ShareGPTError, OSError, UnicodeDecodeError) as exc:
+        raise field_error("dataset", f"ShareGPT dataset {path.name}: {exc}", workload.dataset) from None
+    loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})
+    loaded._entries = tuple(entries)
+    return loaded
 
 
 class WorkloadClass(Workload):

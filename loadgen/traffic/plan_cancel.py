@@ -23,6 +23,7 @@ import numpy as np
 from loadgen.scenario.cancel import CancelSpec, CancelTime, CancelTokens
 from loadgen.scenario.model import Workload
 from loadgen.traffic.durations import sample_durations
+from loadgen.traffic.plan_draws import sample_counts
 
 # Mixed into the seed of the cancel streams ("canc"), apart from the plan's and the search levels'.
 CANCEL_STREAM = 0x63616E63
@@ -38,18 +39,8 @@ def sample_cancel_times(spec: CancelTime, count: int, rng: np.random.Generator) 
 
 
 def sample_cancel_tokens(spec: CancelTokens, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Token counts drawn from `spec`, rounded, at least 1 (drawn as plan_draws.sample_lengths)."""
-    if spec.kind == "fixed":
-        values = np.full(count, spec.value, dtype=float)
-    elif spec.kind == "uniform":
-        values = rng.integers(spec.min, spec.max + 1, size=count).astype(float)
-    elif spec.kind == "normal":
-        values = rng.normal(spec.mean, spec.std, size=count)
-    else:
-        mu = np.log(spec.mean) - spec.sigma**2 / 2
-        values = rng.lognormal(mu, spec.sigma, size=count)
-    counts: np.ndarray = np.clip(np.rint(values), 1, np.iinfo(np.int64).max // 2).astype(np.int64)
-    return counts
+    """Token counts drawn from `spec`, rounded, at least 1 (drawn as the workload's lengths)."""
+    return sample_counts(spec, count, rng)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,19 +21,35 @@ from loadgen.scenario.model import Length, Workload
 from loadgen.traffic.plan_streams import PREPASS_CHUNK, Ticker
 
 
+class CountSpec(Protocol):
+    """A count distribution: the workload's lengths, a session's turns, a cancel's tokens."""
+
+    @property
+    def kind(self) -> str: ...
+
+
+_MOST = np.iinfo(np.int64).max // 2  # far past any valid count; a lognormal's tail stays finite
+
+
+def sample_counts(spec: CountSpec, count: int, rng: np.random.Generator, most: int = _MOST) -> np.ndarray:
+    """Whole numbers drawn from `spec` (fixed, uniform, normal, lognormal), rounded, in 1..most."""
+    fields: Any = spec  # each kind carries its own keys (value; min, max; mean, std; mean, sigma)
+    if spec.kind == "fixed":
+        values = np.full(count, fields.value, dtype=float)
+    elif spec.kind == "uniform":
+        values = rng.integers(fields.min, fields.max + 1, size=count).astype(float)
+    elif spec.kind == "normal":
+        values = rng.normal(fields.mean, fields.std, size=count)
+    else:  # lognormal with the requested mean: E[X] = exp(mu + sigma²/2)
+        mu = np.log(fields.mean) - fields.sigma**2 / 2
+        values = rng.lognormal(mu, fields.sigma, size=count)
+    counts: np.ndarray = np.clip(np.rint(values), 1, most).astype(np.int64)
+    return counts
+
+
 def sample_lengths(spec: Length, count: int, rng: np.random.Generator) -> np.ndarray:
     """Token counts drawn from `spec`, at least 1 each."""
-    if spec.kind == "fixed":
-        values = np.full(count, spec.value, dtype=float)
-    elif spec.kind == "uniform":
-        values = rng.integers(spec.min, spec.max + 1, size=count).astype(float)
-    elif spec.kind == "normal":
-        values = rng.normal(spec.mean, spec.std, size=count)
-    else:  # lognormal with the requested mean: E[X] = exp(mu + sigma²/2)
-        mu = np.log(spec.mean) - spec.sigma**2 / 2
-        values = rng.lognormal(mu, spec.sigma, size=count)
-    lengths: np.ndarray = np.maximum(1, np.rint(values)).astype(int)
-    return lengths
+    return sample_counts(spec, count, rng)
 
 
 def _skip_lengths(

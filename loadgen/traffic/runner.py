@@ -19,10 +19,11 @@ from locust.stats import RequestStats
 
 from loadgen.collect.records import RequestRecord
 from loadgen.scenario.model import Workload
+from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.schedule import PlannedRequest, Schedule
-from loadgen.traffic.sessions import SessionBook, needs_book
+from loadgen.traffic.sessions import SessionBook
 from loadgen.traffic.users import OpenAIUser, RunContext
 from servers.base import Endpoint
 
@@ -106,7 +107,9 @@ class TrafficRunner:
             t0_ns = planned_t0_ns()
         self.t0_ns = self._context.t0_ns = t0_ns
         self._stop = stop
-        if needs_book(self._context.classes) and not isinstance(self.dispatcher, ClosedLoopDispatcher):
+        # Every open-loop run keeps a book: a conversation trace's sessions are known only from the
+        # plan (turn 1 carries its script); without sessions it costs a dict lookup a request.
+        if not isinstance(self.dispatcher, ClosedLoopDispatcher):
             self._context.sessions = SessionBook(self._context.classes, self.schedule.duration_s)
             self._context.next_turn = self._next_turn
         if isinstance(self.dispatcher, ClosedLoopDispatcher):
@@ -171,7 +174,10 @@ class TrafficRunner:
         while (
             self.dispatcher.finished < self.dispatcher.released or (sessions is not None and sessions.open)
         ) and not stop.is_set():
-            if time.monotonic() > deadline:
+            # a conversation trace's sessions linger DEFAULT_LINGER_S (the classes' linger is in
+            # the timeout already); their book says so once one opened
+            scripted = DEFAULT_LINGER_S if sessions is not None and sessions.scripted else 0.0
+            if time.monotonic() > deadline + scripted:
                 return
             stop.wait(0.02)
 

@@ -79,6 +79,10 @@ class PlannedRequest:
     # Turn 1 of a multi-turn session (workload.sessions): the scenario's seed, which seeds the
     # session's own draws (loadgen.traffic.sessions); None: no session.
     session_seed: int | None = None
+    # Turn 1 of a session replayed from a conversation trace: its later turns (think time s,
+    # prompt tokens, output tokens, prompt text or None), given instead of drawn. On the request
+    # itself, not a side table, so a distributed worker's share carries it.
+    session_script: tuple[tuple[float, int, int, str | None], ...] | None = None
 
 
 class PlannedRequests:
@@ -170,6 +174,8 @@ def _requests(
     prefix_cursor = prefixes.cursor() if prefixes is not None else None
     names = [streams.name for streams in draws.classes]
     first_class = names[0]
+    # ShareGPT entries' own output lengths (their first gpt reply's), per class; empty: none has
+    replies = _entry_outputs([streams.workload for streams in draws.classes])
     next_id = 0
     for source in arrivals.sources:
         phase, cap = source.phase, caps[source.phase]
@@ -201,11 +207,15 @@ def _requests(
                     )
                     if row.hash_ids and row.prompt is None:
                         planned = _blocks(planned, row.hash_ids, blocks[phase], shared)
+                    if row.script is not None:  # a conversation trace's session
+                        planned = replace(planned, session_script=row.script)
                     yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
             else:
                 classes = drawn.classes.tolist()
                 prompt, output = drawn.prompt_tokens.tolist(), drawn.output_tokens.tolist()
                 lines = drawn.rows.tolist()
+                if replies:  # drawn all the same, then the conversation's own where it has one
+                    output = _with_replies(output, classes, lines, replies)
                 for j in range(len(due)):
                     planned = PlannedRequest(
                         id=next_id + j,
@@ -224,6 +234,25 @@ def _requests(
                         planned = replace(planned, session_seed=sessions[classes[j]])
                     yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
             next_id += len(due)
+
+
+def _entry_outputs(workloads: Sequence[Workload]) -> list[list[int | None]]:
+    """Per class, each dataset entry's own output length (a ShareGPT reply's); empty when no
+    entry of any class has one, so other plans make their requests exactly as before."""
+    outputs = [[entry.output_tokens for entry in workload.entries] for workload in workloads]
+    return outputs if any(n is not None for each in outputs for n in each) else []
+
+
+def _with_replies(
+    output: list[int], classes: list[int], lines: list[int], replies: list[list[int | None]]
+) -> list[int]:
+    """`output` with each dataset line's own length where its entry has one."""
+    for j, line in enumerate(lines):
+        if line >= 0:
+            own = replies[classes[j]][line]
+            if own is not None:
+                output[j] = own
+    return output
 
 
 def _session_seeds(scenario: Scenario) -> list[int | None]:
@@ -302,5 +331,6 @@ def draw_requests(
             else:
                 entry = entries[int(rows[j])]
                 tokens = entry.tokens if entry.tokens is not None else max(1, len(entry.text.split()))
-                draws[position] = Draw(name, tokens, int(output[j]), int(rows[j]))
+                wanted = entry.output_tokens if entry.output_tokens is not None else int(output[j])
+                draws[position] = Draw(name, tokens, wanted, int(rows[j]))
     return [draw for draw in draws if draw is not None]

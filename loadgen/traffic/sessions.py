@@ -13,23 +13,30 @@ is answered, when a turn fails or is cancelled, or when its next turn would be d
 linger bound (it is then counted as cut). A later turn keeps turn 1's shared-prefix group (its
 history begins with turn 1's prompt) and is cancelled with the class's `cancel` share, drawn per
 turn from the session's generator after its other draws.
+
+A session replayed from a conversation trace (loadgen.traffic.conversations) is scripted: its turn
+1 carries `session_script` (every later turn's think time, lengths and optional text), which
+becomes its SessionDraws instead of a draw; it needs no `workload.sessions` (linger: the class's,
+else DEFAULT_LINGER_S) and is never cancelled past turn 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from loadgen.collect.records import RequestRecord
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.model import Workload
-from loadgen.scenario.sessions import MAX_TURNS, SessionsSpec, Turns, later_turn_id
+from loadgen.scenario.sessions import DEFAULT_LINGER_S, MAX_TURNS, SessionsSpec, Turns, later_turn_id
+from loadgen.scenario.workload import DatasetEntry
 from loadgen.traffic.durations import sample_durations
 from loadgen.traffic.openai_api import prompt_text
 from loadgen.traffic.plan_cancel import sample_cancel_times, sample_cancel_tokens
-from loadgen.traffic.plan_draws import sample_lengths
+from loadgen.traffic.plan_draws import sample_counts, sample_lengths
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import PlannedRequest
 
@@ -41,17 +48,7 @@ Message = dict[str, str]
 
 def sample_turns(spec: Turns, count: int, rng: np.random.Generator) -> np.ndarray:
     """Turn counts drawn from `spec`, rounded, within 1..MAX_TURNS."""
-    if spec.kind == "fixed":
-        values = np.full(count, spec.value, dtype=float)
-    elif spec.kind == "uniform":
-        values = rng.integers(spec.min, spec.max + 1, size=count).astype(float)
-    elif spec.kind == "normal":
-        values = rng.normal(spec.mean, spec.std, size=count)
-    else:  # lognormal with the requested mean: E[X] = exp(mu + sigma²/2)
-        mu = np.log(spec.mean) - spec.sigma**2 / 2
-        values = rng.lognormal(mu, spec.sigma, size=count)
-    turns: np.ndarray = np.clip(np.rint(values), 1, MAX_TURNS).astype(np.int64)
-    return turns
+    return sample_counts(spec, count, rng, MAX_TURNS)
 
 
 @dataclass(frozen=True)
@@ -64,22 +61,54 @@ class SessionDraws:
     output_tokens: tuple[int, ...]
     # (cancel after s, after tokens) of each later turn; (None, None): not cancelled
     cancels: tuple[tuple[float | None, int | None], ...] = ()
+    # A scripted session's later turns' texts (None: prompt_tokens words); empty: all words
+    prompts: tuple[str | None, ...] = ()
 
 
-def session_draws(seed: int, session: int, spec: SessionsSpec, workload: Workload) -> SessionDraws:
-    """Session `session`'s draws: a pure function of its arguments (never of timing)."""
+def scripted_draws(script: Sequence[Sequence[Any]]) -> SessionDraws:
+    """A conversation trace's session (PlannedRequest.session_script: rows of (think s, prompt
+    tokens, output tokens, text or None); lists after a distributed worker's decoding) as draws."""
+    return SessionDraws(
+        turns=len(script) + 1,
+        think_s=tuple(float(turn[0]) for turn in script),
+        prompt_tokens=tuple(int(turn[1]) for turn in script),
+        output_tokens=tuple(int(turn[2]) for turn in script),
+        prompts=tuple(turn[3] for turn in script),
+    )
+
+
+def session_draws(
+    seed: int, session: int, spec: SessionsSpec, workload: Workload, entry: DatasetEntry | None = None
+) -> SessionDraws:
+    """Session `session`'s draws: a pure function of its arguments (never of timing). With a
+    ShareGPT conversation (`entry`), its human messages are the turns (the drawn count, if
+    `turns:` is given, caps them), with their lengths and texts and its replies' lengths."""
     rng = np.random.default_rng([seed, SESSIONS_STREAM, session])
-    turns = int(sample_turns(spec.turns, 1, rng)[0])
+    given = entry.later if entry is not None else None
+    if spec.turns is not None:
+        turns = int(sample_turns(spec.turns, 1, rng)[0])
+        turns = min(turns, 1 + len(given)) if given is not None else turns
+    else:
+        turns = 1 + len(given or ())
     later = turns - 1
     think = sample_durations(spec.think_time, later, rng)
-    prompt = sample_lengths(workload.prompt_tokens, later, rng)
-    output = sample_lengths(workload.output_tokens, later, rng)
+    prompt = [int(n) for n in sample_lengths(workload.prompt_tokens, later, rng).tolist()]
+    output = [int(n) for n in sample_lengths(workload.output_tokens, later, rng).tolist()]
+    texts: tuple[str | None, ...] = ()
+    if given is not None:  # the conversation's own, drawn all the same (the cancels come after)
+        prompt = [n for _, n, _ in given[:later]]
+        output = [
+            reply if reply is not None else drawn
+            for (_, _, reply), drawn in zip(given[:later], output, strict=True)
+        ]
+        texts = tuple(text for text, _, _ in given[:later])
     return SessionDraws(
         turns=turns,
         think_s=tuple(think.tolist()),
-        prompt_tokens=tuple(int(n) for n in prompt.tolist()),
-        output_tokens=tuple(int(n) for n in output.tolist()),
+        prompt_tokens=tuple(prompt),
+        output_tokens=tuple(output),
         cancels=_later_cancels(workload.cancel, later, rng),
+        prompts=texts,
     )
 
 
@@ -134,6 +163,7 @@ class SessionBook:
         self._end_s = end_s
         self._open: dict[int, _Session] = {}
         self.counts = SessionCounts()
+        self.scripted = False  # whether a scripted session was opened (their linger: the drain's)
 
     @property
     def open(self) -> int:
@@ -146,9 +176,16 @@ class SessionBook:
         session = self._open.get(planned.id)
         if session is None:
             spec = workload.sessions
-            if planned.session_seed is None or spec is None:
+            if planned.session_script is not None:
+                draws = scripted_draws(planned.session_script)
+                linger = spec.linger if spec is not None else DEFAULT_LINGER_S
+                self.scripted = True
+            elif planned.session_seed is None or spec is None:
                 return None
-            draws = session_draws(planned.session_seed, planned.id, spec, workload)
+            else:
+                entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
+                draws = session_draws(planned.session_seed, planned.id, spec, workload, entry)
+                linger = spec.linger
             session = _Session(
                 session=planned.id,
                 draws=draws,
@@ -156,13 +193,20 @@ class SessionBook:
                 history=[],
                 start_s=round(planned.scheduled_s, 6),
                 first=planned,
-                linger_end_s=self._end_s + spec.linger,
+                linger_end_s=self._end_s + linger,
             )
             self._open[planned.id] = session
             self.counts.started += 1
-            text = request_prompt(planned, workload)
+            if planned.dataset_row is not None:  # a ShareGPT conversation's first human message
+                opening = workload.entries[planned.dataset_row]
+                if opening.messages is not None:  # after its system message
+                    session.history.extend(dict(message) for message in opening.messages)
+                    return session.history
+                text = opening.prompt or ""
+            else:
+                text = planned.prompt or request_prompt(planned, workload)
         else:
-            text = prompt_text(planned.prompt_tokens, planned.id)
+            text = planned.prompt or prompt_text(planned.prompt_tokens, planned.id)
         session.history.append({"role": "user", "content": text})
         return session.history
 
@@ -194,13 +238,14 @@ class SessionBook:
             scheduled_s=due_s,
             prompt_tokens=draws.prompt_tokens[turn - 1],
             output_tokens=draws.output_tokens[turn - 1],
-            prompt=None,
+            prompt=draws.prompts[turn - 1] if draws.prompts else None,
             dataset_row=None,
             cancel_after_s=draws.cancels[turn - 1][0] if draws.cancels else None,
             cancel_after_tokens=draws.cancels[turn - 1][1] if draws.cancels else None,
             prefix_group=session.first.prefix_group,  # its history begins with turn 1's prefix
             prefix_blocks=None,
             session_seed=None,  # found by its id: it opens no session of its own
+            session_script=None,
         )
         self._open[following.id] = session
         return following
@@ -218,5 +263,6 @@ class SessionBook:
 
 
 def needs_book(workloads: Mapping[str, Workload]) -> bool:
-    """Whether any class holds sessions."""
+    """Whether any class holds sessions (a conversation trace's sessions need a book too: the
+    runner keeps one for every open-loop run, as only the plan says whether it replays one)."""
     return any(workload.sessions is not None for workload in workloads.values())

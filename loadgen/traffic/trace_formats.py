@@ -9,9 +9,12 @@ Pure apart from reading the file. CSV goes through the stdlib `csv` module and J
 | burstgpt | CSV   | `Timestamp` (seconds)         | `Request tokens`        | `Response tokens` |
 | mooncake | JSONL | `timestamp` (milliseconds)    | `input_length`          | `output_length`   |
 | jsonl    | JSONL | `t_s` (seconds)               | `prompt_tokens`/`prompt`| `output_tokens`   |
+| conversation | JSONL | a session's 1st `timestamp` (ms) | `input_length`/`text` | `output_length` |
 
 A Mooncake row's optional `hash_ids` (its prompt's blocks, shared between rows) are kept: the
 replay sends each id as the same block of text (the trace phase's `block_tokens` words).
+A `conversation` trace (loadgen.traffic.conversations) becomes one row per session: its first
+turn, carrying the later turns as its `script`.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-TraceFormat = Literal["azure", "burstgpt", "mooncake", "jsonl"]
-TRACE_FORMATS: tuple[TraceFormat, ...] = ("azure", "burstgpt", "mooncake", "jsonl")
+TraceFormat = Literal["azure", "burstgpt", "mooncake", "jsonl", "conversation"]
+TRACE_FORMATS: tuple[TraceFormat, ...] = ("azure", "burstgpt", "mooncake", "jsonl", "conversation")
+
+# A scripted session's later turn: (think time s, prompt tokens, output tokens, prompt text or None).
+ScriptTurn = tuple[float, int, int, str | None]
 
 _EPOCH = datetime(1970, 1, 1)
 
@@ -52,6 +58,7 @@ class RawRow:
     prompt: str | None
     output_tokens: int
     hash_ids: tuple[int, ...] | None = None  # a Mooncake row's prompt blocks (shared prefixes)
+    script: tuple[ScriptTurn, ...] | None = None  # a conversation session's later turns
 
 
 # ---- field parsers -----------------------------------------------------------------------------
@@ -251,6 +258,10 @@ def read_rows(path: Path, format: TraceFormat) -> list[RawRow]:
             return list(_read_csv(path, _CSV_LAYOUTS[format]))
         if format in _JSONL_ROWS:
             return list(_read_jsonl(path, _JSONL_ROWS[format]))
+        if format == "conversation":
+            from loadgen.traffic.conversations import read_conversations  # it imports this module
+
+            return read_conversations(path)
     except UnicodeDecodeError as exc:
         raise TraceError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:

@@ -1,7 +1,9 @@
 """Recorded traffic: read a trace, cut the window a `trace` phase replays, scale its rate.
 
 A trace is rows of (offset from its first request, prompt tokens or prompt text, output tokens),
-sorted by time (stably: rows at the same instant keep their file order). The replay options of
+sorted by time (stably: rows at the same instant keep their file order). A conversation trace's
+row is a session (its first turn, with the later turns as its script): the options below act on
+sessions, and `arrival_times_s` are session arrivals. The replay options of
 a `trace` phase act in this order, each a pure function here:
 
 1. `time_scale`: every offset is multiplied by it, so 0.5 replays twice as fast and 2 half as
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loadgen.traffic.trace_formats import TRACE_FORMATS, TraceError, TraceFormat, read_rows
+from loadgen.traffic.trace_formats import TRACE_FORMATS, ScriptTurn, TraceError, TraceFormat, read_rows
 
 __all__ = [
     "TRACE_FORMATS",
@@ -52,6 +54,8 @@ class TraceRow:
     prompt: str | None = None
     line: int = 0  # where the row is in the file
     hash_ids: tuple[int, ...] | None = None  # its prompt's blocks (Mooncake), replayed as shared text
+    # A conversation trace's row is a session's first turn; these are its later turns.
+    script: tuple[ScriptTurn, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ def read_trace(path: str | Path, format: TraceFormat) -> Trace:
             prompt=row.prompt,
             line=row.line,
             hash_ids=row.hash_ids,
+            script=row.script,
         )
         for row in ordered
     )

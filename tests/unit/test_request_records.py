@@ -78,3 +78,25 @@ def test_errors_by_kind_add_up_to_the_errors():
     metrics = compute_metrics(records, [PhaseWindow(0, "constant", 10.0, 0.0, 1.0)])
     assert metrics["timeouts"] == 2 and metrics["errors"] == 5
     assert metrics["errors_by_kind"] == {"connection": 1, "http": 1, "other": 1, "timeout": 2}
+
+
+def test_prefix_and_session_keys_are_written_only_when_set() -> None:
+    plain = RequestRecord(id=1, phase=0, scheduled_s=0.5, done_s=0.7)
+    line = plain.to_file_dict()
+    for key in ("cached_tokens", "prefix_group", "session", "turn", "session_turns", "session_start_s"):
+        assert key not in line
+    assert RequestRecord.from_dict(line) == plain
+    turn = RequestRecord(
+        id=2,
+        phase=0,
+        scheduled_s=1.0,
+        cached_tokens=0,
+        prefix_group=3,
+        session=1,
+        turn=2,
+        session_turns=3,
+        session_start_s=0.25,
+    )
+    written = turn.to_file_dict()
+    assert (written["cached_tokens"], written["prefix_group"], written["turn"]) == (0, 3, 2)
+    assert RequestRecord.from_dict(written) == turn

@@ -48,6 +48,7 @@ _OWN_STREAMS = {
     "prefix_blocks": None,
     "block_tokens": 0,
     "session_seed": None,
+    "session_script": None,
 }
 
 

@@ -366,8 +366,10 @@ def bar_chart(
     caption: str = "",
     thresholds: Sequence[Threshold] = (),
     value_format: Callable[[float], str] = short_number,
+    decorate: Callable[[Axes], None] | None = None,
 ) -> Chart:
-    """Vertical bars with their values written on top; each bar's gid is `data-bar-<label>`."""
+    """Vertical bars with their values written on top; each bar's gid is `data-bar-<label>`.
+    `decorate` may change the axes (ticks, say) before the legend is drawn."""
     with _figure(chart_id, height_in=HEIGHT_IN) as figure:
         ax = figure.add_subplot()
         ax.set_ylabel(value_label)
@@ -384,5 +386,7 @@ def bar_chart(
         ax.bar_label(bars, labels=[value_format(v) for v in finite], padding=3, fontsize=9)
         ax.set_ylim(bottom=0, top=max([*finite, 0.0]) * 1.18 or 1.0)
         _draw_thresholds(ax, thresholds, False, False)
+        if decorate is not None:
+            decorate(ax)
         _legend(figure, ax)
         return Chart(chart_id, title, _svg(figure), caption)

@@ -104,17 +104,23 @@ def class_charts(counted: Columns, classes: Sequence[str], slos: Sequence[Mappin
     return charts
 
 
+def _percent(rate: Any) -> str:
+    return "–" if rate is None else num(rate * 100, "%")
+
+
 def class_table(classes: Mapping[str, Mapping[str, Any]]) -> str:
+    """One row per class; a `cancelled` column only when some class had cancellations."""
+    cancels = any(metrics.get("cancelled") for metrics in classes.values())
     rows = []
     for name, metrics in classes.items():
-        rate = metrics.get("error_rate")
         rows.append(
             [
                 name,
                 num(metrics.get("requests")),
                 num(metrics.get("achieved_rate"), "req/s"),
                 num(metrics.get("output_tokens_per_s"), "tok/s"),
-                "–" if rate is None else num(rate * 100, "%"),
+                _percent(metrics.get("error_rate")),
+                *([_percent(metrics.get("cancel_rate"))] if cancels else []),
                 *(
                     num((metrics.get(key) or {}).get(p))
                     for key in ("ttft_ms", "itl_ms", "e2e_ms")
@@ -122,6 +128,6 @@ def class_table(classes: Mapping[str, Mapping[str, Any]]) -> str:
                 ),
             ]
         )
-    headers = ["class", "requests", "rate", "tokens/s", "errors"]
+    headers = ["class", "requests", "rate", "tokens/s", "errors", *(["cancelled"] if cancels else [])]
     headers += [f"{m} {p} (ms)" for m in ("TTFT", "ITL", "e2e") for p in ("p50", "p95")]
     return table(headers, rows)

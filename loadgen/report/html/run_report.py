@@ -19,7 +19,9 @@ from loadgen.report.html import server_section as server
 from loadgen.report.html.charts import Chart
 from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
+from loadgen.report.html.prefix_section import prefix_body
 from loadgen.report.html.series import Columns
+from loadgen.report.html.sessions_section import sessions_body
 from loadgen.report.html.summary_section import banner, first_screen, num
 from loadgen.report.html.timeseries_section import bin_width, run_bins, time_series_charts
 
@@ -92,6 +94,13 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     distributions = dist.distribution_charts(counted, slos, scope)
     if distributions:
         sections.append(Section("Latency distributions", sampled + _charts(distributions), "distributions"))
+    metrics = report.get("metrics") or {}
+    if metrics.get("sessions"):
+        sections.append(Section("Sessions", sessions_body(metrics["sessions"]), "sessions"))
+    server_cache = ((report.get("server") or {}).get("metrics") or {}).get("prefix_cache")
+    cache = prefix_body(metrics.get("prefix_cache"), server_cache)
+    if cache:
+        sections.append(Section("Prefix cache", cache, "prefix-cache"))
     classes = report.get("classes") or {}
     if len(classes) > 1:
         body = dist.class_table(classes) + sampled + _charts(dist.class_charts(counted, list(classes), slos))

@@ -70,6 +70,19 @@ def _pct(value: Any) -> str:
     return "–" if value is None else num(float(value) * 100, "%")
 
 
+def _cancel_card(metrics: Mapping[str, Any], server: Mapping[str, Any]) -> list[Card]:
+    """The cancel rate beside the error rate, only when the client cancelled some
+    (workload.cancel); the server's aborted count says whether it freed their slots."""
+    cancelled = int(metrics.get("cancelled") or 0)
+    if not cancelled:
+        return []
+    aborted = (server.get("metrics") or {}).get("requests_aborted")
+    said = f"; server aborted {num(aborted)}" if aborted is not None else ""
+    return [
+        Card("cancel rate", _pct(metrics.get("cancel_rate")), f"{num(cancelled)} cancelled, not errors{said}")
+    ]
+
+
 def key_cards(report: Mapping[str, Any]) -> str:
     metrics = report.get("metrics") or {}
     server = report.get("server") or {}
@@ -77,6 +90,7 @@ def key_cards(report: Mapping[str, Any]) -> str:
     memory = server.get("memory") or {}
     target = metrics.get("target_rate")
     errors = metrics.get("errors") or 0
+    unit = "sessions/s" if metrics.get("sessions") else "req/s"  # sessions follow the rate, not turns
     items = [
         Card(
             "requests",
@@ -85,11 +99,12 @@ def key_cards(report: Mapping[str, Any]) -> str:
         ),
         Card(
             "achieved rate",
-            num(metrics.get("achieved_rate"), "req/s"),
-            f"target {num(target, 'req/s')}" if target else "closed loop / no target",
+            num(metrics.get("achieved_rate"), unit),
+            f"target {num(target, unit)}" if target else "closed loop / no target",
         ),
         Card("output tokens/s", num(metrics.get("output_tokens_per_s"), "tok/s")),
         Card("error rate", _pct(metrics.get("error_rate")), status="fail" if errors else "none"),
+        *_cancel_card(metrics, server),
         Card(
             "cold start",
             num(cold.get("first_token"), "s"),

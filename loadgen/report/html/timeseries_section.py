@@ -173,17 +173,31 @@ def errors_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span]) -> Chart
         zero = np.zeros(len(bins.starts))
         series = [_series("errors", "errors", bins.starts, zero, style="step", color=PALETTE[2])]
         caption, title = "No request failed.", "Errors per second: none"
+    cancelled = timeline.tally("cancelled")  # workload.cancel; absent from a Timeline without it
+    if cancelled.any():
+        series.append(
+            _series(
+                "cancelled",
+                "cancelled (not errors)",
+                bins.starts,
+                _rate(timeline, "cancelled", bins),
+                style="step",
+                dashed=True,
+                color="#757575",
+            )
+        )
+        caption += " Dashed: requests the client cancelled on purpose, which are not errors."
     return line_chart(
         "errors",
         title,
         TIME_LABEL,
-        "errors/s",
+        "requests/s" if cancelled.any() else "errors/s",
         series,
         spans=spans,
         y_min=0,
         x_min=0,
         caption=caption,
-        decorate=None if kinds else _zero_to_one,
+        decorate=None if kinds or cancelled.any() else _zero_to_one,
     )
 
 
