@@ -80,7 +80,8 @@ class Timeline:
         self._add("ended_sum", ended, ended)
         ok = status == "ok"
         self._add("done_ok", np.where(ok, done, np.nan))
-        self._add("cancelled", np.where(status == "cancelled", done, np.nan))  # the errors chart's dashed line
+        # Cancellations, which the errors chart draws dashed beside (not among) the errors.
+        self._add("cancelled", np.where(status == "cancelled", done, np.nan))
         self._add("tokens", done, tokens)
         self._add_errors(status, np.where(np.isfinite(done), done, scheduled), http)
 

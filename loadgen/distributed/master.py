@@ -35,6 +35,7 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.distributed import auth, channel, protocol
 from loadgen.distributed.local import LocalWorkers
 from loadgen.scenario.model import Scenario
+from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint, free_port
 
@@ -271,6 +272,8 @@ def _wait_done(
     """Until every worker is done or lost (or the time is up: the rest are lost)."""
     # Sessions send their later turns up to `linger` past the schedule's end (workload.sessions).
     linger = max((w.sessions.linger for _, _, w in scenario.classes if w.sessions is not None), default=0.0)
+    if any(getattr(phase, "format", None) == "conversation" for phase in scenario.traffic):
+        linger = max(linger, DEFAULT_LINGER_S)  # a conversation trace's sessions linger as synthetic ones
     end_s = schedule.duration_s + linger + scenario.workload.request_timeout + END_GRACE_S
     deadline = time.monotonic() + (t0_ns - time.perf_counter_ns()) / 1e9 + end_s
     stopped = False

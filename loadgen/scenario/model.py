@@ -171,6 +171,10 @@ class Scenario(StrictModel):
         if self.verify_spec is not None and self.capacity is None:
             message = "needs capacity: (it runs the replica plan at the peak rate)"
             raise field_error("verify", message, None)
+        conversations = any(getattr(phase, "format", None) == "conversation" for phase in self.traffic)
+        if conversations and self.classes[0][2].api != "chat":  # a trace's rows are the first class's
+            message = "a conversation trace replays sessions: its workload class needs api: chat"
+            raise field_error("traffic", message, None)
         if self.search is not None and any(w.sessions is not None for _, _, w in self.classes):
             # Levels send single requests: a session's later turns would be silently dropped.
             message = "does not run multi-turn sessions (workload.sessions) yet; give traffic: phases"

@@ -12,7 +12,7 @@ import pytest
 from loadgen.collect.records import RequestRecord
 from loadgen.distributed.protocol import decode_plan, split_columns
 from loadgen.evaluate.replicas import TraceWindow
-from loadgen.scenario.loader import parse_scenario
+from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import MAX_TURNS, later_turn_id
 from loadgen.traffic.schedule import build_schedule
@@ -162,3 +162,16 @@ def test_the_book_replays_a_script_without_workload_sessions(tmp_path: Path) -> 
 def test_peak_rate_from_a_conversation_trace_counts_sessions(tmp_path: Path) -> None:
     window = TraceWindow.model_validate({"path": str(SMALL), "format": "conversation", "window": 1.0})
     assert window.peak_rps == 3.0  # 3 sessions in the first second, not its 6 turns
+
+
+def test_a_conversation_trace_needs_the_chat_api() -> None:
+    text = f"""
+name: c
+server: {{kind: simulated}}
+workload: {{api: completions}}
+traffic:
+  - {{kind: trace, path: {SMALL}, format: conversation}}
+"""
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, "c.yaml")
+    assert any("needs api: chat" in str(issue) for issue in caught.value.issues)
