@@ -26,7 +26,6 @@ the SessionBook sends the script's turns with the whole history, as synthetic se
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from loadgen.traffic.trace_formats import (
     _key,
     _RowProblem,
     _seconds,
+    json_objects,
 )
 
 
@@ -55,20 +55,11 @@ class _Open:
 def read_conversations(path: Path) -> list[RawRow]:
     """One RawRow per session in order of first appearance; TraceError (file, line) on a bad row."""
     sessions: dict[str, _Open] = {}
-    with path.open(encoding="utf-8-sig") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise TraceError(path, number, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-            if not isinstance(data, dict):
-                raise TraceError(path, number, f"expected a JSON object, not {type(data).__name__}")
-            try:
-                _add(sessions, number, data)
-            except _RowProblem as exc:
-                raise TraceError(path, number, str(exc)) from None
+    for number, data in json_objects(path):
+        try:
+            _add(sessions, number, data)
+        except _RowProblem as exc:
+            raise TraceError(path, number, str(exc)) from None
     return [
         RawRow(
             line=s.first.line,

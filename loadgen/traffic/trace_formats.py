@@ -231,7 +231,9 @@ _JSONL_ROWS: dict[str, Callable[[int, dict[str, Any]], RawRow]] = {
 }
 
 
-def _read_jsonl(path: Path, parse: Callable[[int, dict[str, Any]], RawRow]) -> Iterator[RawRow]:
+def json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line of a JSONL trace; TraceError on one that is
+    not a JSON object."""
     with path.open(encoding="utf-8-sig") as handle:
         for number, text in enumerate(handle, start=1):
             if not text.strip():
@@ -242,10 +244,15 @@ def _read_jsonl(path: Path, parse: Callable[[int, dict[str, Any]], RawRow]) -> I
                 raise TraceError(path, number, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
             if not isinstance(data, dict):
                 raise TraceError(path, number, f"expected a JSON object, not {type(data).__name__}")
-            try:
-                yield parse(number, data)
-            except _RowProblem as exc:
-                raise TraceError(path, number, str(exc)) from None
+            yield number, data
+
+
+def _read_jsonl(path: Path, parse: Callable[[int, dict[str, Any]], RawRow]) -> Iterator[RawRow]:
+    for number, data in json_objects(path):
+        try:
+            yield parse(number, data)
+        except _RowProblem as exc:
+            raise TraceError(path, number, str(exc)) from None
 
 
 # ---- entry point -------------------------------------------------------------------------------
