@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from loadgen.collect import stats_wire
-from loadgen.collect.columns import columns_of
+from loadgen.collect.columns import columns_from_dicts
 from loadgen.collect.records import RequestRecord, summarize_itl
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
@@ -122,17 +122,20 @@ def encode_records(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
     return [record.to_dict() for record in records]
 
 
-def encode_outcomes(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
-    """`--records summary`: each record for the live views, its per-token gaps summarised (the
-    statistics travel apart, with every gap in them)."""
-    encoded = []
-    for record in records:
-        data = record.to_dict()
+def encode_summary(
+    records: Sequence[RequestRecord], windows: Sequence[PhaseWindow]
+) -> tuple[list[dict[str, Any]], bytes]:
+    """`--records summary`: a batch as the statistics of its records (every value, mergeable on
+    the master) and each record for the live views with its per-token gaps summarised. Each
+    record's dict is made once and serves both."""
+    encoded = [record.to_dict() for record in records]
+    stats = RunStats(windows)
+    stats.add(columns_from_dicts(encoded))  # before the gaps below are summarised
+    for data in encoded:
         gaps = data["itl_ms"]
         if isinstance(gaps, list):
             data["itl_ms"] = summarize_itl(gaps, limit=0) if gaps else []
-        encoded.append(data)
-    return encoded
+    return encoded, stats_wire.pack(stats)
 
 
 def encode_windows(windows: Sequence[PhaseWindow]) -> list[dict[str, Any]]:
@@ -141,13 +144,6 @@ def encode_windows(windows: Sequence[PhaseWindow]) -> list[dict[str, Any]]:
 
 def decode_windows(data: Sequence[Mapping[str, Any]]) -> list[PhaseWindow]:
     return [PhaseWindow(**window) for window in data]
-
-
-def encode_stats(records: Sequence[RequestRecord], windows: Sequence[PhaseWindow]) -> bytes:
-    """`--records summary`: the statistics of a batch of records, to be merged on the master."""
-    stats = RunStats(windows)
-    stats.add(columns_of(records))
-    return stats_wire.pack(stats)
 
 
 def decode_records(batch: Sequence[Mapping[str, Any]]) -> list[RequestRecord]:

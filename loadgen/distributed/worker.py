@@ -119,11 +119,8 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
         if windows is None:
             message = {"worker": worker, "records": protocol.encode_records(batch)}
         else:
-            message = {
-                "worker": worker,
-                "records": protocol.encode_outcomes(batch),
-                "stats": protocol.encode_stats(batch, windows),
-            }
+            outcomes, stats = protocol.encode_summary(batch, windows)
+            message = {"worker": worker, "records": outcomes, "stats": stats}
         runner.send_message(protocol.MSG_RECORDS, message)
         sent += len(batch)
 

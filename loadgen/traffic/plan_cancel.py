@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadgen.scenario.cancel import CancelSpec, CancelTime, CancelTokens
+from loadgen.scenario.cancel import CancelAfter, CancelSpec, CancelTime, CancelTokens
 from loadgen.scenario.model import Workload
 from loadgen.traffic.durations import sample_durations
 from loadgen.traffic.plan_draws import sample_counts
@@ -30,7 +30,8 @@ CANCEL_STREAM = 0x63616E63
 _DECIDE = 0  # the sub-stream of the per-request uniforms; class i's values are 1 + i
 
 # The cancelled requests of a chunk: position in the chunk → (after seconds, or None; after tokens, or None).
-Decided = dict[int, tuple[float | None, int | None]]
+CancelPoint = tuple[float | None, int | None]  # (seconds after the send, None) or (None, tokens)
+Decided = dict[int, CancelPoint]
 
 
 def sample_cancel_times(spec: CancelTime, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -81,16 +82,18 @@ class CancelCursor:
             mine = np.flatnonzero(cancelled & (classes == index)).tolist()
             if not mine:
                 continue
-            rng, after = self._values[index], spec.after
-            if after.time is not None:
-                times = sample_cancel_times(after.time, len(mine), rng).tolist()
-                for position, seconds in zip(mine, times, strict=True):
-                    decided[position] = (seconds, None)
-            elif after.tokens is not None:
-                counts = sample_cancel_tokens(after.tokens, len(mine), rng).tolist()
-                for position, tokens in zip(mine, counts, strict=True):
-                    decided[position] = (None, tokens)
+            points = cancel_points(spec.after, len(mine), self._values[index])
+            decided.update(zip(mine, points, strict=True))
         return decided
+
+
+def cancel_points(after: CancelAfter, count: int, rng: np.random.Generator) -> list[CancelPoint]:
+    """When each of `count` cancelled requests is closed: (seconds after its send, None) or
+    (None, tokens received), drawn from `after`'s one distribution."""
+    if after.time is not None:
+        return [(seconds, None) for seconds in sample_cancel_times(after.time, count, rng).tolist()]
+    assert after.tokens is not None  # CancelAfter holds exactly one of the two
+    return [(None, tokens) for tokens in sample_cancel_tokens(after.tokens, count, rng).tolist()]
 
 
 def cancel_entropy(seed: int, *more: int) -> tuple[int, ...]:

@@ -35,7 +35,7 @@ from loadgen.scenario.sessions import DEFAULT_LINGER_S, MAX_TURNS, SessionsSpec,
 from loadgen.scenario.workload import DatasetEntry
 from loadgen.traffic.durations import sample_durations
 from loadgen.traffic.openai_api import prompt_text
-from loadgen.traffic.plan_cancel import sample_cancel_times, sample_cancel_tokens
+from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.plan_draws import sample_counts, sample_lengths
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import PlannedRequest
@@ -122,16 +122,8 @@ def _later_cancels(
     if spec is None or later == 0:
         return tuple(decided)
     chosen = np.flatnonzero(rng.random(later) < spec.share).tolist()
-    if spec.after.time is not None:
-        for turn, seconds in zip(
-            chosen, sample_cancel_times(spec.after.time, len(chosen), rng).tolist(), strict=True
-        ):
-            decided[turn] = (seconds, None)
-    elif spec.after.tokens is not None:
-        for turn, tokens in zip(
-            chosen, sample_cancel_tokens(spec.after.tokens, len(chosen), rng).tolist(), strict=True
-        ):
-            decided[turn] = (None, tokens)
+    for turn, point in zip(chosen, cancel_points(spec.after, len(chosen), rng), strict=True):
+        decided[turn] = point
     return tuple(decided)
 
 
