@@ -34,6 +34,7 @@ class PlanBasis:
     peak_rate: float
     target_utilization: float
     redundancy: int
+    unit: str = "req/s"  # sessions/s when the workload's arrivals are sessions
 
     @classmethod
     def from_report(cls, report: Mapping[str, Any]) -> PlanBasis | None:
@@ -44,6 +45,7 @@ class PlanBasis:
             float(replicas["peak_rate"]),
             float(replicas.get("target_utilization") or 1.0),
             int(replicas.get("redundancy") or 0),
+            str(replicas.get("unit") or "req/s"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -51,6 +53,7 @@ class PlanBasis:
             "peak_rate": self.peak_rate,
             "target_utilization": self.target_utilization,
             "redundancy": self.redundancy,
+            "unit": self.unit,
         }
 
 
@@ -106,14 +109,17 @@ def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
     rate = capacity.get("rate_rps")
     tokens = capacity.get("output_tokens_per_s")
     plan: dict[str, Any] = {}
-    if basis is not None and rate:
+    # With sessions the peak counts sessions/s: divided by the capacity in sessions/s.
+    divisor = capacity.get("sessions_per_s") if basis is not None and basis.unit == "sessions/s" else rate
+    if basis is not None and rate and divisor:
         plan = plan_replicas(
             basis.peak_rate,
-            rate,
+            divisor,
             basis.target_utilization,
             basis.redundancy,
             output_tokens_per_s=tokens,
             cost_per_replica_hour=run.cost_per_replica_hour,
+            unit=basis.unit,
         )
     knee = report.get("knee") or {}
     return {
@@ -238,7 +244,7 @@ def _recommendation_text(winner: Mapping[str, Any], basis: PlanBasis) -> str:
             cost += f" ({money(winner['cost_per_million_tokens'])} per million output tokens)"
     return (
         f"deploy on {winner['name']}: {winner['replicas']} replicas for "
-        f"{format_number(basis.peak_rate)} req/s at {format_number(basis.target_utilization * 100)}% "
+        f"{format_number(basis.peak_rate)} {basis.unit} at {format_number(basis.target_utilization * 100)}% "
         f"utilisation{spare}{cost}; capacity at SLO {format_number(winner['capacity_rps'])} req/s "
         "per replica"
     )

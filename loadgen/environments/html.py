@@ -61,7 +61,7 @@ def _decision_cards(comparison: Mapping[str, Any]) -> str:
     rows = {row["name"]: row for row in comparison["environments"]}
     recommendation = comparison.get("recommendation")
     basis = comparison.get("plan_basis") or {}
-    peak = f"for {format_number(basis['peak_rate'])} req/s" if basis else "no plan"
+    peak = f"for {format_number(basis['peak_rate'])} {basis.get('unit', 'req/s')}" if basis else "no plan"
     if recommendation is None:
         return cards([Card("recommendation", "none", str(comparison["reason"]), "fail", big=True)], even=True)
     winner = rows[recommendation["environment"]]
@@ -193,7 +193,7 @@ def render_comparison_html(comparison: Mapping[str, Any], out_dir: Path) -> str:
     later = [chart.html() for chart in (e2e, itl) if chart is not None]
     basis = comparison.get("plan_basis")
     basis_text = (
-        f"Every plan is sized for {format_number(basis['peak_rate'])} req/s at "
+        f"Every plan is sized for {format_number(basis['peak_rate'])} {basis.get('unit', 'req/s')} at "
         f"{format_number(basis['target_utilization'] * 100)}% target utilisation"
         f"{' + ' + str(basis['redundancy']) + ' spare' if basis['redundancy'] else ''}: "
         "ceil(peak / (capacity × utilisation)) + redundancy."

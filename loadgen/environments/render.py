@@ -103,7 +103,7 @@ def _basis_line(comparison: Mapping[str, Any]) -> str:
         return "no replica plan: no run had a capacity: section"
     spare = f" + {basis['redundancy']} spare" if basis["redundancy"] else ""
     return (
-        f"plans for a peak of {format_number(basis['peak_rate'])} req/s at "
+        f"plans for a peak of {format_number(basis['peak_rate'])} {basis.get('unit', 'req/s')} at "
         f"{format_number(basis['target_utilization'] * 100)}% target utilisation{spare}; capacity and "
         "latencies at SLO (the highest load level at which every SLO held)"
     )

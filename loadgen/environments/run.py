@@ -17,6 +17,7 @@ from rich.console import Console
 from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import print_environments, write_comparison
 from loadgen.environments.spec import Environment
+from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.replicas import peak_rate_of
 from loadgen.run.rundir import create_run_dir, write_scenario
 from loadgen.run.search import print_line
@@ -46,7 +47,9 @@ def plan_basis(scenario: Scenario) -> PlanBasis | None:
     capacity = scenario.capacity
     if capacity is None:
         return None
-    return PlanBasis(peak_rate_of(capacity), capacity.target_utilization, capacity.redundancy)
+    sessions = any(workload.sessions is not None for _, _, workload in scenario.classes)
+    unit = rate_unit(sessions)  # the levels' and the peak's unit
+    return PlanBasis(peak_rate_of(capacity), capacity.target_utilization, capacity.redundancy, unit)
 
 
 def run_environments(

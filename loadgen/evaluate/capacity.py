@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from loadgen.evaluate.curve import LevelResult
+from loadgen.fmt import format_number
 
 
 def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, LevelResult | None]:
@@ -39,11 +40,13 @@ def capacity_at_slo(levels: Sequence[LevelResult], seed: int = 0) -> dict[str, A
     """report.json's `capacity` object, or None when no level was measured.
 
     `ci95` comes from the per-trial throughputs of the capacity level (`trial_rps`, trials > 1);
-    `limiting_slo` is the first SLO that failed at the next level up (None if none failed).
+    `limiting_slo` is the first SLO that failed at the next level up (None if none failed);
+    `sessions_per_s`: the capacity level's achieved session rate (None without sessions).
     When no level passed, the capacity is 0 and `limiting_slo` names what failed at the lowest.
     """
     if not levels:
         return None
+    sessions = any(level.sessions_per_s is not None for level in levels)
     best, failing = _sustained(levels)
     limiting = failing.failed_slos[0] if failing is not None and failing.failed_slos else None
     if best is None:
@@ -53,6 +56,7 @@ def capacity_at_slo(levels: Sequence[LevelResult], seed: int = 0) -> dict[str, A
             "ci95": None,
             "limiting_slo": limiting,
             "level": None,
+            "sessions_per_s": 0.0 if sessions else None,
         }
     return {
         "rate_rps": best.throughput_rps,
@@ -60,4 +64,18 @@ def capacity_at_slo(levels: Sequence[LevelResult], seed: int = 0) -> dict[str, A
         "ci95": bootstrap_ci95(best.trial_rps, seed),
         "limiting_slo": limiting,
         "level": best.level,
+        # With sessions the levels are session arrival rates: capacity in sessions/s too
+        "sessions_per_s": best.sessions_per_s,
     }
+
+
+def capacity_words(capacity: Mapping[str, Any]) -> str:
+    """The capacity in words, e.g. "7.4 req/s", or "2.5 sessions/s (7.4 req/s)" with sessions."""
+    rate = f"{format_number(float(capacity.get('rate_rps') or 0.0))} req/s"
+    sessions = capacity.get("sessions_per_s")
+    return rate if sessions is None else f"{format_number(float(sessions))} sessions/s ({rate})"
+
+
+def rate_unit(sessions: bool) -> str:
+    """What a rate level counts: sessions/s when its arrivals are sessions, else req/s."""
+    return "sessions/s" if sessions else "req/s"

@@ -36,6 +36,9 @@ class LevelResult:
     drift: float | None = None
     steady: bool | None = None
     requests: int = 0
+    # Multi-turn sessions (a rate level's arrivals are sessions): the sessions that started in
+    # the measured window per second, the level's achieved rate in its own unit; None: no sessions.
+    sessions_per_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """One entry of report.json's `knee.levels`."""
@@ -53,6 +56,7 @@ class LevelResult:
             "drift": self.drift,
             "steady": self.steady,
             "requests": self.requests,
+            "sessions_per_s": self.sessions_per_s,
         }
 
 

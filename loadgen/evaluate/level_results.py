@@ -140,8 +140,16 @@ def level_result(
         drift=drift,
         steady=None if drift is None else not moving,
         requests=metrics["requests"],
+        sessions_per_s=_sessions_per_s(counted, total_s),
     )
     return result, checks
+
+
+def _sessions_per_s(counted: Sequence[RequestRecord], total_s: float) -> float | None:
+    """Sessions started (turn 1 sent) in the measured windows per second; None without sessions."""
+    if total_s <= 0 or not any(record.turn is not None for record in counted):
+        return None
+    return sum(1 for record in counted if record.turn == 1) / total_s
 
 
 def group_levels(windows: Iterable[LevelWindow], role: LevelRole = "search") -> list[list[LevelWindow]]:

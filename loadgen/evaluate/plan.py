@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen.collect.records import RequestRecord
-from loadgen.evaluate.capacity import capacity_at_slo
+from loadgen.evaluate.capacity import capacity_at_slo, rate_unit
 from loadgen.evaluate.curve import LevelResult, SearchOver
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, group_levels, level_result, search_results
@@ -53,9 +53,13 @@ def replica_plan(
         "target_utilization": spec.target_utilization,
         "redundancy": spec.redundancy,
     }
-    rate = capacity.get("rate_rps") if capacity else None
+    # With sessions the peak is a session arrival rate (the levels' unit): divided by sessions/s.
+    sessions = capacity is not None and capacity.get("sessions_per_s") is not None
+    unit = rate_unit(sessions)
+    rate = (capacity.get("sessions_per_s") if sessions else capacity.get("rate_rps")) if capacity else None
     if not rate:
-        return {**base, "count": None, "error": "capacity at SLO is 0: no level held every SLO"}
+        error = "capacity at SLO is 0: no level held every SLO"
+        return {**base, "unit": unit, "count": None, "error": error}
     return plan_replicas(
         peak_rate,
         rate,
@@ -63,6 +67,7 @@ def replica_plan(
         spec.redundancy,
         output_tokens_per_s=capacity.get("output_tokens_per_s") if capacity else None,
         cost_per_replica_hour=spec.cost_per_replica_hour,
+        unit=unit,
     )
 
 
@@ -79,6 +84,7 @@ def _verification_of(
         "rate_rps": group[0].level,
         "passed": result.slo_passed,
         "achieved_rate": result.throughput_rps,
+        "sessions_per_s": result.sessions_per_s,
         "ttft_ms": dict(result.ttft_ms),
         "e2e_ms": dict(result.e2e_ms),
         "error_rate": result.error_rate,

@@ -109,8 +109,10 @@ def plan_replicas(
     redundancy: int = 0,
     output_tokens_per_s: float | None = None,
     cost_per_replica_hour: float | None = None,
+    unit: str = "req/s",
 ) -> dict[str, Any]:
     """report.json's `replicas` object (without `verified`, which comes from running the plan).
+    `unit`: what the peak and the capacity count (req/s, or sessions/s for sessions).
 
     Costs, when a price is given: per million output tokens of one replica running at capacity,
     cost/h ÷ (tokens/s × 3600) × 10⁶; per month, replicas × cost/h × 730 h.
@@ -128,6 +130,7 @@ def plan_replicas(
             per_million = round(cost_per_replica_hour / (output_tokens_per_s * 3600.0) * 1e6, 4)
     return {
         "peak_rate": peak_rate,
+        "unit": unit,
         "capacity_rps": capacity_rps,
         "target_utilization": target_utilization,
         "redundancy": redundancy,

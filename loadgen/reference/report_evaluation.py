@@ -15,7 +15,10 @@ Over = Literal["concurrency", "rate"]
 class KneeLevel(ReportPart):
     """One searched level, all its trials pooled."""
 
-    level: float = Field(description="concurrent users (closed loop) or requests/s (open loop)")
+    level: float = Field(
+        description="concurrent users (closed loop) or requests/s (open loop); sessions/s when "
+        "the workload has `sessions` (each arrival starts a session)"
+    )
     throughput_rps: float = Field(
         description="goodput: successful requests per second served in the window (open loop: "
         "completions; closed loop: each request's share of its life inside the window)"
@@ -34,6 +37,10 @@ class KneeLevel(ReportPart):
     )
     steady: bool | None = Field(description="false: still drifting (beyond search.max_drift and noise)")
     requests: int = Field(description="requests measured")
+    sessions_per_s: float | None = Field(
+        description="sessions started in the window per second (the level's achieved rate); "
+        "null without `workload.sessions`"
+    )
 
 
 class Knee(ReportPart):
@@ -66,15 +73,22 @@ class Capacity(ReportPart):
         description="the SLO that failed first at the next level up (at the lowest level when none held)"
     )
     level: float | None = Field(description="the capacity level; null when none held")
+    sessions_per_s: float | None = Field(
+        description="with `workload.sessions`: the capacity in sessions/s (the capacity level's "
+        "achieved session rate; 0 when none held); null without sessions"
+    )
 
 
 class VerifyRun(ReportPart):
     """The peak rate sent, round robin, to a number of replicas."""
 
     replicas: int = Field(description="servers the load was spread over")
-    rate_rps: float = Field(description="the rate sent (the peak rate), requests/s")
+    rate_rps: float = Field(description="the rate sent (the peak rate), in `replicas.unit`")
     passed: bool = Field(description="every per-level SLO held")
     achieved_rate: float = Field(description="goodput, requests/s")
+    sessions_per_s: float | None = Field(
+        description="sessions started per second in the window; null without sessions"
+    )
     ttft_ms: LevelPercentiles = Field(description="time to first token from the scheduled send, ms")
     e2e_ms: LevelPercentiles = Field(description="request latency from the scheduled send, ms")
     error_rate: float = Field(description="a fraction")
@@ -100,13 +114,20 @@ class Replicas(ReportPart):
     """The replica plan: ceil(peak_rate / (capacity_rps × target_utilization)) + redundancy."""
 
     peak_rate: float = Field(
-        description="the rate to serve, requests/s (capacity.peak_rate, or a trace's busiest window)"
+        description="the rate to serve, in `unit` (capacity.peak_rate, or a trace's busiest window)"
+    )
+    unit: Literal["req/s", "sessions/s"] = Field(
+        description="what `peak_rate` and `capacity_rps` count: sessions/s when the workload has "
+        "`sessions` (the levels' arrivals are sessions), else req/s"
     )
     target_utilization: float = Field(description="a fraction")
     redundancy: int = Field(description="spare replicas added")
     count: int | None = Field(description="replicas to deploy; null when no plan can be made")
     error: str | None = Field(default=None, description="why no plan could be made (capacity 0)")
-    capacity_rps: float | None = Field(default=None, description="capacity at SLO used, requests/s")
+    capacity_rps: float | None = Field(
+        default=None,
+        description="capacity at SLO used, in `unit` (capacity.sessions_per_s with sessions)",
+    )
     formula: str | None = Field(
         default=None, description="the arithmetic, e.g. `ceil(60 / (40 × 0.8)) + 0 = 2`"
     )

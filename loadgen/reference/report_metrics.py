@@ -256,8 +256,10 @@ class Workers(ReportPart):
 
     master: str = Field(description="host:port the master listened on")
     count: int = Field(description="workers that took part")
-    requests: list[int] = Field(description="requests each worker was given")
-    received: list[int] = Field(description="records received from each")
+    requests: list[int] = Field(
+        description="requests each worker was given (with sessions: turn 1s; their later turns follow)"
+    )
+    received: list[int] = Field(description="records received from each (every turn, with sessions)")
     cpu_percent: list[float | None] = Field(description="each worker's CPU use, % of one core; null if lost")
     cpu_s: list[float | None] = Field(description="each worker's CPU seconds; null if lost")
     clock_offset_ms: list[float | None] = Field(description="each worker's clock minus the master's, ms")

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loadgen.evaluate.capacity import capacity_words
 from loadgen.fmt import format_number
 
 
@@ -30,7 +31,7 @@ def evaluation_cases(report: Mapping[str, Any]) -> list[Case]:
     if capacity is not None:
         rate = capacity.get("rate_rps") or 0.0
         if rate > 0:
-            text = f"capacity at SLO {format_number(rate)} req/s at level {format_number(capacity['level'])}"
+            text = f"capacity at SLO {capacity_words(capacity)} at level {format_number(capacity['level'])}"
             cases.append(Case("capacity at SLO", "passed", text))
         else:
             limiting = capacity.get("limiting_slo") or "an SLO"
@@ -45,13 +46,13 @@ def evaluation_cases(report: Mapping[str, Any]) -> list[Case]:
         cases.append(Case("plan verified", "skipped", str(verified["skipped"])))
         return cases
     count = verified["replicas"]
-    rate = format_number(float(replicas["peak_rate"]))
+    rate = f"{format_number(float(replicas['peak_rate']))} {replicas.get('unit', 'req/s')}"
     held = "held" if verified["passed"] else "did not hold"
     cases.append(
         Case(
             f"plan verified at {count} replicas",
             "passed" if verified["passed"] else "failed",
-            f"{rate} req/s over {count} replicas: the SLOs {held}",
+            f"{rate} over {count} replicas: the SLOs {held}",
         )
     )
     fewer = verified.get("one_fewer_passed")
@@ -63,7 +64,7 @@ def evaluation_cases(report: Mapping[str, Any]) -> list[Case]:
             Case(
                 f"one fewer: {count - 1} replica(s)",
                 "passed",
-                f"{rate} req/s over {count - 1} replica(s) {outcome}; by the arithmetic it should {expected}",
+                f"{rate} over {count - 1} replica(s) {outcome}; by the arithmetic it should {expected}",
             )
         )
     return cases

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadgen.evaluate.capacity import capacity_words
 from loadgen.fmt import format_number
 
 
@@ -35,6 +36,8 @@ def _steady(level: Mapping[str, Any]) -> str:
 
 def curve_lines(knee: Mapping[str, Any]) -> list[str]:
     over = knee["over"]
+    # rate levels whose arrivals are sessions: each level's achieved sessions/s beside its req/s
+    sessions = any(level.get("sessions_per_s") is not None for level in knee.get("levels", []))
     lines = ["## Load curve and knee", ""]
     if knee.get("level") is None:
         lines.append(
@@ -42,7 +45,8 @@ def curve_lines(knee: Mapping[str, Any]) -> list[str]:
         )
     else:
         lines.append(
-            f"Knee at {over} **{_num(knee['level'])}** ({_num(knee.get('throughput_rps'), 'req/s')}): "
+            f"Knee at {over} **{_num(knee['level'])}**{' sessions/s' if sessions else ''} "
+            f"({_num(knee.get('throughput_rps'), 'req/s')}): "
             f"from there on {knee.get('latency', 'e2e p95')} grows faster than throughput "
             "(elasticity > 1) and throughput gains flatten."
         )
@@ -55,6 +59,7 @@ def curve_lines(knee: Mapping[str, Any]) -> list[str]:
     rows = [
         [
             _num(level["level"]),
+            *([_num(level.get("sessions_per_s"))] if sessions else []),
             _num(level["throughput_rps"]),
             _num(level["output_tokens_per_s"]),
             _pair(level.get("ttft_ms")),
@@ -66,7 +71,9 @@ def curve_lines(knee: Mapping[str, Any]) -> list[str]:
         ]
         for level in knee.get("levels", [])
     ]
-    header = [over, "req/s", "tok/s", "TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
+    level = f"{over} (sessions/s)" if sessions else over
+    header = [level, *(["sessions/s"] if sessions else []), "req/s", "tok/s"]
+    header += ["TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
     return [*lines, *_table([*header, "SLOs", "steady"], rows)]
 
 
@@ -78,7 +85,7 @@ def capacity_lines(capacity: Mapping[str, Any]) -> list[str]:
     return [
         "## Capacity at SLO",
         "",
-        f"{_num(capacity.get('rate_rps'), 'req/s')} ({_num(capacity.get('output_tokens_per_s'), 'tok/s')}) "
+        f"{capacity_words(capacity)} ({_num(capacity.get('output_tokens_per_s'), 'tok/s')}) "
         f"per replica, at level {_num(capacity.get('level'))}{interval}{limit}.",
         "",
     ]
@@ -102,7 +109,8 @@ def replica_lines(replicas: Mapping[str, Any]) -> list[str]:
     if replicas.get("count") is None:
         return [*lines, f"No plan: {replicas.get('error', 'no capacity measured')}.", ""]
     lines.append(
-        f"**{replicas['count']} replicas** for a peak of {_num(replicas['peak_rate'], 'req/s')}: "
+        f"**{replicas['count']} replicas** for a peak of "
+        f"{_num(replicas['peak_rate'], replicas.get('unit', 'req/s'))}: "
         f"{replicas['formula']} (capacity × target utilisation, plus redundancy)."
     )
     if replicas.get("monthly_cost") is not None:
@@ -119,7 +127,8 @@ def replica_lines(replicas: Mapping[str, Any]) -> list[str]:
     rows = [_verify_row("plan", verified.get("at_plan")), _verify_row("one fewer", verified.get("one_fewer"))]
     verdict = "held" if verified["passed"] else "did NOT hold"
     lines += [f"Verified at the peak rate, spread round robin: the plan {verdict}.", ""]
-    return lines + _table(["run", "replicas", "req/s sent", "TTFT p95 ms", "e2e p95 ms", "SLOs"], rows)
+    sent = f"{replicas.get('unit', 'req/s')} sent"
+    return lines + _table(["run", "replicas", sent, "TTFT p95 ms", "e2e p95 ms", "SLOs"], rows)
 
 
 def evaluation_lines(report: Mapping[str, Any]) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from loadgen.collect.server_metrics_summary import notable_ttft_gap
 from loadgen.collect.stats import PERCENTILE_KEYS
+from loadgen.evaluate.capacity import rate_unit
 from loadgen.fmt import format_number
 from loadgen.report.evaluation_markdown import evaluation_lines
 from loadgen.report.markdown_sessions import session_lines
@@ -123,7 +124,8 @@ def _latency_table(metrics: Mapping[str, Any]) -> list[str]:
     return _table(["ms", *PERCENTILE_KEYS], rows)
 
 
-def _phase_table(phases: Sequence[Mapping[str, Any]]) -> list[str]:
+def _phase_table(phases: Sequence[Mapping[str, Any]], sessions: bool = False) -> list[str]:
+    """`sessions`: the run's arrivals are sessions (its phases' rates count sessions/s)."""
     rows = [
         [
             str(phase["index"]),
@@ -137,7 +139,8 @@ def _phase_table(phases: Sequence[Mapping[str, Any]]) -> list[str]:
         ]
         for phase in phases
     ]
-    header = ["phase", "kind", "target req/s", "achieved req/s", "requests", "errors"]
+    unit = rate_unit(sessions)
+    header = ["phase", "kind", f"target {unit}", f"achieved {unit}", "requests", "errors"]
     return _table([*header, "TTFT p95 ms", "e2e p95 ms"], rows)
 
 
@@ -276,7 +279,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         *session_lines(report["metrics"].get("sessions")),
         "## Phases",
         "",
-        *_phase_table(report["phases"]),
+        *_phase_table(report["phases"], sessions=report["metrics"].get("sessions") is not None),
         "## Server",
         "",
         *_server_lines(report["server"]),

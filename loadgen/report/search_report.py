@@ -13,6 +13,7 @@ from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import phase_metrics
+from loadgen.evaluate.capacity import capacity_words
 from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured
 from loadgen.evaluate.plan import evaluate
 from loadgen.fmt import format_number
@@ -70,9 +71,15 @@ def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -
             "fail",
             f"the plan of {verified['replicas']} replicas did not hold at the peak rate ({names} failed)",
         )
-    parts = [f"capacity at SLO {format_number(capacity['rate_rps'])} req/s"]
+    parts = [f"capacity at SLO {capacity_words(capacity)}"]
     if knee.get("level") is not None:
-        parts.append(f"knee at {over} {format_number(knee['level'])}")
+        sessions = capacity.get("sessions_per_s") is not None
+        level = (
+            f"{format_number(knee['level'])} sessions/s"
+            if sessions
+            else f"{over} {format_number(knee['level'])}"
+        )
+        parts.append(f"knee at {level}")
     if replicas.get("count") is not None:
         parts.append(f"plan {replicas['count']} replicas ({replicas['formula']})")
     if verified.get("passed"):

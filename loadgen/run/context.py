@@ -23,6 +23,7 @@ from loadgen.collect.record_files import records_path
 from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper
+from loadgen.evaluate.capacity import rate_unit
 from loadgen.run.guards import RunGuards
 from loadgen.run.observers import Observers, PhaseInfo, RunInfo
 from loadgen.run.rundir import RunMeta, create_run_dir, utc_now, write_scenario
@@ -142,7 +143,9 @@ def _server_section(scenario: Scenario) -> dict[str, Any]:
 
 
 def _announce_phases(scenario: Scenario, schedule: Schedule, t0_ns: int, observers: Observers) -> None:
+    unit = rate_unit(any(workload.sessions is not None for _, _, workload in scenario.classes))
     for index, (phase, start_s) in enumerate(zip(scenario.traffic, schedule.phase_starts, strict=True)):
         gevent.sleep(max(0.0, (t0_ns + start_s * 1e9 - time.perf_counter_ns()) / 1e9))
         label = f"phase {index}: {phase_label(phase)}"
-        observers.phase_started(PhaseInfo(index=index, kind=phase.kind, target_rate=phase.rate, label=label))
+        info = PhaseInfo(index=index, kind=phase.kind, target_rate=phase.rate, label=label, unit=unit)
+        observers.phase_started(info)

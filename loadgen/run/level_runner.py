@@ -23,6 +23,7 @@ from locust.env import Environment
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, percentiles
+from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.curve import LevelResult
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, is_drifting, level_result
 from loadgen.evaluate.search import SearchSpec
@@ -32,6 +33,7 @@ from loadgen.run.client_process import CpuMeter
 from loadgen.run.observers import Observers, PhaseInfo
 from loadgen.run.search import SearchStopped
 from loadgen.scenario.model import Scenario
+from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
@@ -81,6 +83,8 @@ class LevelRunner:
         self._next_id = 0
         self._current: TrafficRunner | None = None
         self._measuring = False  # inside measure(): its trials' records are pooled, kept till its end
+        # Multi-turn sessions: a rate level's arrivals are sessions (sessions/s), with a tail
+        self._sessions = any(w.sessions is not None for _, _, w in workload_classes(self.scenario.workload))
 
     def in_flight(self) -> int:
         return self._current.dispatcher.in_flight if self._current is not None else 0
@@ -151,6 +155,7 @@ class LevelRunner:
             self._keep,
             dispatcher=dispatcher,
             spread=spread,
+            session_linger_s=0.0,  # a level's sessions end with its schedule (tail included)
         )
         environment = runner.spawn(int(level) if closed else self.spec.max_concurrency)
         # The level's place on the run clock is known only now that its users are up.
@@ -212,6 +217,10 @@ class LevelRunner:
     def _rate_schedule(
         self, rate: float, index: int, offset_s: float, duration_s: float, warmup_s: float
     ) -> Schedule:
+        """The level's arrivals. With sessions they are sessions, and a tail as long as the
+        warm-up follows the window (level_requests.py): the warm-up lets sessions build up to
+        the level's load, the tail keeps it there while the measured sessions finish."""
+        sessions = self._sessions
         planned = rate_level_requests(
             rate=rate,
             duration_s=duration_s,
@@ -223,6 +232,8 @@ class LevelRunner:
             workload=self.scenario.workload,
             max_concurrency=self.spec.max_concurrency,
             rng=level_rng(self.scenario.seed, index),
+            session_seed=self.scenario.seed if sessions else None,
+            tail_s=warmup_s if sessions else 0.0,
         )
         # Cancellations and shared prefixes from their own streams, as in the main plan.
         requests = LevelBehaviour(self.scenario.workload, self.scenario.seed, index).apply(planned)
@@ -230,15 +241,15 @@ class LevelRunner:
             requests=PlannedRequests.of(requests),
             windows=[],
             phase_starts=[offset_s],
-            duration_s=offset_s + duration_s,
+            duration_s=offset_s + duration_s + (warmup_s if sessions else 0.0),
         )
 
     def _announce(self, index: int, level: float, over: str, role: LevelRole) -> None:
         label = f"level {format_number(level)} ({over}{', ' + role if role != 'search' else ''})"
         target = None if over == "concurrency" else level
-        self.watch.phase_started(
-            PhaseInfo(index=index, kind=over, target_rate=target, level=level, label=label)
-        )
+        unit = rate_unit(self._sessions)
+        info = PhaseInfo(index=index, kind=over, target_rate=target, level=level, label=label, unit=unit)
+        self.watch.phase_started(info)
 
     def _timed(
         self, runner: TrafficRunner, environment: Environment, start_ns: int, window: _Window

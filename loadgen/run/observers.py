@@ -34,6 +34,7 @@ class PhaseInfo:
     target_rate: float | None  # requests/s; None for a closed-loop (concurrency) level
     level: float | None = None
     label: str = ""  # short text for annotations, e.g. "phase 1: poisson 50 req/s"
+    unit: str = "req/s"  # what target_rate counts: sessions/s when arrivals start sessions
 
 
 class RunObserver:

@@ -159,7 +159,7 @@ class ProgressView(RunObserver):
         if phase is None:
             return "…"
         if phase.target_rate is not None:
-            return f"{phase.target_rate:g} req/s"
+            return f"{phase.target_rate:g} {phase.unit}"
         if phase.level is not None:
             return f"{phase.level:g} users"
         return "…"

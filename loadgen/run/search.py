@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.curve import LevelResult
 from loadgen.evaluate.search import SearchSpec, search_levels
 from loadgen.fmt import format_number
@@ -63,14 +64,16 @@ def search(
 
 def describe_level(result: LevelResult, over: str) -> str:
     """One progress line per level."""
-    unit = "" if over == "concurrency" else " req/s"
+    sessions = result.sessions_per_s
+    unit = "" if over == "concurrency" else " " + rate_unit(sessions is not None)
+    achieved = "" if sessions is None else f"{format_number(sessions)} sessions/s, "
     verdict = "SLOs held" if result.slo_passed else "failed: " + ", ".join(result.failed_slos)
     drift = "" if result.steady is not False else f", still drifting ({result.drift:.0%})"
     ttft = result.ttft_ms.get("p95")
     e2e = result.e2e_ms.get("p95")
     return (
         f"search: {over} {format_number(result.level)}{unit}: "
-        f"{format_number(result.throughput_rps)} req/s, "
+        f"{achieved}{format_number(result.throughput_rps)} req/s, "
         f"TTFT p95 {format_number(ttft) if ttft is not None else '-'} ms, "
         f"e2e p95 {format_number(e2e) if e2e is not None else '-'} ms, {verdict}{drift}"
     )

@@ -48,10 +48,11 @@ def verify_plan(
     for number in range(2, count + 1):
         say(f"verify: starting replica {number} of {count}")
         endpoints.append(start_replica(number))
-    say(f"verify: {format_number(peak)} req/s over {count} replica(s)")
+    unit = str(plan.get("unit", "req/s"))  # sessions/s when the levels' arrivals are sessions
+    say(f"verify: {format_number(peak)} {unit} over {count} replica(s)")
     levels.run(peak, "rate", duration_s=duration, warmup_s=warmup, role="verify", spread=endpoints)
     if spec.one_fewer and count > 1:
-        say(f"verify: {format_number(peak)} req/s over {count - 1} replica(s) (one fewer)")
+        say(f"verify: {format_number(peak)} {unit} over {count - 1} replica(s) (one fewer)")
         levels.run(
             peak, "rate", duration_s=duration, warmup_s=warmup, role="verify_one_fewer", spread=endpoints[:-1]
         )

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from loadgen.environments.spec import Environment
-from loadgen.evaluate.replicas import CapacitySpec
+from loadgen.evaluate.replicas import CapacitySpec, PeakFromTrace
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
@@ -175,10 +175,35 @@ class Scenario(StrictModel):
         if conversations and self.classes[0][2].api != "chat":  # a trace's rows are the first class's
             message = "a conversation trace replays sessions: its workload class needs api: chat"
             raise field_error("traffic", message, None)
-        if self.search is not None and any(w.sessions is not None for _, _, w in self.classes):
-            # Levels send single requests: a session's later turns would be silently dropped.
-            message = "does not run multi-turn sessions (workload.sessions) yet; give traffic: phases"
-            raise field_error("search", message, None)
+        sessions = any(w.sessions is not None for _, _, w in self.classes)
+        if self.search is not None and sessions and self.search.over != "rate":
+            # A closed-loop level's users send single requests: later turns would be dropped.
+            message = "multi-turn sessions (workload.sessions) are searched over rate: sessions/s"
+            raise field_error(("search", "over"), message, self.search.over)
+        if self.search is not None and sessions and self.search.level_warmup <= 0:
+            # The warm-up builds the sessions up and sizes the tail that lets the measured ones finish.
+            message = "with sessions, give each level a warm-up at least a session long (turns × think time)"
+            raise field_error(("search", "level_warmup"), message, self.search.level_warmup)
+        peak = self.capacity.peak_rate if self.capacity is not None else None
+        if isinstance(peak, PeakFromTrace):
+            # The peak and the capacity must count the same thing: sessions/s or requests/s.
+            conversation = peak.from_trace.format == "conversation"
+            if conversation and not sessions:
+                message = (
+                    "a conversation trace's peak is in sessions/s: the levels are sessions only with "
+                    "workload.sessions"
+                )
+                raise field_error(
+                    ("capacity", "peak_rate", "from_trace", "format"), message, peak.from_trace.format
+                )
+            if sessions and not conversation:
+                message = (
+                    "with workload.sessions the levels and the peak are sessions/s: give a "
+                    "format: conversation trace (or the peak as a number of sessions/s)"
+                )
+                raise field_error(
+                    ("capacity", "peak_rate", "from_trace", "format"), message, peak.from_trace.format
+                )
         return self
 
     @model_validator(mode="after")

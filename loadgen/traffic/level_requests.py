@@ -3,6 +3,11 @@
 Pure and seeded like the main schedule: each level draws from its own generator, derived from the
 scenario's seed and the level run's index, so a level's requests do not depend on how many
 levels ran before it.
+
+With `workload.sessions` a rate level's arrivals are sessions (each request is a session's turn 1,
+its later turns follow the answers: loadgen.traffic.sessions), and the level runs a tail after its
+measured window: sessions keep arriving, as warm-up, so the later turns of the sessions measured
+are answered under the level's full load, not a load that fades once arrivals stop.
 """
 
 from __future__ import annotations
@@ -35,20 +40,27 @@ def rate_level_requests(
     workload: Workload,
     max_concurrency: int,
     rng: np.random.Generator,
+    session_seed: int | None = None,
+    tail_s: float = 0.0,
 ) -> list[PlannedRequest]:
-    """Open-loop requests at `rate` for `duration_s`, due from `offset_s` on the run's clock.
+    """Open-loop requests at `rate` for `duration_s` (then `tail_s` more, as warm-up), due from
+    `offset_s` on the run's clock. `session_seed`: the scenario's seed, set on every request of
+    a class with sessions (each opens one); None: no sessions.
 
-    Warm-up and measured parts each get exactly their share (as in the main schedule)."""
+    Warm-up, measured and tail parts each get exactly their share (as in the main schedule)."""
     shape: ConstantPhase | PoissonPhase
     given = {"rate": rate, "duration": duration_s, "max_concurrency": max_concurrency}
     if arrival == "constant":
         shape = ConstantPhase(kind="constant", **given)
     else:
         shape = PoissonPhase(kind="poisson", **given)
-    times = np.concatenate(
-        [arrival_offsets(shape, 0.0, warmup_s, rng), arrival_offsets(shape, warmup_s, duration_s, rng)]
-    )
-    draws = draw_requests(workload_classes(workload), len(times), rng)
+    parts = [arrival_offsets(shape, 0.0, warmup_s, rng), arrival_offsets(shape, warmup_s, duration_s, rng)]
+    if tail_s > 0:  # drawn after the rest: a level without a tail draws exactly as before
+        parts.append(arrival_offsets(shape, duration_s, duration_s + tail_s, rng))
+    times = np.concatenate(parts)
+    classes = workload_classes(workload)
+    draws = draw_requests(classes, len(times), rng)
+    opens = {name for name, _, each in classes if each.sessions is not None}
     return [
         PlannedRequest(
             id=first_id + i,
@@ -56,11 +68,12 @@ def rate_level_requests(
             scheduled_s=offset_s + float(t),
             prompt_tokens=draws[i].prompt_tokens,
             output_tokens=draws[i].output_tokens,
-            warmup=bool(t < warmup_s),
+            warmup=bool(t < warmup_s or t >= duration_s),
             max_concurrency=max_concurrency,
             level=rate,
             request_class=draws[i].request_class,
             dataset_row=draws[i].dataset_row,
+            session_seed=session_seed if draws[i].request_class in opens else None,
         )
         for i, t in enumerate(times)
     ]

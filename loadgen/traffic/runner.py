@@ -52,9 +52,12 @@ class TrafficRunner:
         *,
         dispatcher: Dispatcher | None = None,
         spread: Sequence[Endpoint] = (),
+        session_linger_s: float | None = None,
     ) -> None:
         """`dispatcher`: a ClosedLoopDispatcher makes a closed-loop run (the schedule is then
-        unused); `spread`: endpoints to balance requests across, round robin."""
+        unused); `spread`: endpoints to balance requests across, round robin;
+        `session_linger_s`: how long after the schedule's end sessions' turns are still sent,
+        instead of each class's `sessions.linger` (a search level ends where its schedule does)."""
         self.schedule = schedule
         self.dispatcher = dispatcher or Dispatcher()
         self.t0_ns = 0
@@ -68,7 +71,10 @@ class TrafficRunner:
         # Multi-turn sessions: later turns wait for their due time in these greenlets.
         self._turns = gevent.pool.Group()
         self._stop: gevent.event.Event | None = None
+        self._session_linger_s = session_linger_s
         linger = [w.sessions.linger for w in self._context.classes.values() if w.sessions is not None]
+        if linger and session_linger_s is not None:
+            linger = [session_linger_s]
         if linger:  # the drain waits for turns due up to the linger bound after the schedule's end
             self._drain_timeout += max(linger)
 
@@ -110,7 +116,9 @@ class TrafficRunner:
         # Every open-loop run keeps a book: a conversation trace's sessions are known only from the
         # plan (turn 1 carries its script); without sessions it costs a dict lookup a request.
         if not isinstance(self.dispatcher, ClosedLoopDispatcher):
-            self._context.sessions = SessionBook(self._context.classes, self.schedule.duration_s)
+            self._context.sessions = SessionBook(
+                self._context.classes, self.schedule.duration_s, linger_s=self._session_linger_s
+            )
             self._context.next_turn = self._next_turn
         if isinstance(self.dispatcher, ClosedLoopDispatcher):
             if end_at is None:

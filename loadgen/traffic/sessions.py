@@ -148,11 +148,15 @@ class SessionCounts:
 
 class SessionBook:
     """Every open session of one runner. `end_s`: the schedule's end on the run clock (the
-    linger bound counts from it); `workloads`: each class's settings, by name."""
+    linger bound counts from it); `workloads`: each class's settings, by name; `linger_s`: the
+    linger bound for every session, instead of its class's (a search level's: 0)."""
 
-    def __init__(self, workloads: Mapping[str, Workload], end_s: float) -> None:
+    def __init__(
+        self, workloads: Mapping[str, Workload], end_s: float, linger_s: float | None = None
+    ) -> None:
         self._workloads = workloads
         self._end_s = end_s
+        self._linger_s = linger_s
         self._open: dict[int, _Session] = {}
         self.counts = SessionCounts()
         self.scripted = False  # whether a scripted session was opened (their linger: the drain's)
@@ -178,6 +182,8 @@ class SessionBook:
                 entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
                 draws = session_draws(planned.session_seed, planned.id, spec, workload, entry)
                 linger = spec.linger
+            if self._linger_s is not None:
+                linger = self._linger_s
             session = _Session(
                 session=planned.id,
                 draws=draws,

@@ -25,6 +25,7 @@ def test_highest_passing_level_and_the_slo_that_broke_next() -> None:
         "ci95": None,
         "limiting_slo": "ttft p95",
         "level": 12,
+        "sessions_per_s": None,  # levels of single requests (sessions: test_search_sessions.py)
     }
 
 

@@ -161,8 +161,24 @@ def test_every_plan_uses_one_basis_even_when_the_runs_planned_for_other_peaks():
         EnvironmentRun("second", search_report(40.0, peak_rate=600.0)),
     ]
     comparison = compare_environments(runs)  # the basis comes from the first report
-    assert comparison["plan_basis"] == {"peak_rate": 60.0, "target_utilization": 0.8, "redundancy": 1}
+    assert comparison["plan_basis"] == {
+        "peak_rate": 60.0,
+        "target_utilization": 0.8,
+        "redundancy": 1,
+        "unit": "req/s",
+    }
     assert {row["replicas"] for row in comparison["environments"]} == {3}
+
+
+def test_a_plan_for_sessions_divides_by_the_capacity_in_sessions():
+    report = search_report(40.0, peak_rate=10.0)  # 40 req/s at the capacity level…
+    report["capacity"]["sessions_per_s"] = 8.0  # …which started 8 sessions/s (5 turns each)
+    report["replicas"]["unit"] = "sessions/s"
+    comparison = compare_environments([EnvironmentRun("only", report)])
+    assert comparison["plan_basis"]["unit"] == "sessions/s"
+    row = comparison["environments"][0]
+    assert row["replicas"] == 2 + 1  # ceil(10 / (8 × 0.8)) + 1 spare, not ceil(10 / (40 × 0.8)) + 1
+    assert "10 sessions/s" in comparison["reason"] and row["capacity_rps"] == 40.0
 
 
 SEARCH = """

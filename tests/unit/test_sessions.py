@@ -56,21 +56,6 @@ def test_sessions_need_chat_and_no_dataset() -> None:
     assert any("turns" in error for error in turns)
 
 
-def test_a_search_refuses_sessions_at_the_search_key() -> None:
-    text = """
-name: s
-server: {kind: simulated}
-workload:
-  api: chat
-  sessions: {turns: {kind: fixed, value: 2}, think_time: {kind: fixed, value: 1s}}
-search: {over: rate, levels: [1, 2]}
-"""
-    errors = _errors(text)
-    assert any(
-        error.startswith("s.yaml:7:") and "does not run multi-turn sessions" in error for error in errors
-    )
-
-
 def test_a_plan_with_sessions_differs_only_in_marking_turn_ones() -> None:
     with_sessions = list(build_schedule(_scenario()).requests)
     without = list(build_schedule(_scenario("")).requests)

@@ -75,7 +75,7 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
         decision = search.decision_cards(report) + _charts(search.search_charts(report))
         sections.append(Section("Decision", decision, "decision"))
         op = report.get("operating_point") or {}
-        where = search.level_name(str(op.get("over") or ""), op.get("level")) if op else "the lowest level"
+        where = search.level_name(search.level_over(report), op.get("level")) if op else "the lowest level"
         sections.append(
             Section(f"At the operating point ({where})", first_screen(report, "SLOs at this level"), "slo")
         )

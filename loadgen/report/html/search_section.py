@@ -18,11 +18,26 @@ KNEE_COLOR = "#6A1B9A"
 CAPACITY_COLOR = "#1b7f3b"
 
 
+SESSIONS = "sessions"  # what `over` reads for rate levels whose arrivals are sessions
+
+
+def level_over(report: Mapping[str, Any]) -> str:
+    """What the levels count: concurrency, rate (req/s), or sessions (a rate search of sessions)."""
+    knee = report.get("knee") or {}
+    over = str(knee.get("over") or (report.get("operating_point") or {}).get("over") or "level")
+    sessions = (report.get("capacity") or {}).get("sessions_per_s") is not None
+    return SESSIONS if over == "rate" and sessions else over
+
+
 def level_axis(over: str) -> str:
+    if over == SESSIONS:
+        return "offered session rate (sessions/s)"
     return "concurrency (closed-loop users)" if over == "concurrency" else "offered rate (req/s)"
 
 
 def level_name(over: str, level: Any) -> str:
+    if over == SESSIONS:
+        return f"{num(level)} sessions/s"
     return f"concurrency {num(level)}" if over == "concurrency" else f"{num(level)} req/s"
 
 
@@ -50,7 +65,7 @@ def decision_cards(report: Mapping[str, Any]) -> str:
     knee = report.get("knee") or {}
     capacity = report.get("capacity") or {}
     replicas = report.get("replicas") or {}
-    over = str(knee.get("over") or (report.get("operating_point") or {}).get("over") or "level")
+    over = level_over(report)
     ci = capacity.get("ci95")
     held: CellStatus = "pass" if capacity.get("rate_rps") else "fail"
     capacity_note = (
@@ -58,6 +73,8 @@ def decision_cards(report: Mapping[str, Any]) -> str:
         if capacity.get("level") is not None
         else "no level held every SLO"
     )
+    if capacity.get("sessions_per_s") is not None:  # the headline is sessions/s: requests/s too
+        capacity_note += f" · {num(capacity.get('rate_rps'), 'req/s')}"
     if ci:
         capacity_note += f" · 95% CI {num(ci[0])}–{num(ci[1])}"
     if capacity.get("limiting_slo"):
@@ -72,7 +89,7 @@ def decision_cards(report: Mapping[str, Any]) -> str:
         [
             Card(
                 "capacity at SLO (per replica)",
-                num(capacity.get("rate_rps"), "req/s"),
+                _capacity_value(capacity),
                 capacity_note,
                 held,
                 True,
@@ -83,6 +100,12 @@ def decision_cards(report: Mapping[str, Any]) -> str:
         ],
         even=True,
     )
+
+
+def _capacity_value(capacity: Mapping[str, Any]) -> str:
+    if capacity.get("sessions_per_s") is not None:
+        return num(capacity.get("sessions_per_s"), "sessions/s")
+    return num(capacity.get("rate_rps"), "req/s")
 
 
 def _levels(knee: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -111,7 +134,7 @@ def _markers(report: Mapping[str, Any], y_of: Mapping[float, float], over: str) 
             )
         )
     if capacity.get("level") is not None and capacity["level"] in y_of:
-        label = f"capacity {num(capacity.get('rate_rps'), 'req/s')}"
+        label = f"capacity {_capacity_value(capacity)}"
         markers.append(Marker("capacity", capacity["level"], y_of[capacity["level"]], label, CAPACITY_COLOR))
     return markers
 
@@ -122,7 +145,7 @@ def search_charts(report: Mapping[str, Any]) -> list[Chart]:
     levels = _levels(knee)
     if not levels:
         return []
-    over = str(knee.get("over") or "level")
+    over = level_over(report)
     x = np.array([lv["level"] for lv in levels], dtype=float)
     rps = np.array([lv.get("throughput_rps") or 0.0 for lv in levels], dtype=float)
     whiskers = None
@@ -194,6 +217,7 @@ def level_table(report: Mapping[str, Any]) -> str:
     levels = _levels(knee)
     if not levels:
         return note("No level was measured.")
+    sessions = level_over(report) == SESSIONS
     rows, statuses = [], []
     for lv in levels:
         steady = (
@@ -207,6 +231,7 @@ def level_table(report: Mapping[str, Any]) -> str:
         rows.append(
             [
                 num(lv["level"]),
+                *([num(lv.get("sessions_per_s"))] if sessions else []),
                 num(lv.get("throughput_rps")),
                 " / ".join(num(t) for t in trials) if len(trials) > 1 else "",
                 num(lv.get("output_tokens_per_s")),
@@ -219,7 +244,8 @@ def level_table(report: Mapping[str, Any]) -> str:
         )
         statuses.append(status_of(bool(lv.get("slo_passed"))))
     headers = [
-        str(knee.get("over") or "level"),
+        "sessions/s offered" if sessions else str(knee.get("over") or "level"),
+        *(["sessions/s"] if sessions else []),
         "req/s",
         "trials req/s",
         "tok/s",
@@ -229,17 +255,20 @@ def level_table(report: Mapping[str, Any]) -> str:
         "SLOs",
         "steady",
     ]
-    return table(headers, rows, statuses, status_column=7)
+    return table(headers, rows, statuses, status_column=headers.index("SLOs"))
 
 
-def _verify_row(label: str, check: Mapping[str, Any] | None) -> list[str]:
+def _verify_row(label: str, check: Mapping[str, Any] | None, unit: str) -> list[str]:
     if not check:
         return [label, "–", "–", "–", "–", "–", "–", "not run"]
+    achieved = num(check.get("achieved_rate"), "req/s")
+    if check.get("sessions_per_s") is not None:
+        achieved = f"{num(check.get('sessions_per_s'), 'sessions/s')} ({achieved})"
     return [
         label,
         str(check.get("replicas")),
-        num(check.get("rate_rps"), "req/s"),
-        num(check.get("achieved_rate"), "req/s"),
+        num(check.get("rate_rps"), unit),
+        achieved,
         num((check.get("ttft_ms") or {}).get("p95"), "ms"),
         num((check.get("e2e_ms") or {}).get("p95"), "ms"),
         "–" if check.get("error_rate") is None else num(100 * float(check["error_rate"]), "%"),
@@ -254,9 +283,10 @@ def plan_block(report: Mapping[str, Any]) -> str:
         return note("No replica plan (no capacity section in the scenario).")
     if replicas.get("count") is None:
         return note(f"No plan: {replicas.get('error', 'no capacity measured')}.")
+    unit = str(replicas.get("unit") or "req/s")  # sessions/s when the levels' arrivals are sessions
     rows = [
-        ["peak rate", num(replicas.get("peak_rate"), "req/s")],
-        ["capacity per replica", num(replicas.get("capacity_rps"), "req/s")],
+        ["peak rate", num(replicas.get("peak_rate"), unit)],
+        ["capacity per replica", num(replicas.get("capacity_rps"), unit)],
         ["target utilisation", num(100 * float(replicas.get("target_utilization") or 0), "%")],
         ["redundancy", num(replicas.get("redundancy"))],
         ["replicas", f"{replicas['count']} = {replicas.get('formula')}"],
@@ -276,7 +306,7 @@ def plan_block(report: Mapping[str, Any]) -> str:
         html += "<h3>Verification at the peak rate (round robin over the replicas)</h3>"
         html += table(
             ["run", "replicas", "offered", "achieved", "TTFT p95", "e2e p95", "errors", "SLOs"],
-            [_verify_row(label, check) for label, check in checks],
+            [_verify_row(label, check, unit) for label, check in checks],
             statuses,
             status_column=7,
         )
@@ -287,8 +317,8 @@ def plan_block(report: Mapping[str, Any]) -> str:
 def decision_headline(report: Mapping[str, Any]) -> str:
     capacity = report.get("capacity") or {}
     knee = report.get("knee") or {}
-    over = str(knee.get("over") or "level")
-    parts = [f"capacity {num(capacity.get('rate_rps'), 'req/s')}"]
+    over = level_over(report)
+    parts = [f"capacity {_capacity_value(capacity)}"]
     if knee.get("level") is not None:
         parts.append(f"knee at {level_name(over, knee['level'])}")
     return " · ".join(parts)

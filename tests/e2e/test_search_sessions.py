@@ -1,0 +1,71 @@
+"""scenarios/search-sessions.yaml end to end through the real CLI: a rate search whose arrivals are
+multi-turn sessions, against the simulated server it ships with (8 slots, 0.2 s a request: at most
+40 req/s). Every session has 3 turns, so a level of L sessions/s asks for 3·L req/s: the levels
+are cut to 4 sessions/s (12 req/s, well within) and 16 (48 req/s, past the 40 the server can
+serve), and the plan is verified at a peak of 6 sessions/s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cli_helpers import ROOT, CliRun, run_cli
+
+pytestmark = pytest.mark.slow
+
+SCENARIO = ROOT / "scenarios" / "search-sessions.yaml"
+TURNS = 3
+SERVER_MAX_RPS = 8 / 0.2  # slots / (ttft 50 ms + 15 × itl 10 ms)
+
+
+def _run(tmp_path: Path) -> CliRun:
+    data = yaml.safe_load(SCENARIO.read_text())
+    data["search"].update(levels=[4, 16], level_duration="5s", level_warmup="2s")
+    data["capacity"]["peak_rate"] = 6
+    data["verify"] = {"duration": "5s", "warmup": "2s"}
+    path = tmp_path / "search-sessions.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return run_cli(tmp_path, path, timeout=300)
+
+
+def _levels(report: dict[str, Any]) -> dict[float, dict[str, Any]]:
+    return {level["level"]: level for level in report["knee"]["levels"]}
+
+
+def test_a_rate_search_over_sessions_gives_capacity_and_replicas_in_sessions(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    assert run.code == 0, run.stderr
+    report = run.report
+    levels = _levels(report)
+    # Each level's arrivals are sessions: its achieved sessions/s is the level (exact counts per
+    # window), and it served three requests per session while the server kept up…
+    assert levels[4]["sessions_per_s"] == pytest.approx(4, abs=0.01)
+    assert levels[4]["throughput_rps"] == pytest.approx(4 * TURNS, rel=0.15)
+    assert levels[4]["slo_passed"]
+    # …and no more than the server's 40 req/s once past it (the sessions still arrive at 16/s).
+    assert levels[16]["sessions_per_s"] == pytest.approx(16, abs=0.01)
+    assert levels[16]["throughput_rps"] == pytest.approx(SERVER_MAX_RPS, rel=0.1)
+    assert not levels[16]["slo_passed"]
+    capacity = report["capacity"]
+    assert capacity["level"] == 4 and capacity["sessions_per_s"] == pytest.approx(4, abs=0.01)
+    assert capacity["rate_rps"] == levels[4]["throughput_rps"]
+    # The plan divides the peak (sessions/s) by the capacity in sessions/s: ceil(6 / (4 × 0.8)) = 2.
+    replicas = report["replicas"]
+    assert replicas["unit"] == "sessions/s" and replicas["count"] == 2
+    assert replicas["capacity_rps"] == capacity["sessions_per_s"]
+    at_plan = replicas["verified"]["at_plan"]
+    assert at_plan["passed"] and at_plan["sessions_per_s"] == pytest.approx(6, abs=0.01)
+    assert at_plan["achieved_rate"] == pytest.approx(6 * TURNS, rel=0.15)
+    assert "capacity at SLO 4 sessions/s" in report["reason"]
+    # The operating point's sessions: those started in its window, every turn answered (the
+    # tail after the window kept them under load until their last turn).
+    sessions = report["metrics"]["sessions"]
+    assert sessions["started"] == 4 * (5 - 2) and sessions["completed"] == sessions["started"]
+    assert [turn["requests"] for turn in sessions["per_turn"]] == [12, 12, 12]
+    records = run.records()
+    later = [r for r in records if r["phase"] == 0 and (r.get("turn") or 0) > 1]
+    assert later and all(r["scheduled_s"] >= r["session_start_s"] for r in later)
+    assert "sessions/s" in (run.run_dir / "report.md").read_text(encoding="utf-8")
