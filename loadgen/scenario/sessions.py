@@ -94,3 +94,11 @@ class SessionsSpec(StrictModel):
 def later_turn_id(session: int, turn: int) -> int:
     """The id of turn `turn` (≥ 2) of the session whose turn 1 has plan id `session`."""
     return SESSION_ID_BASE + session * MAX_TURNS + turn - 2
+
+
+def session_of(request_id: int) -> int:
+    """The plan id of the session a request belongs to: later_turn_id's inverse for a later
+    turn; any other request (a turn 1, a single request) is its own."""
+    if request_id < SESSION_ID_BASE:
+        return request_id
+    return (request_id - SESSION_ID_BASE) // MAX_TURNS

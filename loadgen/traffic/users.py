@@ -30,6 +30,7 @@ from locust.exception import StopUser
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
 from loadgen.redact import redact
 from loadgen.scenario.model import Workload
+from loadgen.scenario.sessions import session_of
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
@@ -137,7 +138,9 @@ class OpenAIUser(FastHttpUser):
         )
         url = path
         if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
-            url = ctx.spread[planned.id % len(ctx.spread)].base_url + path
+            # Round robin over sessions: a session's turns stay on one replica, as behind a load
+            # balancer with session affinity (its prefix cache holds the history).
+            url = ctx.spread[session_of(planned.id) % len(ctx.spread)].base_url + path
         parser = StreamParser() if history is None else TextStreamParser()
         status: Status = "ok"
         error: str | None = None

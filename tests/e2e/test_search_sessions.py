@@ -1,6 +1,6 @@
 """scenarios/search-sessions.yaml end to end through the real CLI: a rate search whose arrivals are
 multi-turn sessions, against the simulated server it ships with (8 slots, 0.2 s a request: at most
-40 req/s). Every session has 3 turns, so a level of L sessions/s asks for 3·L req/s: the levels
+40 req/s; here with a prefix cache that costs no time). Every session has 3 turns, so a level of L sessions/s asks for 3·L req/s: the levels
 are cut to 4 sessions/s (12 req/s, well within) and 16 (48 req/s, past the 40 the server can
 serve), and the plan is verified at a peak of 6 sessions/s."""
 
@@ -26,6 +26,9 @@ def _run(tmp_path: Path) -> CliRun:
     data["search"].update(levels=[4, 16], level_duration="5s", level_warmup="2s")
     data["capacity"]["peak_rate"] = 6
     data["verify"] = {"duration": "5s", "warmup": "2s"}
+    # A prefix cache (no prefill cost: the timing is as without): a turn finds its history cached
+    # only on the replica that served the session's earlier turns.
+    data["server"]["prefix_cache_blocks"] = 4096
     path = tmp_path / "search-sessions.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return run_cli(tmp_path, path, timeout=300)
@@ -69,3 +72,9 @@ def test_a_rate_search_over_sessions_gives_capacity_and_replicas_in_sessions(tmp
     later = [r for r in records if r["phase"] == 0 and (r.get("turn") or 0) > 1]
     assert later and all(r["scheduled_s"] >= r["session_start_s"] for r in later)
     assert "sessions/s" in (run.run_dir / "report.md").read_text(encoding="utf-8")
+    # The verification spreads sessions, not turns, round robin: every later turn went to the
+    # replica holding its history (request ids alone would send turn 2 elsewhere half the time).
+    verify = {phase["index"] for phase in report["phases"] if phase["role"] == "verify"}
+    turns = [r for r in records if r["phase"] in verify and (r.get("turn") or 0) > 1 and r["status"] == "ok"]
+    assert len(turns) > 20
+    assert all((r.get("cached_tokens") or 0) >= 32 for r in turns), [r.get("cached_tokens") for r in turns]

@@ -13,7 +13,7 @@ import pytest
 from loadgen.collect.records import RequestRecord, Status
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
-from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id
+from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id, session_of
 from loadgen.traffic.openai_api import StreamParser, TextStreamParser, prompt_text
 from loadgen.traffic.schedule import PlannedRequest, build_schedule
 from loadgen.traffic.sessions import SessionBook, sample_turns, session_draws
@@ -179,6 +179,12 @@ def test_a_request_outside_sessions_gets_no_messages() -> None:
     first = next(iter(build_schedule(scenario).requests))
     book = SessionBook({"default": scenario.workload}, end_s=2.0)
     assert book.messages(first, scenario.workload) is None
+
+
+def test_a_later_turn_finds_its_session_and_a_plan_id_is_its_own() -> None:
+    for session in (0, 1, 999, 123_456_789):
+        assert session_of(session) == session
+        assert {session_of(later_turn_id(session, turn)) for turn in range(2, MAX_TURNS + 1)} == {session}
 
 
 def test_later_turn_ids_never_meet_plan_ids_or_each_other() -> None:
