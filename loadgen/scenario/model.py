@@ -175,6 +175,12 @@ class Scenario(StrictModel):
         if conversations and self.classes[0][2].api != "chat":  # a trace's rows are the first class's
             message = "a conversation trace replays sessions: its workload class needs api: chat"
             raise field_error("traffic", message, None)
+        return self
+
+    @model_validator(mode="after")
+    def _sessions_fit_the_search(self) -> Scenario:
+        """A search of sessions: rate levels (sessions/s) with a warm-up, and a peak that counts
+        sessions too."""
         sessions = any(w.sessions is not None for _, _, w in self.classes)
         if self.search is not None and sessions and self.search.over != "rate":
             # A closed-loop level's users send single requests: later turns would be dropped.
@@ -185,25 +191,19 @@ class Scenario(StrictModel):
             message = "with sessions, give each level a warm-up at least a session long (turns × think time)"
             raise field_error(("search", "level_warmup"), message, self.search.level_warmup)
         peak = self.capacity.peak_rate if self.capacity is not None else None
-        if isinstance(peak, PeakFromTrace):
+        conversation = isinstance(peak, PeakFromTrace) and peak.from_trace.format == "conversation"
+        if isinstance(peak, PeakFromTrace) and conversation != sessions:
             # The peak and the capacity must count the same thing: sessions/s or requests/s.
-            conversation = peak.from_trace.format == "conversation"
-            if conversation and not sessions:
-                message = (
-                    "a conversation trace's peak is in sessions/s: the levels are sessions only with "
-                    "workload.sessions"
-                )
-                raise field_error(
-                    ("capacity", "peak_rate", "from_trace", "format"), message, peak.from_trace.format
-                )
-            if sessions and not conversation:
-                message = (
-                    "with workload.sessions the levels and the peak are sessions/s: give a "
-                    "format: conversation trace (or the peak as a number of sessions/s)"
-                )
-                raise field_error(
-                    ("capacity", "peak_rate", "from_trace", "format"), message, peak.from_trace.format
-                )
+            message = (
+                "with workload.sessions the levels and the peak are sessions/s: give a format: "
+                "conversation trace (or the peak as a number of sessions/s)"
+                if sessions
+                else "a conversation trace's peak is in sessions/s: the levels are sessions only "
+                "with workload.sessions"
+            )
+            raise field_error(
+                ("capacity", "peak_rate", "from_trace", "format"), message, peak.from_trace.format
+            )
         return self
 
     @model_validator(mode="after")
