@@ -34,7 +34,7 @@ class TraceWindow(StrictModel):
         """Resolve the path and read the trace now: a broken trace is a scenario error."""
         from loadgen.traffic.traces import TraceError, read_trace  # the readers, only when used
 
-        path = resolve(self.path, info)
+        path = resolve(self.path, info, "path")
         try:
             trace = read_trace(path, self.format)
         except TraceError as exc:

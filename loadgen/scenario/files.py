@@ -8,6 +8,7 @@ file is a validation error at the key that named it, so the loader shows that ke
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError, ValidationInfo
@@ -22,13 +23,26 @@ def base_dir(info: ValidationInfo) -> Path | None:
     return Path(folder) if folder is not None else None
 
 
-def resolve(path: str, info: ValidationInfo) -> Path:
-    """`path` (`~` expanded) as an absolute path; a relative one counts from the scenario's folder."""
+def resolve(path: str, info: ValidationInfo, key: str) -> Path:
+    """`path` (`~` expanded) as an absolute path; a relative one counts from the scenario's folder.
+
+    An input file that exists but is no regular file (a folder, a device such as /dev/zero, a
+    pipe) is an error at `key`: a reader would fail obscurely, read forever or wait for a writer.
+    A missing one is left to the reader, which says so in its own words."""
     given = Path(path).expanduser()
     folder = base_dir(info)
     if not given.is_absolute() and folder is not None:
         given = folder / given
-    return given.resolve()
+    resolved = given.resolve()
+    try:
+        mode = resolved.stat().st_mode
+    except OSError:
+        return resolved
+    if stat.S_ISDIR(mode):
+        raise field_error(key, f"{path} is a folder: give a file", path)
+    if not stat.S_ISREG(mode):
+        raise field_error(key, f"{path} is not a regular file (a device, pipe or socket): give a file", path)
+    return resolved
 
 
 def field_error(field: str | tuple[str | int, ...], message: str, value: object) -> ValidationError:

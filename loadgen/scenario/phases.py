@@ -165,7 +165,7 @@ class TracePhase(StrictModel):
         given = phase.duration if "duration" in phase.model_fields_set else None
         try:
             window = load_window(
-                str(resolve(phase.path, info)),
+                str(resolve(phase.path, info, "path")),
                 phase.format,
                 time_scale=phase.time_scale,
                 start=phase.start,

@@ -216,7 +216,7 @@ class Workload(StrictModel):
         # (a written-back scenario carries the default prompt_tokens beside its dataset: allowed)
         if workload.prompt_tokens != _DEFAULT_PROMPT_TOKENS:
             raise field_error("dataset", "give dataset: or prompt_tokens:, not both", workload.dataset)
-        path = resolve(workload.dataset, info)
+        path = resolve(workload.dataset, info, "dataset")
         if _is_sharegpt(path):
             return _read_sharegpt(workload, path, info)
         try:
@@ -225,7 +225,7 @@ class Workload(StrictModel):
             raise field_error("dataset", str(exc), workload.dataset) from None
         tokenizer = None
         if workload.tokenizer is not None:
-            tokenizer = str(resolve(workload.tokenizer, info))
+            tokenizer = str(resolve(workload.tokenizer, info, "tokenizer"))
             try:
                 entries = count_tokens(entries, Path(tokenizer))
             except DatasetError as exc:
@@ -285,7 +285,7 @@ def _read_sharegpt(workload: Workload, path: Path, info: ValidationInfo) -> Work
     count: Callable[[list[str]], list[int]] = count_words
     tokenizer = None
     if workload.tokenizer is not None:
-        tokenizer = str(resolve(workload.tokenizer, info))
+        tokenizer = str(resolve(workload.tokenizer, info, "tokenizer"))
         try:
             count = token_counter(Path(tokenizer))
         except DatasetError as exc:

@@ -1,8 +1,8 @@
 """scenarios/search-sessions.yaml end to end through the real CLI: a rate search whose arrivals are
 multi-turn sessions, against the simulated server it ships with (8 slots, 0.2 s a request: at most
-40 req/s; here with a prefix cache that costs no time). Every session has 3 turns, so a level of L sessions/s asks for 3·L req/s: the levels
-are cut to 4 sessions/s (12 req/s, well within) and 16 (48 req/s, past the 40 the server can
-serve), and the plan is verified at a peak of 6 sessions/s."""
+40 req/s; here with a prefix cache that costs no time). Every session has 3 turns, so a level of
+L sessions/s asks for 3·L req/s: the levels are cut to 4 sessions/s (12 req/s, well within) and 16
+(48 req/s, past the 40 the server can serve), and the plan is verified at a peak of 6 sessions/s."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -389,3 +390,23 @@ def test_the_dumped_scenario_reloads_to_the_same_schedule(tmp_path):
     again = parse_scenario(dumped, base_dir=tmp_path)
     assert again.traffic[0].duration == original.traffic[0].duration
     assert build_schedule(again).requests == build_schedule(original).requests
+
+
+def test_a_device_pipe_or_folder_named_as_an_input_file_is_refused_at_its_key(tmp_path):
+    # Read as they are, /dev/zero would be read until memory runs out and a pipe would wait for
+    # a writer: the loader refuses both, and a folder, at the key that names them.
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    dataset = "name: d\nserver: {kind: simulated}\nworkload:\n  dataset: PATH\n"
+    dataset += "traffic: [{kind: constant, rate: 1, duration: 1s}]\n"
+    for path, problem in (
+        ("/dev/zero", "not a regular file"),
+        (pipe, "not a regular file"),
+        (tmp_path, "is a folder"),
+    ):
+        with pytest.raises(ScenarioError) as caught:
+            parse_scenario(dataset.replace("PATH", str(path)))
+        assert f"workload.dataset: {path} " in str(caught.value) and problem in str(caught.value)
+        with pytest.raises(ScenarioError) as caught:
+            parse_scenario(_scenario(str(path)))
+        assert f"traffic[0].path: {path} " in str(caught.value) and problem in str(caught.value)
