@@ -44,12 +44,29 @@ def arrival_offsets(phase: Phase, start: float, end: float, rng: np.random.Gener
     if isinstance(phase, PoissonPhase):
         gaps = rng.exponential(1.0, size=count + 1)
     elif isinstance(phase, GammaPhase):
-        shape = 1.0 / phase.cv**2
-        gaps = rng.gamma(shape, 1.0 / shape, size=count + 1)
+        gaps = _gamma_gaps(1.0 / phase.cv**2, count + 1, rng)
     else:  # pragma: no cover - the schema admits no other kind
         raise TypeError(f"no arrival process for {type(phase).__name__}")
     times: np.ndarray = np.cumsum(gaps)
     scaled: np.ndarray = start + times[:-1] * (span / times[-1])
+    # Inside [start, end) even when the last gap is too small to count (a very bursty gamma)
+    return np.minimum(scaled, np.nextafter(end, start))
+
+
+# Below this gamma shape (cv above 10) gaps are drawn in log space: numpy's gamma draws then
+# underflow to 0 (at cv 100 every one of them), and the scaled times would be 0 / 0.
+_LOG_SPACE_SHAPE = 0.01
+
+
+def _gamma_gaps(shape: float, size: int, rng: np.random.Generator) -> np.ndarray:
+    """`size` gamma(shape) gaps, up to a common factor (only their proportions are used)."""
+    if shape >= _LOG_SPACE_SHAPE:
+        gaps: np.ndarray = rng.gamma(shape, 1.0 / shape, size=size)
+        return gaps
+    # Gamma(k) = Gamma(k + 1) · U^(1/k) (Marsaglia–Tsang's boost), taken as logarithms; the
+    # largest gap is scaled to 1, so the sum is finite and positive.
+    logs = np.log(rng.gamma(shape + 1.0, 1.0, size=size)) + np.log(rng.random(size)) / shape
+    scaled: np.ndarray = np.exp(logs - logs.max())
     return scaled
 
 
