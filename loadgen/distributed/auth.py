@@ -16,6 +16,8 @@ import hashlib
 import ipaddress
 import os
 import socket
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import zmq
 import zmq.utils.z85
@@ -102,3 +104,23 @@ def refusal_message(master: str, secret: str | None) -> str:
 
 
 REFUSED_ON_MASTER = f"refused a worker's connection: wrong or missing {SECRET_ENV}"
+
+
+@dataclass
+class Refusals:
+    """Connections the master refused at the handshake, each warned of as it comes. The master
+    goes on waiting (a stray or hostile connection must not end a run that the right workers
+    would join); if they do not join, `hint()` gives the likely reason for its error."""
+
+    warn: Callable[[str], None]
+    count: int = 0
+
+    def report(self) -> None:
+        self.count += 1
+        self.warn(REFUSED_ON_MASTER)
+
+    def hint(self) -> str:
+        """'' without refusals, else '; N connection(s) refused: …' for the join error."""
+        if not self.count:
+            return ""
+        return f"; {self.count} connection(s) refused: wrong or missing {SECRET_ENV}"

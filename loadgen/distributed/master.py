@@ -82,18 +82,18 @@ def run_distributed(
         auth.check_master_bind(options.bind_host, secret)  # the CLI showed the warning already
     except auth.SecretError as exc:
         raise DistributedError(str(exc)) from None
-    with channel.secured(secret, on_refused=_report_refusal):
-        return _run_master(ctx, options, on_start)
-
-
-def _report_refusal() -> None:
-    """A worker failed the handshake: say so and go on (a worker it leaves missing is handled
-    as any worker that never joined)."""
-    print(f"loadtest: warning: {auth.REFUSED_ON_MASTER}", file=sys.stderr, flush=True)
+    refusals = auth.Refusals(
+        warn=lambda text: print(f"loadtest: warning: {text}", file=sys.stderr, flush=True)
+    )
+    with channel.secured(secret, on_refused=refusals.report):
+        return _run_master(ctx, options, on_start, refusals)
 
 
 def _run_master(
-    ctx: RunContext, options: protocol.DistributedOptions, on_start: Callable[[int], Callable[[], None]]
+    ctx: RunContext,
+    options: protocol.DistributedOptions,
+    on_start: Callable[[int], Callable[[], None]],
+    refusals: auth.Refusals,
 ) -> dict[str, Any]:
     scenario, schedule, stop, run_dir = ctx.scenario, ctx.schedule, ctx.stop, ctx.run_dir
     assert ctx.endpoint is not None
@@ -140,7 +140,8 @@ def _run_master(
         pids = local.start()
         ctx.meta.workers = {"master": f"{options.bind_host}:{port}", "local_pids": pids}
         ctx.save_meta()
-        for index, client_id in enumerate(_wait_for_workers(master, options.total, stop, local)):
+        joined = _wait_for_workers(master, options.total, stop, local, refusals)
+        for index, client_id in enumerate(joined):
             workers[client_id] = _Worker(client_id, index)
         _measure_clocks(master, workers, pongs)
         t0_ns = _send_plans(master, scenario, schedule, endpoint, list(workers.values()), options.records)
@@ -182,7 +183,7 @@ def _save_summary(ctx: RunContext, stats: RunStats) -> None:
 
 
 def _wait_for_workers(
-    master: MasterRunner, count: int, stop: gevent.event.Event, local: LocalWorkers
+    master: MasterRunner, count: int, stop: gevent.event.Event, local: LocalWorkers, refusals: auth.Refusals
 ) -> list[str]:
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
     while len(master.clients.ready) < count:
@@ -196,7 +197,7 @@ def _wait_for_workers(
             joined = len(master.clients.ready)
             raise DistributedError(
                 f"only {joined} of {count} workers joined within {CONNECT_TIMEOUT_S:g}s "
-                f"(master at {master.master_bind_host}:{master.master_bind_port})"
+                f"(master at {master.master_bind_host}:{master.master_bind_port}){refusals.hint()}"
             )
     return [client.id for client in master.clients.ready][:count]
 

@@ -50,7 +50,8 @@ def arrival_offsets(phase: Phase, start: float, end: float, rng: np.random.Gener
     times: np.ndarray = np.cumsum(gaps)
     scaled: np.ndarray = start + times[:-1] * (span / times[-1])
     # Inside [start, end) even when the last gap is too small to count (a very bursty gamma)
-    return np.minimum(scaled, np.nextafter(end, start))
+    inside: np.ndarray = np.minimum(scaled, np.nextafter(end, start))
+    return inside
 
 
 # Below this gamma shape (cv above 10) gaps are drawn in log space: numpy's gamma draws then

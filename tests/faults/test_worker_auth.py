@@ -62,6 +62,16 @@ def test_loopback_and_wide_addresses() -> None:
         auth.check_master_bind("0.0.0.0", None)
 
 
+def test_refusals_are_warned_of_each_time_and_counted_for_the_join_error() -> None:
+    warned: list[str] = []
+    refusals = auth.Refusals(warn=warned.append)
+    assert refusals.hint() == ""  # no refusal: the join error says nothing of secrets
+    refusals.report()
+    refusals.report()
+    assert warned == [auth.REFUSED_ON_MASTER] * 2
+    assert refusals.hint() == f"; 2 connection(s) refused: wrong or missing {auth.SECRET_ENV}"
+
+
 def test_a_wide_master_without_a_secret_or_with_a_short_one_does_not_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
