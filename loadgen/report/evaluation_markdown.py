@@ -36,7 +36,7 @@ def _steady(level: Mapping[str, Any]) -> str:
 
 def curve_lines(knee: Mapping[str, Any]) -> list[str]:
     over = knee["over"]
-    # rate levels whose arrivals are sessions: each level's achieved sessions/s beside its req/s
+    # levels whose users or arrivals hold sessions: each level's achieved sessions/s beside its req/s
     sessions = any(level.get("sessions_per_s") is not None for level in knee.get("levels", []))
     lines = ["## Load curve and knee", ""]
     if knee.get("level") is None:
@@ -45,7 +45,7 @@ def curve_lines(knee: Mapping[str, Any]) -> list[str]:
         )
     else:
         lines.append(
-            f"Knee at {over} **{_num(knee['level'])}**{' sessions/s' if sessions else ''} "
+            f"Knee at {over} **{_num(knee['level'])}**{' sessions/s' if sessions and over == 'rate' else ''} "
             f"({_num(knee.get('throughput_rps'), 'req/s')}): "
             f"from there on {knee.get('latency', 'e2e p95')} grows faster than throughput "
             "(elasticity > 1) and throughput gains flatten."
@@ -71,7 +71,7 @@ def curve_lines(knee: Mapping[str, Any]) -> list[str]:
         ]
         for level in knee.get("levels", [])
     ]
-    level = f"{over} (sessions/s)" if sessions else over
+    level = f"{over} (sessions/s)" if sessions and over == "rate" else over
     header = [level, *(["sessions/s"] if sessions else []), "req/s", "tok/s"]
     header += ["TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
     return [*lines, *_table([*header, "SLOs", "steady"], rows)]

@@ -73,7 +73,7 @@ def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -
         )
     parts = [f"capacity at SLO {capacity_words(capacity)}"]
     if knee.get("level") is not None:
-        sessions = capacity.get("sessions_per_s") is not None
+        sessions = capacity.get("sessions_per_s") is not None and over == "rate"
         level = (
             f"{format_number(knee['level'])} sessions/s"
             if sessions

@@ -143,6 +143,7 @@ class LevelRunner:
                 rng,
                 warmup_until_s=0,
                 behaviour=behaviour,
+                session_seed=self.scenario.seed if self._sessions else None,
             )
         dispatcher = None
         if supply is not None:
@@ -164,10 +165,13 @@ class LevelRunner:
         window = _Window(index, offset_s + warmup_s, offset_s + duration_s, step_s=duration_s - warmup_s)
         if supply is not None:
             supply.warmup_until_s = window.start_s
+            if self._sessions:  # sessions started after the window are the tail's: warm-up
+                supply.measured_until_s = window.end_s
         else:
             runner.schedule = self._rate_schedule(level, index, offset_s, duration_s, warmup_s)
         self._announce(index, level, over, role)
-        cpu = self._timed(runner, environment, start_ns, window)
+        tail_s = warmup_s if self._sessions else 0.0  # see _rate_schedule
+        cpu = self._timed(runner, environment, start_ns, window, supply, tail_s)
         self._next_id += supply.issued if supply is not None else len(runner.schedule.requests)
         result = LevelWindow(
             index=index,
@@ -252,15 +256,33 @@ class LevelRunner:
         self.watch.phase_started(info)
 
     def _timed(
-        self, runner: TrafficRunner, environment: Environment, start_ns: int, window: _Window
+        self,
+        runner: TrafficRunner,
+        environment: Environment,
+        start_ns: int,
+        window: _Window,
+        supply: ClosedLoopSupply | None,
+        tail_s: float,
     ) -> float:
         """Run the level; return the load generator's CPU use meanwhile (% of one core)."""
+        in_tail = False
 
         def end_at(planned_end_ns: int) -> int | None:
-            """Closed loop: stop at the window's end, or extend once while throughput drifts."""
-            if planned_end_ns and not window.extend_if_drifting(self.records, self.spec.max_drift):
+            """Closed loop: stop at the window's end, or extend once while throughput drifts;
+            with sessions, run the tail after it (users go on, their new sessions unmeasured)."""
+            nonlocal in_tail
+            if not planned_end_ns:
+                return self.origin_ns + round(window.end_s * 1e9)
+            if in_tail:
                 return None
-            return self.origin_ns + round(window.end_s * 1e9)
+            if window.extend_if_drifting(self.records, self.spec.max_drift):
+                if supply is not None and tail_s > 0:
+                    supply.measured_until_s = window.end_s
+                return self.origin_ns + round(window.end_s * 1e9)
+            if tail_s <= 0:
+                return None
+            in_tail = True
+            return self.origin_ns + round((window.end_s + tail_s) * 1e9)
 
         self._current = runner
         cpu = CpuMeter()

@@ -179,13 +179,9 @@ class Scenario(StrictModel):
 
     @model_validator(mode="after")
     def _sessions_fit_the_search(self) -> Scenario:
-        """A search of sessions: rate levels (sessions/s) with a warm-up, and a peak that counts
-        sessions too."""
+        """A search of sessions: levels with a warm-up (it builds the sessions up and sizes the
+        tail after the window), and a peak that counts sessions as the capacity does."""
         sessions = any(w.sessions is not None for _, _, w in self.classes)
-        if self.search is not None and sessions and self.search.over != "rate":
-            # A closed-loop level's users send single requests: later turns would be dropped.
-            message = "multi-turn sessions (workload.sessions) are searched over rate: sessions/s"
-            raise field_error(("search", "over"), message, self.search.over)
         if self.search is not None and sessions and self.search.level_warmup <= 0:
             # The warm-up builds the sessions up and sizes the tail that lets the measured ones finish.
             message = "with sessions, give each level a warm-up at least a session long (turns × think time)"

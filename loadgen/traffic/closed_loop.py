@@ -7,16 +7,25 @@ Lives in the gevent world.
 Users start one by one, evenly over `stagger_s`: started together they would stay in step on a
 server with fixed service times (all finishing, and all sending, at once), and the server
 would see bursts instead of N independent users.
+
+With multi-turn sessions a user holds a conversation: its next request is its session's next
+turn (`hold`, from the session book), sent when due (think time after the answer), and it starts
+a new session only when its last one ended. Concurrency is then concurrent chat users, some of
+them reading and typing. A turn still held when the level closes is not sent (`on_drop`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
+import gevent
 import gevent.event
 
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.level_requests import ClosedLoopSupply
+from loadgen.traffic.schedule import PlannedRequest
 
 
 class ClosedLoopDispatcher(Dispatcher):
@@ -30,6 +39,8 @@ class ClosedLoopDispatcher(Dispatcher):
         self._users = users
         self._gap_ns = round(stagger_s * 1e9 / users) if users > 1 else 0
         self._started = 0  # users that took their first request
+        self._turns: dict[Any, PlannedRequest] = {}  # each user's (greenlet's) next session turn
+        self.on_drop: Callable[[PlannedRequest], None] | None = None  # a held turn not sent
 
     def open(self, t0_ns: int) -> None:
         """Users spawned before the level's start wait here until it starts."""
@@ -48,13 +59,38 @@ class ClosedLoopDispatcher(Dispatcher):
             self._closing.wait(max(0.0, (start_ns - time.perf_counter_ns()) / 1e9))
         if self._closed:
             return None
+        turn = self._turns.pop(gevent.getcurrent(), None)
+        if turn is not None:  # this user's session goes on: its next turn, when due
+            due_ns = self._t0_ns + round(turn.scheduled_s * 1e9)
+            if self._closing.wait(max(0.0, (due_ns - time.perf_counter_ns()) / 1e9)) or self._closed:
+                self._drop(turn)
+                return None
+            now_ns = time.perf_counter_ns()
+            self.released += 1
+            self.in_flight += 1
+            return Ticket(planned=turn, scheduled_ns=due_ns, released_ns=now_ns, admitted_ns=now_ns)
         now_ns = time.perf_counter_ns()
         planned = self.supply.next((now_ns - self._t0_ns) / 1e9)
         self.released += 1
         self.in_flight += 1
         return Ticket(planned=planned, scheduled_ns=now_ns, released_ns=now_ns, admitted_ns=now_ns)
 
+    def hold(self, turn: PlannedRequest) -> None:
+        """The calling user's session's next turn (called in that user's greenlet, as its answer
+        is noted): its next take() sends it when due."""
+        if self._closed:
+            self._drop(turn)
+        else:
+            self._turns[gevent.getcurrent()] = turn
+
+    def _drop(self, turn: PlannedRequest) -> None:
+        if self.on_drop is not None:
+            self.on_drop(turn)
+
     def close(self) -> None:
         super().close()
-        self._closing.set()  # users still waiting for their start give up
+        for turn in self._turns.values():  # users between an answer and their next take()
+            self._drop(turn)
+        self._turns.clear()
+        self._closing.set()  # users still waiting for their start (or a turn's due time) give up
         self._go.set()

@@ -12,6 +12,7 @@ are answered under the level's full load, not a load that fades once arrivals st
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,10 +94,16 @@ class ClosedLoopSupply:
     warmup_until_s: float  # requests sent before this (run clock) are warm-up
     block: int = 256
     behaviour: LevelBehaviour | None = None  # cancellations and prefixes, if the workload has them
+    # Multi-turn sessions: the scenario's seed (every request of a class with sessions opens
+    # one; None: no sessions), and when the measured window ends (sessions started after it, in
+    # the level's tail, are warm-up: they keep the load while the measured ones finish).
+    session_seed: int | None = None
+    measured_until_s: float = math.inf
 
     def __post_init__(self) -> None:
         self._next_id = self.first_id
         self._draws: list[Draw] = []
+        self._opens = {name for name, _, each in workload_classes(self.workload) if each.sessions is not None}
 
     @property
     def issued(self) -> int:
@@ -112,11 +119,12 @@ class ClosedLoopSupply:
             scheduled_s=now_s,
             prompt_tokens=draw.prompt_tokens,
             output_tokens=draw.output_tokens,
-            warmup=now_s < self.warmup_until_s,
+            warmup=now_s < self.warmup_until_s or now_s >= self.measured_until_s,
             max_concurrency=int(self.level),
             level=self.level,
             request_class=draw.request_class,
             dataset_row=draw.dataset_row,
+            session_seed=self.session_seed if draw.request_class in self._opens else None,
         )
         self._next_id += 1
         if self.behaviour is not None and self.behaviour.active:

@@ -7,6 +7,7 @@ Lives in the gevent world: import this module only after `gevent.monkey.patch_al
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.schedule import PlannedRequest, Schedule
-from loadgen.traffic.sessions import SessionBook
+from loadgen.traffic.sessions import SessionBook, needs_book
 from loadgen.traffic.users import OpenAIUser, RunContext
 from servers.base import Endpoint
 
@@ -120,6 +121,12 @@ class TrafficRunner:
                 self._context.classes, self.schedule.duration_s, linger_s=self._session_linger_s
             )
             self._context.next_turn = self._next_turn
+        elif needs_book(self._context.classes):
+            # A closed-loop user holds its session's next turn; the level's close ends the rest.
+            book = SessionBook(self._context.classes, math.inf)
+            self._context.sessions = book
+            self._context.next_turn = self.dispatcher.hold
+            self.dispatcher.on_drop = book.drop
         if isinstance(self.dispatcher, ClosedLoopDispatcher):
             if end_at is None:
                 raise ValueError("a closed-loop run needs end_at")

@@ -6,6 +6,7 @@ L sessions/s asks for 3·L req/s: the levels are cut to 4 sessions/s (12 req/s, 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,34 @@ def test_a_rate_search_over_sessions_gives_capacity_and_replicas_in_sessions(tmp
     turns = [r for r in records if r["phase"] in verify and (r.get("turn") or 0) > 1 and r["status"] == "ok"]
     assert len(turns) > 20
     assert all((r.get("cached_tokens") or 0) >= 32 for r in turns), [r.get("cached_tokens") for r in turns]
+
+
+def test_a_concurrency_search_over_sessions_runs_chat_users_who_think(tmp_path: Path) -> None:
+    # N closed-loop users, each holding one conversation at a time: 3 turns of 0.2 s with 0.5 s
+    # of thinking between them, a new session as soon as one ends. A user's session takes 1.6 s.
+    data = yaml.safe_load(SCENARIO.read_text())
+    data["search"] = {"over": "concurrency", "levels": [2, 32], "level_duration": "6s", "level_warmup": "2s"}
+    del data["capacity"], data["verify"]
+    path = tmp_path / "users.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    run = run_cli(tmp_path, path, timeout=300)
+    assert run.code == 0, run.stderr
+    levels = _levels(run.report)
+    # 2 users: 2 / 1.6 s = 1.25 sessions/s, 3.75 req/s, the server idle enough not to queue.
+    assert levels[2]["sessions_per_s"] == pytest.approx(2 / 1.6, rel=0.2)
+    assert levels[2]["throughput_rps"] == pytest.approx(2 * TURNS / 1.6, rel=0.15)
+    # 32 users would ask for 60 req/s: they get the server's 40, and sessions take longer.
+    assert levels[32]["throughput_rps"] == pytest.approx(SERVER_MAX_RPS, rel=0.1)
+    assert levels[32]["sessions_per_s"] == pytest.approx(SERVER_MAX_RPS / TURNS, rel=0.25)
+    records = [r for r in run.records() if r["phase"] == 0]
+    by_session: dict[int, list[dict[str, Any]]] = {}
+    for record in records:
+        by_session.setdefault(record["session"], []).append(record)
+    assert len(by_session) >= 5
+    for turns in by_session.values():  # every turn after its answer and the think time
+        turns.sort(key=lambda record: record["turn"])
+        assert [r["turn"] for r in turns] == list(range(1, len(turns) + 1))
+        for before, after in pairwise(turns):
+            assert after["scheduled_s"] == pytest.approx(before["done_s"] + 0.5, abs=0.002)
+    capacity = run.report["capacity"]
+    assert capacity["level"] == 2 and capacity["sessions_per_s"] == levels[2]["sessions_per_s"]

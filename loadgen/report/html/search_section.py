@@ -217,7 +217,8 @@ def level_table(report: Mapping[str, Any]) -> str:
     levels = _levels(knee)
     if not levels:
         return note("No level was measured.")
-    sessions = level_over(report) == SESSIONS
+    over = level_over(report)
+    sessions = any(lv.get("sessions_per_s") is not None for lv in levels)  # rate or users
     rows, statuses = [], []
     for lv in levels:
         steady = (
@@ -244,7 +245,7 @@ def level_table(report: Mapping[str, Any]) -> str:
         )
         statuses.append(status_of(bool(lv.get("slo_passed"))))
     headers = [
-        "sessions/s offered" if sessions else str(knee.get("over") or "level"),
+        "sessions/s offered" if over == SESSIONS else str(knee.get("over") or "level"),
         *(["sessions/s"] if sessions else []),
         "req/s",
         "trials req/s",
