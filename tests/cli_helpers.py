@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,3 +72,27 @@ def run_cli(tmp_path: Path, scenario: str | Path, *extra: str, timeout: float = 
         timeout=timeout,
     )
     return CliRun(done.returncode, done.stdout, done.stderr, out)
+
+
+def wait_for_worker_pids(out: Path, timeout_s: float, *, records: bool = True) -> list[int]:
+    """The local worker pids from the run.json of a run folder under `out`, once the master has
+    started them and, with `records`, once requests.jsonl has its first records (a run that
+    writes none, `--records summary`, passes records=False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for meta in out.glob("*/run.json"):
+            if records:
+                written = meta.parent / "requests.jsonl"
+                if not written.exists() or written.stat().st_size == 0:
+                    continue
+            try:
+                workers = json.loads(meta.read_text()).get("workers") or {}
+            except json.JSONDecodeError:  # read while it was being written
+                continue
+            if workers.get("local_pids"):
+                pids: list[int] = workers["local_pids"]
+                return pids
+        time.sleep(0.05)
+    raise AssertionError(
+        "the run sent no requests in time" if records else "the master started no workers in time"
+    )

@@ -42,6 +42,7 @@ from servers.base import Endpoint, free_port
 if TYPE_CHECKING:
     from loadgen.run.context import RunContext
 
+OnStart = Callable[[int, Callable[[], int]], Callable[[], None]]
 CONNECT_TIMEOUT_S = 60.0  # every worker must have joined by then
 PINGS = 5
 PING_TIMEOUT_S = 2.0
@@ -68,14 +69,16 @@ class _Worker:
     done: dict[str, Any] | None = None
     lost: bool = False
     missing_since: float | None = None
+    in_flight: int = 0  # its requests in flight, as it last said
 
 
 def run_distributed(
-    ctx: RunContext, options: protocol.DistributedOptions, on_start: Callable[[int], Callable[[], None]]
+    ctx: RunContext, options: protocol.DistributedOptions, on_start: OnStart
 ) -> dict[str, Any]:
-    """Run the context's schedule on the workers; return `client.workers`. `on_start(t0_ns)` is called
-    with the run clock's zero (perf_counter_ns) once the plans are out; what it returns is
-    called when the traffic is over."""
+    """Run the context's schedule on the workers; return `client.workers`. `on_start(t0_ns,
+    in_flight)` is called with the run clock's zero (perf_counter_ns) once the plans are out, and
+    what tells the requests in flight on all workers; what it returns is called when the traffic
+    is over."""
     logging.getLogger("locust").setLevel(logging.ERROR)
     try:
         secret = auth.worker_secret()
@@ -92,7 +95,7 @@ def run_distributed(
 def _run_master(
     ctx: RunContext,
     options: protocol.DistributedOptions,
-    on_start: Callable[[int], Callable[[], None]],
+    on_start: OnStart,
     refusals: auth.Refusals,
 ) -> dict[str, Any]:
     scenario, schedule, stop, run_dir = ctx.scenario, ctx.schedule, ctx.stop, ctx.run_dir
@@ -130,9 +133,19 @@ def _run_master(
         if worker is not None:
             worker.done = dict(msg.data)
 
+    def on_in_flight(msg: Any, **_: Any) -> None:
+        worker = workers.get(msg.node_id)
+        if worker is not None:
+            worker.in_flight = int(msg.data["in_flight"])
+
+    def in_flight() -> int:
+        """Requests in flight on every worker still heard from."""
+        return sum(worker.in_flight for worker in workers.values() if not worker.lost)
+
     master.register_message(protocol.MSG_PONG, on_pong)
     master.register_message(protocol.MSG_RECORDS, on_records)
     master.register_message(protocol.MSG_DONE, on_done)
+    master.register_message(protocol.MSG_IN_FLIGHT, on_in_flight)
     reach = "127.0.0.1" if options.bind_host in ("0.0.0.0", "*", "") else options.bind_host
     local = LocalWorkers(options.local, f"{reach}:{port}", run_dir)
     finish: Callable[[], None] | None = None
@@ -145,7 +158,7 @@ def _run_master(
             workers[client_id] = _Worker(client_id, index)
         _measure_clocks(master, workers, pongs)
         t0_ns = _send_plans(master, scenario, schedule, endpoint, list(workers.values()), options.records)
-        finish = on_start(t0_ns)
+        finish = on_start(t0_ns, in_flight)
         _wait_done(master, list(workers.values()), local, stop, t0_ns, schedule, scenario)
     finally:
         if finish is not None:

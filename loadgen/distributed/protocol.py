@@ -36,6 +36,7 @@ MSG_QUIT = "loadtest_quit"  # the run is over: exit
 MSG_PONG = "loadtest_pong"  # {seq, master_ns, worker_ns}
 MSG_RECORDS = "loadtest_records"  # {worker, records: [RequestRecord.to_dict(), ...], stats?: bytes}
 MSG_DONE = "loadtest_done"  # {worker, sent, cpu_s, wall_s, cpu_percent}
+MSG_IN_FLIGHT = "loadtest_in_flight"  # {worker, in_flight}: when it changed (at most every 100 ms)
 
 RecordsMode = Literal["all", "summary"]
 RECORDS_MODES: tuple[RecordsMode, ...] = ("all", "summary")

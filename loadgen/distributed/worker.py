@@ -127,12 +127,21 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
     def sink(record: RequestRecord) -> None:
         send(batcher.add(record, time.monotonic()))
 
+    traffic = TrafficRunner(schedule, endpoint, workload, sink)
+    in_flight = 0  # as the master last heard it (its progress view and exporter add them up)
+
+    def tell_in_flight(count: int) -> None:
+        nonlocal in_flight
+        if count != in_flight:
+            in_flight = count
+            runner.send_message(protocol.MSG_IN_FLIGHT, {"worker": worker, "in_flight": count})
+
     def flush_forever() -> None:
         while True:
             gevent.sleep(protocol.BATCH_INTERVAL_S / 2)
             send(batcher.due(time.monotonic()))
+            tell_in_flight(traffic.dispatcher.in_flight)
 
-    traffic = TrafficRunner(schedule, endpoint, workload, sink)
     environment = traffic.spawn(int(data["slots"]))
     freeze_heap()  # as in a single-process run: no full collection stalls the streams
     cpu = CpuMeter()
@@ -145,6 +154,7 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
         finally:
             flusher.kill()
             send(batcher.drain())
+            tell_in_flight(0)
     runner.send_message(
         protocol.MSG_DONE,
         {

@@ -72,9 +72,9 @@ class DistributedDriver:
     def drive(self, ctx: RunContext) -> None:
         from loadgen.distributed.master import DistributedError, run_distributed
 
-        def on_start(t0_ns: int) -> Callable[[], None]:
+        def on_start(t0_ns: int, in_flight: Callable[[], int]) -> Callable[[], None]:
             ctx.start_clock(t0_ns)
-            ctx.observers.traffic_started(lambda: 0)  # in-flight counts live in the workers
+            ctx.observers.traffic_started(in_flight)  # as the workers last told the master
             announcer = ctx.announce_phases(t0_ns)
             return lambda: announcer.kill()
 

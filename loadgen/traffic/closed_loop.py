@@ -1,7 +1,8 @@
 """A closed-loop dispatcher: every user sends its next request as soon as its last one finished.
 
 The concurrency level is the number of users. A request is due when a user asks for it, so it has
-no schedule lag and no slot wait, and its latency from schedule equals its latency from send.
+no schedule lag and no slot wait, and its latency from schedule equals its latency from send
+(a session's later turn is due at its time, think time after the answer: a late wake-up is lag).
 Lives in the gevent world.
 
 Users start one by one, evenly over `stagger_s`: started together they would stay in step on a
@@ -68,7 +69,9 @@ class ClosedLoopDispatcher(Dispatcher):
             now_ns = time.perf_counter_ns()
             self.released += 1
             self.in_flight += 1
-            return Ticket(planned=turn, scheduled_ns=due_ns, released_ns=now_ns, admitted_ns=now_ns)
+            # The wake-up's lateness is the client's own (schedule lag), as for an open-loop release.
+            late_ns = max(0, now_ns - due_ns)
+            return Ticket(turn, scheduled_ns=due_ns, released_ns=now_ns, admitted_ns=now_ns, lag_ns=late_ns)
         now_ns = time.perf_counter_ns()
         planned = self.supply.next((now_ns - self._t0_ns) / 1e9)
         self.released += 1

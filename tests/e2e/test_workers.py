@@ -3,7 +3,6 @@ master/worker channel, and the simulated server in its own process."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -11,7 +10,7 @@ import time
 from pathlib import Path
 
 from servers.base import free_port
-from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
+from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli, wait_for_worker_pids
 
 SCENARIO = """
 name: workers
@@ -70,7 +69,7 @@ def test_a_killed_worker_is_reported_and_the_run_ends_in_error(tmp_path: Path) -
         text=True,
     )
     try:
-        pids = _wait_for_records(out, timeout_s=90)
+        pids = wait_for_worker_pids(out, timeout_s=90)
         time.sleep(3.0)
         os.kill(pids[1], signal.SIGKILL)
         stdout, stderr = process.communicate(timeout=180)
@@ -88,20 +87,6 @@ def test_a_killed_worker_is_reported_and_the_run_ends_in_error(tmp_path: Path) -
     records = run.records()
     assert len(records) + lost[0]["requests_lost"] == SCHEDULED
     assert "workers lost" in (run.run_dir / "report.md").read_text()
-
-
-def _wait_for_records(out: Path, timeout_s: float) -> list[int]:
-    """The local worker pids from run.json, once records have begun to arrive."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for run_dir in out.glob("*"):
-            records = run_dir / "requests.jsonl"
-            meta = run_dir / "run.json"
-            if records.exists() and records.stat().st_size > 0 and meta.exists():
-                pids: list[int] = json.loads(meta.read_text())["workers"]["local_pids"]
-                return pids
-        time.sleep(0.1)
-    raise AssertionError("the run sent no requests in time")
 
 
 def test_a_worker_joins_from_outside_with_loadtest_worker(tmp_path: Path) -> None:

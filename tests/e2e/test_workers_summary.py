@@ -4,7 +4,6 @@ report (and `loadtest report RUN_DIR`) is computed from the merged summary."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 from loadgen.collect.stats_wire import SUMMARY_FILE
 from loadgen.scenario.loader import load_scenario
 from loadgen.traffic.schedule import build_schedule
-from tests.cli_helpers import ROOT, CliRun, loadtest_argv, read_report, run_cli
+from tests.cli_helpers import ROOT, CliRun, loadtest_argv, read_report, run_cli, wait_for_worker_pids
 from tests.e2e.test_workers import SCENARIO, SCHEDULED
 
 SHORT = SCENARIO.replace("duration: 10s", "duration: 5s").replace("markdown]", "markdown, html]")
@@ -71,7 +70,7 @@ def test_a_killed_worker_in_summary_mode_is_tallied_from_counts(tmp_path: Path) 
         text=True,
     )
     try:
-        pids = _wait_for_workers(out, timeout_s=90)
+        pids = wait_for_worker_pids(out, timeout_s=90, records=False)
         time.sleep(6.0)  # joined, planned, a few seconds into the 10-s schedule
         os.kill(pids[1], signal.SIGKILL)
         stdout, stderr = process.communicate(timeout=180)
@@ -91,19 +90,3 @@ def test_a_killed_worker_in_summary_mode_is_tallied_from_counts(tmp_path: Path) 
     # What did arrive is reported: fewer than planned, more than the surviving worker's share.
     counted = report["metrics"]["requests"]
     assert 0.45 * SCHEDULED < counted < _counted(tmp_path, SCENARIO)
-
-
-def _wait_for_workers(out: Path, timeout_s: float) -> list[int]:
-    """The local worker pids from run.json, once the master has started them."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for meta in out.glob("*/run.json"):
-            try:
-                workers = json.loads(meta.read_text()).get("workers") or {}
-            except json.JSONDecodeError:  # read while it was being written
-                continue
-            if workers.get("local_pids"):
-                pids: list[int] = workers["local_pids"]
-                return pids
-        time.sleep(0.1)
-    raise AssertionError("the master started no workers in time")

@@ -5,7 +5,6 @@ came back, ends in verdict `error` (exit 2), and leaves no process behind, the f
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.cli_helpers import ROOT, CliRun, loadtest_argv
+from tests.cli_helpers import ROOT, CliRun, loadtest_argv, wait_for_worker_pids
 
 pytestmark = pytest.mark.slow
 
@@ -25,19 +24,6 @@ traffic: [{kind: constant, rate: 20, duration: 4s}]
 report: {formats: [json, markdown]}
 """
 SCHEDULED = 80  # 20 req/s × 4 s, exact
-
-
-def _worker_pids(out: Path, timeout_s: float) -> list[int]:
-    """The local workers' pids from run.json, once records have begun to arrive."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for run_dir in out.glob("*"):
-            records, meta = run_dir / "requests.jsonl", run_dir / "run.json"
-            if records.exists() and records.stat().st_size > 0 and meta.exists():
-                pids: list[int] = json.loads(meta.read_text())["workers"]["local_pids"]
-                return pids
-        time.sleep(0.05)
-    raise AssertionError("the run sent no requests in time")
 
 
 def _running(process: psutil.Process) -> bool:
@@ -60,7 +46,7 @@ def test_a_stalled_worker_is_lost_by_its_heartbeats_and_does_not_outlive_the_run
     )
     started: list[psutil.Process] = []
     try:
-        pids = _worker_pids(out, timeout_s=90)
+        pids = wait_for_worker_pids(out, timeout_s=90)
         started = psutil.Process(process.pid).children(recursive=True)
         assert {pids[0], pids[1]} < {child.pid for child in started}  # and the server
         psutil.Process(pids[1]).suspend()  # SIGSTOP: alive, its socket open, silent

@@ -142,3 +142,14 @@ def test_a_signal_in_the_linger_ends_it_and_keeps_the_verdict(tmp_path: Path, si
     assert "live metrics stay up 60s" in run.stderr and any(s.reported for s in snapshots)
     assert after_signal < 30  # not the 60 s asked for
     assert refused(port)
+
+
+def test_requests_in_flight_on_workers_reach_the_masters_exporter(tmp_path: Path) -> None:
+    # The master sends nothing itself: its in-flight gauge is the sum of what each worker last
+    # told it. 10–20 req/s of 55-ms requests keep about one in flight (it used to read 0).
+    run, snapshots, _, _ = run_watched(tmp_path, "0s", "--workers", "2")
+    assert run.code == 0, run.stderr
+    during = [s for s in snapshots if s.running and not s.reported and s.values("loadtest_requests_total")]
+    in_flight = [value for s in during for _, value in s.values("loadtest_in_flight")]
+    assert len(in_flight) > 20 and max(in_flight) >= 1 and max(in_flight) <= 16, in_flight
+    assert sum(1 for value in in_flight if value >= 1) >= 3  # not a single stray reading
