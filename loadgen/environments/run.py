@@ -47,8 +47,7 @@ def plan_basis(scenario: Scenario) -> PlanBasis | None:
     capacity = scenario.capacity
     if capacity is None:
         return None
-    sessions = any(workload.sessions is not None for _, _, workload in scenario.classes)
-    unit = rate_unit(sessions)  # the levels' and the peak's unit
+    unit = rate_unit(scenario.has_sessions)  # the levels' and the peak's unit
     return PlanBasis(peak_rate_of(capacity), capacity.target_utilization, capacity.redundancy, unit)
 
 

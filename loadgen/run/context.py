@@ -143,7 +143,7 @@ def _server_section(scenario: Scenario) -> dict[str, Any]:
 
 
 def _announce_phases(scenario: Scenario, schedule: Schedule, t0_ns: int, observers: Observers) -> None:
-    unit = rate_unit(any(workload.sessions is not None for _, _, workload in scenario.classes))
+    unit = rate_unit(scenario.has_sessions)
     for index, (phase, start_s) in enumerate(zip(scenario.traffic, schedule.phase_starts, strict=True)):
         gevent.sleep(max(0.0, (t0_ns + start_s * 1e9 - time.perf_counter_ns()) / 1e9))
         label = f"phase {index}: {phase_label(phase)}"

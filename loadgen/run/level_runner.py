@@ -33,7 +33,6 @@ from loadgen.run.client_process import CpuMeter
 from loadgen.run.observers import Observers, PhaseInfo
 from loadgen.run.search import SearchStopped
 from loadgen.scenario.model import Scenario
-from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
@@ -83,8 +82,9 @@ class LevelRunner:
         self._next_id = 0
         self._current: TrafficRunner | None = None
         self._measuring = False  # inside measure(): its trials' records are pooled, kept till its end
-        # Multi-turn sessions: a rate level's arrivals are sessions (sessions/s), with a tail
-        self._sessions = any(w.sessions is not None for _, _, w in workload_classes(self.scenario.workload))
+        # Multi-turn sessions: a level's arrivals (or users) hold sessions, and a tail as long as
+        # its warm-up follows its window (see _rate_schedule)
+        self._sessions = self.scenario.has_sessions
 
     def in_flight(self) -> int:
         return self._current.dispatcher.in_flight if self._current is not None else 0
@@ -163,14 +163,14 @@ class LevelRunner:
         start_ns = planned_t0_ns()
         offset_s = (start_ns - self.origin_ns) / 1e9
         window = _Window(index, offset_s + warmup_s, offset_s + duration_s, step_s=duration_s - warmup_s)
+        tail_s = warmup_s if self._sessions else 0.0
         if supply is not None:
             supply.warmup_until_s = window.start_s
             if self._sessions:  # sessions started after the window are the tail's: warm-up
                 supply.measured_until_s = window.end_s
         else:
-            runner.schedule = self._rate_schedule(level, index, offset_s, duration_s, warmup_s)
+            runner.schedule = self._rate_schedule(level, index, offset_s, duration_s, warmup_s, tail_s)
         self._announce(index, level, over, role)
-        tail_s = warmup_s if self._sessions else 0.0  # see _rate_schedule
         cpu = self._timed(runner, environment, start_ns, window, supply, tail_s)
         self._next_id += supply.issued if supply is not None else len(runner.schedule.requests)
         result = LevelWindow(
@@ -219,12 +219,11 @@ class LevelRunner:
         return result
 
     def _rate_schedule(
-        self, rate: float, index: int, offset_s: float, duration_s: float, warmup_s: float
+        self, rate: float, index: int, offset_s: float, duration_s: float, warmup_s: float, tail_s: float
     ) -> Schedule:
-        """The level's arrivals. With sessions they are sessions, and a tail as long as the
-        warm-up follows the window (level_requests.py): the warm-up lets sessions build up to
-        the level's load, the tail keeps it there while the measured sessions finish."""
-        sessions = self._sessions
+        """The level's arrivals. With sessions they are sessions, and a tail (`tail_s`, as long as
+        the warm-up) follows the window (level_requests.py): the warm-up lets sessions build up
+        to the level's load, the tail keeps it there while the measured sessions finish."""
         planned = rate_level_requests(
             rate=rate,
             duration_s=duration_s,
@@ -236,8 +235,8 @@ class LevelRunner:
             workload=self.scenario.workload,
             max_concurrency=self.spec.max_concurrency,
             rng=level_rng(self.scenario.seed, index),
-            session_seed=self.scenario.seed if sessions else None,
-            tail_s=warmup_s if sessions else 0.0,
+            session_seed=self.scenario.seed if self._sessions else None,
+            tail_s=tail_s,
         )
         # Cancellations and shared prefixes from their own streams, as in the main plan.
         requests = LevelBehaviour(self.scenario.workload, self.scenario.seed, index).apply(planned)
@@ -245,7 +244,7 @@ class LevelRunner:
             requests=PlannedRequests.of(requests),
             windows=[],
             phase_starts=[offset_s],
-            duration_s=offset_s + duration_s + (warmup_s if sessions else 0.0),
+            duration_s=offset_s + duration_s + tail_s,
         )
 
     def _announce(self, index: int, level: float, over: str, role: LevelRole) -> None:

@@ -181,7 +181,7 @@ class Scenario(StrictModel):
     def _sessions_fit_the_search(self) -> Scenario:
         """A search of sessions: levels with a warm-up (it builds the sessions up and sizes the
         tail after the window), and a peak that counts sessions as the capacity does."""
-        sessions = any(w.sessions is not None for _, _, w in self.classes)
+        sessions = self.has_sessions
         if self.search is not None and sessions and self.search.level_warmup <= 0:
             # The warm-up builds the sessions up and sizes the tail that lets the measured ones finish.
             message = "with sessions, give each level a warm-up at least a session long (turns × think time)"
@@ -234,6 +234,12 @@ class Scenario(StrictModel):
     def classes(self) -> list[tuple[str, float, Workload]]:
         """(name, weight, workload) of every workload class (one workload: "default")."""
         return workload_classes(self.workload)
+
+    @property
+    def has_sessions(self) -> bool:
+        """Whether a workload class holds multi-turn sessions (its arrivals then start sessions,
+        and rates count sessions/s)."""
+        return any(workload.sessions is not None for _, _, workload in self.classes)
 
     @property
     def total_duration(self) -> float:
