@@ -16,12 +16,19 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from servers.config import StrictModel
-from servers.cpus import CpuSetting, PinningError, available_cpus, check_cpus, pin_to, split_for_server
+from servers.cpus import (
+    NOT_STARTED,
+    PinningError,
+    ServerCpus,
+    available_cpus,
+    pin_to,
+    resolve_server_cpus,
+)
 from servers.direct_http import http_get
 from servers.proctree import die_with_parent_hook, log_tail, terminate_tree
 from servers.readiness import POLL_INTERVAL_S, ExitedDuringStartup, NotReadyInTime, wait_ready
@@ -82,14 +89,14 @@ class Adapter(ABC):
         """`time.perf_counter_ns()` at spawn, so the caller can time spawn → first token."""
         return None
 
-    def server_cpus(self) -> tuple[int, ...] | None:
-        """The cores the server is pinned to (None: not pinned); known before it starts.
-        Raises servers.cpus.PinningError for a core list this machine cannot give."""
-        return None
+    def resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
+        """Decide where the server runs on `machine` (the run's cores, taken before the load
+        generator pinned itself); every later start reuses it. Raises
+        servers.cpus.PinningError for a core list this machine cannot give."""
+        return ServerCpus(machine, None, NOT_STARTED)
 
-    @property
-    def pinning_note(self) -> str | None:
-        """Why a server that wanted its own cores shares them (too few cores), for the user."""
+    def server_cpus(self) -> tuple[int, ...] | None:
+        """The cores the server is pinned to (None: not pinned); known before it starts."""
         return None
 
     def exit_status(self) -> ServerExit | None:
@@ -147,7 +154,6 @@ class LaunchSpec:
     ready_url: str  # answers HTTP 200 once the server takes requests
     env: Mapping[str, str] | None = None  # added to this process's environment
     cwd: Path | None = None
-    cpus: tuple[int, ...] | None = None  # run the server (and all it starts) on these cores only
 
 
 def _preexec(*hooks: Callable[[], None] | None) -> Callable[[], None] | None:
@@ -198,29 +204,24 @@ class ProcessAdapter(Adapter):
         self._proc: subprocess.Popen[bytes] | None = None
         self._spawned_at_ns: int | None = None
         self._ready_s: float | None = None
-        self._pinning_note: str | None = None
         self._log_path: Path | None = None
+        self._cpus: ServerCpus | None = None
 
-    def pinning(self) -> CpuSetting:
-        """The config's core setting (`cpus:`); subclasses may turn `auto` on or off."""
-        setting: CpuSetting = getattr(self.config, "cpus", None)
-        return setting
+    def resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
+        self._cpus = self._resolve_cpus(machine)
+        return self._cpus
+
+    def _resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
+        """The config's `cpus:` on `machine`; a subclass may turn `auto` off (vLLM on GPU)."""
+        return resolve_server_cpus(getattr(self.config, "cpus", None), machine)
+
+    def cpus(self) -> ServerCpus:
+        """As resolved for the run; an adapter used on its own resolves against this process's
+        cores (nothing has narrowed them then)."""
+        return self._cpus or self.resolve_cpus(available_cpus())
 
     def server_cpus(self) -> tuple[int, ...] | None:
-        setting = self.pinning()
-        if setting is None:
-            return None
-        if setting != "auto":
-            return check_cpus(setting, "server.cpus")
-        try:
-            return split_for_server(available_cpus())[0]
-        except PinningError as exc:
-            self._pinning_note = str(exc)
-            return None
-
-    @property
-    def pinning_note(self) -> str | None:
-        return self._pinning_note
+        return self.cpus().cores
 
     @abstractmethod
     def launch_spec(self) -> LaunchSpec:
@@ -242,16 +243,16 @@ class ProcessAdapter(Adapter):
         if self._proc is not None:
             raise RuntimeError("server already started")
         try:
-            cpus = self.server_cpus()
+            cpus = self.cpus()
         except PinningError as exc:
             raise ServerStartError(str(exc)) from None
         spec = self.launch_spec()
-        if spec.cpus is None and cpus:
-            spec = replace(spec, cpus=cpus)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_path = log_path
         env = {**os.environ, **(spec.env or {})}
-        preexec = _preexec(die_with_parent_hook(), pin_to(spec.cpus) if spec.cpus else None)
+        # The whole process tree on its cores; always set, so an unpinned server gets the whole
+        # machine, never the load generator's narrowed affinity that a child would inherit.
+        preexec = _preexec(die_with_parent_hook(), pin_to(cpus.spawn_on))
         with log_path.open("ab") as log:
             self._spawned_at_ns = time.perf_counter_ns()
             try:

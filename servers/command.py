@@ -62,7 +62,7 @@ class CommandServerConfig(StrictModel):
     model: str | None = None
     api_key_env: str | None = None  # the *name* of an environment variable, never the key
     startup_timeout: Duration = 300.0
-    cpus: CpuSetting = None  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
+    cpus: CpuSetting = "auto"  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
 
     @field_validator("argv", mode="before")
     @classmethod

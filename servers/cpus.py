@@ -1,15 +1,21 @@
-"""CPU pinning: keep a CPU-bound server and the load generator on different cores.
+"""CPU pinning: keep a server the tool starts and the load generator on different cores.
 
-A server that saturates every core (vLLM's CPU engine does) delays the load generator's own
-wake-ups, so requests leave late and streams are read late: the run must then call itself
-untrustworthy. Giving each its own cores removes the contention (bench/vllm_pinning.py measures
-it). Core lists are written as Linux does: `"0"`, `"0-2,5"`, or a YAML list `[0, 1]`.
+A server that saturates every core (vLLM's CPU engine does; a busy ONNX Runtime or PyTorch one
+too) delays the load generator's own wake-ups, so requests leave late and streams are read
+late: the run must then call itself untrustworthy. Giving each its own cores removes the
+contention (bench/vllm_pinning.py measures it), so every CPU server is pinned by default
+(`cpus: auto`). Core lists are written as Linux does: `"0"`, `"0-2,5"`, or a YAML list `[0, 1]`.
+
+Both settings are resolved once per run against the cores the run may use, taken before the
+load generator pins itself (`ServerCpus.machine`): a server or replica started after that must
+not be checked against, or inherit, the load generator's narrowed affinity.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, PlainSerializer
@@ -86,7 +92,7 @@ def _serialize_setting(value: tuple[int, ...] | str | None) -> str | None:
     return format_cpu_list(value) if isinstance(value, tuple) else value
 
 
-# `auto`: pinned when the adapter knows its server saturates the cores (vLLM on CPU); one
+# `auto`: every core but the load generator's (on CPU; vLLM on GPU is not pinned); one
 # validator for the whole union, so a bad list gets one error message, not one per branch.
 CpuSetting = Annotated[
     tuple[int, ...] | Literal["auto"] | None,
@@ -96,19 +102,20 @@ CpuSetting = Annotated[
 
 
 def available_cpus() -> tuple[int, ...]:
-    """The cores this process may run on (its affinity, not the machine's count)."""
+    """The cores this process may run on (its affinity, not the machine's count). A run takes
+    this once, before the load generator pins itself, and resolves every setting against it."""
     return tuple(sorted(os.sched_getaffinity(0)))
 
 
-def check_cpus(cores: Iterable[int], what: str) -> tuple[int, ...]:
-    """`cores` if this process may use them all; PinningError naming the missing ones."""
+def check_cpus(cores: Iterable[int], what: str, machine: Iterable[int]) -> tuple[int, ...]:
+    """`cores` if the run may use them all (`machine`); PinningError naming the missing ones."""
     wanted = tuple(sorted(set(cores)))
-    usable = set(available_cpus())
+    usable = set(machine)
     missing = [core for core in wanted if core not in usable]
     if missing:
         raise PinningError(
             f"{what}: core(s) {format_cpu_list(missing)} are not available here "
-            f"(this process may use {format_cpu_list(usable)})"
+            f"(the run may use {format_cpu_list(usable)})"
         )
     return wanted
 
@@ -149,24 +156,63 @@ def pin_this_process(cores: Iterable[int]) -> tuple[int, ...]:
     return before
 
 
-def client_cores(setting: CpuSetting, server: tuple[int, ...] | None) -> tuple[int, ...] | None:
-    """The load generator's cores for `client.cpus`: a list as given (checked), `auto` the cores
-    the server was not given when it was pinned, None (or nothing left) not pinned."""
+# `server.pinning.note` when the server is not pinned, and why.
+NOT_PINNED = "not pinned (server.cpus: null)"
+NOT_STARTED = "the server is not started by the tool: nothing to pin"
+CLIENT_SHARES = "the load generator is not pinned: it may share the server's cores"
+
+
+@dataclass(frozen=True)
+class ServerCpus:
+    """Where a server the tool starts runs, resolved once per run against `machine`: the cores
+    the run may use (this process's affinity before the load generator narrowed it)."""
+
+    machine: tuple[int, ...]
+    cores: tuple[int, ...] | None  # pinned to these; None: not pinned
+    note: str | None = None  # why it is not pinned
+    warning: bool = False  # pinning was wanted (auto) but the machine has too few cores
+
+    @property
+    def spawn_on(self) -> tuple[int, ...]:
+        """The affinity to start the server with: its cores, else the whole machine, so an
+        unpinned server never inherits the load generator's narrowed affinity."""
+        return self.cores or self.machine
+
+
+def resolve_server_cpus(setting: CpuSetting, machine: Iterable[int]) -> ServerCpus:
+    """`server.cpus` on `machine`: a list as given (PinningError for a core it lacks), `auto`
+    every core but the load generator's (unpinned with a warning when too few), None unpinned."""
+    cores = tuple(sorted(set(machine)))
+    if setting is None:
+        return ServerCpus(cores, None, NOT_PINNED)
+    if setting != "auto":
+        return ServerCpus(cores, check_cpus(setting, "server.cpus", cores))
+    try:
+        return ServerCpus(cores, split_for_server(cores)[0])
+    except PinningError as exc:
+        return ServerCpus(cores, None, f"not pinned: {exc}", warning=True)
+
+
+def client_cores(setting: CpuSetting, server: ServerCpus) -> tuple[int, ...] | None:
+    """The load generator's cores for `client.cpus`: a list as given (checked against the
+    machine), `auto` the cores the server was not given when it was pinned, None (or nothing
+    left) not pinned."""
     if setting is None:
         return None
     if setting != "auto":
-        return check_cpus(setting, "client.cpus")
-    if not server:
+        return check_cpus(setting, "client.cpus", server.machine)
+    if not server.cores:
         return None
-    return tuple(core for core in available_cpus() if core not in server) or None
+    return tuple(core for core in server.machine if core not in server.cores) or None
 
 
-def pinning_summary(
-    server: tuple[int, ...] | None, client: tuple[int, ...] | None, note: str | None
-) -> dict[str, str | None]:
-    """report.json's `server.pinning`."""
+def pinning_summary(server: ServerCpus, client: tuple[int, ...] | None) -> dict[str, str | None]:
+    """report.json's `server.pinning`: what was done, and a note when something was not."""
+    note = server.note
+    if note is None and server.cores and not client:
+        note = CLIENT_SHARES
     return {
-        "server_cpus": format_cpu_list(server) if server else None,
+        "server_cpus": format_cpu_list(server.cores) if server.cores else None,
         "client_cpus": format_cpu_list(client) if client else None,
         "note": note,
     }

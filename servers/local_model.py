@@ -23,12 +23,13 @@ class LocalModelConfig(StrictModel):
     served_model_name: str | None = None  # the API's model id; default the directory name
     max_batch_size: int = Field(default=8, ge=1, le=100_000)
     max_wait: Duration = 0.005  # when idle, how long a first request waits to fill a batch
-    threads: int = Field(default=1, ge=1, le=4096)  # runtime threads; 1 leaves a core to the load generator
+    threads: int = Field(default=1, ge=1, le=4096)  # runtime threads; more than its cores take turns
     port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     startup_timeout: Duration = 300.0
-    # Cores for the server process tree ("0-2,5", [0, 1]; auto: all but the load generator's).
-    cpus: CpuSetting = None
+    # Cores for the server process tree ("0-2,5", [0, 1]; auto: all but the load generator's,
+    # so on 2 cores the server gets 1 whatever `threads` says).
+    cpus: CpuSetting = "auto"
 
     @property
     def model_name(self) -> str:

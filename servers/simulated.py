@@ -37,7 +37,7 @@ class SimulatedServerConfig(StrictModel):
     startup_timeout: Duration = 300.0
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = 75.0
-    cpus: CpuSetting = None  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
+    cpus: CpuSetting = "auto"  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
 
 
 class SimulatedAdapter(ProcessAdapter):

@@ -39,7 +39,7 @@ from pydantic import Field
 
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.config import StrictModel
-from servers.cpus import CpuSetting, format_cpu_list
+from servers.cpus import CpuSetting, ServerCpus, format_cpu_list
 from servers.models import TINY_MODEL_DIR
 from servers.units import Duration
 
@@ -89,10 +89,11 @@ class VllmAdapter(ProcessAdapter):
         super().__init__(config, startup_timeout=config.startup_timeout, model=config.served_model_name)
         self.vllm = config
 
-    def pinning(self) -> CpuSetting:
+    def _resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
         if self.vllm.cpus == "auto" and resolve_device(self.vllm.device) == "gpu":
-            return None  # the GPU does the work; its CPU-side processes stay where the OS puts them
-        return self.vllm.cpus
+            # The GPU does the work; its CPU-side processes stay where the OS puts them.
+            return ServerCpus(machine, None, "not pinned: vLLM runs on GPU (server.cpus: auto pins on CPU)")
+        return super()._resolve_cpus(machine)
 
     def _model(self) -> tuple[str, bool]:
         """(what to pass as --model, whether it is a local directory)."""
@@ -148,4 +149,4 @@ class VllmAdapter(ProcessAdapter):
         env.update(cfg.env)
         host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
         base_url = f"http://{host}:{port}"
-        return LaunchSpec(argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env=env, cpus=cpus)
+        return LaunchSpec(argv=argv, base_url=base_url, ready_url=f"{base_url}/health", env=env)

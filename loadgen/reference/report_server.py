@@ -136,9 +136,14 @@ class ServerMetrics(ReportPart):
 class Pinning(ReportPart):
     """CPU pinning applied (`server.cpus`, `client.cpus`); core lists like `0-2,5`."""
 
-    server_cpus: str | None = Field(description="cores the server's process tree ran on; null: not pinned")
+    server_cpus: str | None = Field(
+        description="cores the server's process tree ran on; null: not pinned (any of the run's cores)"
+    )
     client_cpus: str | None = Field(description="cores the load generator ran on; null: not pinned")
-    note: str | None = Field(description="why pinning was not done, when it was wanted")
+    note: str | None = Field(
+        description="what was not pinned and why (server.cpus: null, too few cores, vLLM on GPU, "
+        "a server the tool does not start, a load generator left sharing); null: both pinned"
+    )
 
 
 class ServerExit(ReportPart):
@@ -161,5 +166,7 @@ class Server(ReportPart):
     metrics: ServerMetrics | None = Field(
         default=None, description="the server's own metrics; null when not scraped (`server_metrics`)"
     )
-    pinning: Pinning | None = Field(default=None, description="present when CPU pinning was considered")
+    pinning: Pinning | None = Field(
+        default=None, description="what CPU pinning was done; null only in run folders of older versions"
+    )
     exit: ServerExit | None = Field(default=None, description="present when a server died during the run")

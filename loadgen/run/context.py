@@ -31,6 +31,7 @@ from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
 from servers.base import Adapter, Endpoint
+from servers.cpus import available_cpus
 from servers.registry import make_adapter
 
 
@@ -47,6 +48,9 @@ class RunContext:
     resources: ResourceSampler
     scraper: ServerMetricsScraper
     adapter: Adapter  # the scenario's server (started by loadgen.run.server_start)
+    # The cores the run may use: this process's affinity when the run opened, before the load
+    # generator pinned itself. Both `cpus:` settings (the replicas' too) resolve against it.
+    machine_cpus: tuple[int, ...]
     schedule: Schedule = field(default_factory=Schedule.empty)
     endpoint: Endpoint | None = None
     replicas: list[Adapter] = field(default_factory=list)  # more servers (a plan's verification)
@@ -98,6 +102,7 @@ class RunContext:
                 on_failure=on_disk_failure,
             ),
             adapter=make_adapter(scenario.server_config),
+            machine_cpus=available_cpus(),
         )
 
     @property

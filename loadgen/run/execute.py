@@ -26,11 +26,9 @@ from loadgen.run.context import RunContext
 from loadgen.run.disk import check_run_dir_writable
 from loadgen.run.drivers import driver_for
 from loadgen.run.observers import Observers, RunObserver
-from loadgen.run.rundir import RunMeta
 from loadgen.run.server_start import RunAborted, cold_starts
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule, build_schedule
-from servers.base import Adapter
 from servers.cpus import PinningError, client_cores, pin_this_process, pinning_summary
 
 
@@ -68,7 +66,7 @@ def run_scenario(
     restore_cpus: tuple[int, ...] | None = None
     try:
         ctx.schedule = _plan(scenario, stop)
-        restore_cpus = _pin_client(scenario, ctx.adapter, meta)
+        restore_cpus = _pin_client(ctx)
         if scenario.capacity is not None:
             meta.peak_rate = peak_rate_of(scenario.capacity)  # the trace was read at validation
         ctx.endpoint = cold_starts(ctx)
@@ -104,18 +102,17 @@ def _plan(scenario: Scenario, stop: gevent.event.Event) -> Schedule:
     return build_schedule(scenario, checkpoint)
 
 
-def _pin_client(scenario: Scenario, adapter: Adapter, meta: RunMeta) -> tuple[int, ...] | None:
-    """Keep the load generator off the server's cores (server.cpus / client.cpus); returns the
-    affinity to restore afterwards (None: nothing changed). Said in report.json's
-    `server.pinning`, and on stderr when the machine has too few cores to do it."""
+def _pin_client(ctx: RunContext) -> tuple[int, ...] | None:
+    """Keep the load generator off the server's cores (server.cpus / client.cpus), both resolved
+    against the run's cores before anything is narrowed; returns the affinity to restore
+    afterwards (None: nothing changed). Said in report.json's `server.pinning`, and on stderr
+    when pinning was wanted but the machine has too few cores."""
     try:
-        server = adapter.server_cpus()
-        client = client_cores(scenario.client.cpus, server)
+        server = ctx.adapter.resolve_cpus(ctx.machine_cpus)
+        client = client_cores(ctx.scenario.client.cpus, server)
     except PinningError as exc:
         raise RunAborted(str(exc)) from None
-    note = adapter.pinning_note
-    if note is not None:
-        print(f"loadtest: warning: {note}", file=sys.stderr, flush=True)
-    if server or client or note:
-        meta.server["pinning"] = pinning_summary(server, client, note)
+    if server.warning:
+        print(f"loadtest: warning: {server.note}", file=sys.stderr, flush=True)
+    ctx.meta.server["pinning"] = pinning_summary(server, client)
     return pin_this_process(client) if client else None
