@@ -9,8 +9,9 @@ from pathlib import Path
 from loadgen.redact import redact
 
 # 0 every SLO held (or the command did its job), 1 an SLO failed (or a regression), 2 the run
-# or the command itself failed.
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+# or the command itself failed; 3 (the release gate only) inconclusive: the comparison could not
+# have detected a regression the size of its threshold, which is not a pass.
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
 def fail(message: str, command: str = "") -> int:

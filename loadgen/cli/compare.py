@@ -1,5 +1,6 @@
-"""`loadtest compare`: two runs → the release gate (regression or not, exit 0/1); several search
-runs or an environments run → the environment comparison (loadgen.cli.environments)."""
+"""`loadtest compare`: two runs → the release gate (exit 0 no regression, 1 regression,
+3 inconclusive); several search runs or an environments run → the environment comparison
+(loadgen.cli.environments). `loadtest ab` judges its pooled rounds with `judge` too."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loadgen.cli.common import EXIT_FAIL, EXIT_PASS, fail
+from loadgen.cli.common import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, fail
 
 if TYPE_CHECKING:
-    from loadgen.evaluate.compare import Settings
+    from loadgen.evaluate.compare import Comparison, Settings
+    from loadgen.evaluate.compare_inputs import RunData
+
+# The release gate's exit codes, as the compare and ab help end with them.
+GATE_EXITS = (
+    "0 no regression, 1 regression, 2 bad input or a failed run, 3 inconclusive "
+    "(a regression of the threshold's size could have gone unseen: not a pass)"
+)
 
 
 def handle(options: argparse.Namespace) -> int:
-    from loadgen.evaluate.compare import Settings
-    from servers.units import parse_fraction
-
     runs: list[Path] = options.runs
     if len(runs) != 2 or options.environments:
         from loadgen.cli.environments import compare_environment_runs
@@ -25,16 +30,36 @@ def handle(options: argparse.Namespace) -> int:
         if len(runs) == 1 and environment_folders(runs[0]) is None:
             return fail(f"{runs[0]}: give BASELINE CURRENT, several search runs, or an environments run")
         return compare_environment_runs(runs, options.out)
-
     try:
-        raw = options.max_regression
+        settings = gate_settings(options)
+    except ValueError as exc:
+        return fail(str(exc))
+    return compare_two(runs[0], runs[1], settings, options.json_path, options.html_path)
+
+
+def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    """--max-regression and --alpha, as `compare` and `ab` take them."""
+    parser.add_argument(
+        "--max-regression", default="10%", help="allowed move, e.g. 10%% or 0.1 (default 10%%)"
+    )
+    parser.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
+
+
+def gate_settings(options: argparse.Namespace) -> Settings:
+    """The gate's settings from --max-regression and --alpha (ValueError: a one-line reason)."""
+    from loadgen.evaluate.compare import Settings
+    from servers.units import parse_fraction
+
+    raw = options.max_regression
+    try:
         max_regression = parse_fraction(raw if raw.strip().endswith("%") else float(raw))
     except ValueError:
-        return fail(f"--max-regression {raw!r}: give a percentage like 10% or a fraction like 0.1")
+        raise ValueError(
+            f"--max-regression {raw!r}: give a percentage like 10% or a fraction like 0.1"
+        ) from None
     if not 0 < options.alpha < 1:
-        return fail(f"--alpha must lie between 0 and 1, not {options.alpha}")
-    settings = Settings(max_regression=max_regression, alpha=options.alpha)
-    return compare_two(runs[0], runs[1], settings, options.json_path, options.html_path)
+        raise ValueError(f"--alpha must lie between 0 and 1, not {options.alpha}")
+    return Settings(max_regression=max_regression, alpha=options.alpha)
 
 
 def compare_two(
@@ -46,26 +71,54 @@ def compare_two(
 ) -> int:
     """The two-run release gate: print the table, write the JSON (when asked) and compare.html
     (`html_path`, default CURRENT's run directory), print its path; exit 0 no regression,
-    1 regression, 2 bad input."""
-    from rich.console import Console
-
-    from loadgen.evaluate.compare import compare_runs
+    1 regression, 2 bad input, 3 inconclusive."""
     from loadgen.evaluate.compare_inputs import CompareInputError, load_run
-    from loadgen.report.compare_report import print_comparison, write_comparison_json
-    from loadgen.report.html.compare_html import default_path, write_compare_html
+    from loadgen.report.html.compare_html import default_path
 
     try:
         baseline, current = load_run(baseline_path), load_run(current_path)
     except CompareInputError as exc:
         return fail(str(exc))
-    comparison = compare_runs(baseline, current, settings)
-    print_comparison(comparison, Console(width=100), str(baseline_path), str(current_path))
-    if json_path is not None:
-        write_comparison_json(comparison, json_path)
     html = html_path if html_path is not None else default_path(current)
+    labels = (str(baseline_path), str(current_path))
+    return judge(baseline, current, settings, labels, html, json_path)
+
+
+def judge(
+    baseline: RunData,
+    current: RunData,
+    settings: Settings,
+    labels: tuple[str, str],
+    html_path: Path,
+    json_path: Path | None = None,
+    notes: tuple[str, ...] = (),
+) -> int:
+    """Compare two loaded sides, print the table and the verdict, write the JSON (when asked)
+    and compare.html, print its path; the gate's exit code. `notes` join the comparison's."""
+    from rich.console import Console
+
+    from loadgen.evaluate.compare import compare_runs
+    from loadgen.report.compare_report import print_comparison, write_comparison_json
+    from loadgen.report.html.compare_html import write_compare_html
+
+    comparison = compare_runs(baseline, current, settings)
+    comparison.notes.extend(notes)
+    print_comparison(comparison, Console(width=100), *labels)
     try:
-        write_compare_html(comparison, baseline, current, html, str(baseline_path), str(current_path))
+        if json_path is not None:
+            write_comparison_json(comparison, json_path)
     except OSError as exc:
-        return fail(f"cannot write {html}: {exc}")
-    print(f"compare.html: {html}")
-    return EXIT_FAIL if comparison.regressed else EXIT_PASS
+        return fail(f"cannot write {json_path}: {exc}")
+    try:
+        write_compare_html(comparison, baseline, current, html_path, *labels)
+    except OSError as exc:
+        return fail(f"cannot write {html_path}: {exc}")
+    print(f"compare.html: {html_path}")
+    return gate_exit(comparison)
+
+
+def gate_exit(comparison: Comparison) -> int:
+    """0 no regression, 1 a regression (even beside inconclusive rows), 3 inconclusive."""
+    return {"regression": EXIT_FAIL, "inconclusive": EXIT_INCONCLUSIVE, "no regression": EXIT_PASS}[
+        comparison.verdict
+    ]

@@ -2,7 +2,9 @@
 
 `loadtest FILE` is `loadtest run FILE`. Exit codes: 0 every SLO held, 1 an SLO failed, 2 the run
 itself failed (bad scenario, server did not start, client saturated, interrupted), each with a
-one-line reason on stderr. Gevent's monkey-patching happens here, in `run` only, never on import.
+one-line reason on stderr; the release gate (`compare`, `ab`): 0 no regression, 1 regression,
+3 inconclusive. Gevent's monkey-patching happens in the commands that send traffic (`run`, `ab`,
+`worker`: gevent_world.py), never on import.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loadgen.cli import ab as cli_ab
 from loadgen.cli import compare as cli_compare
 from loadgen.cli import dashboards as cli_dashboards
 from loadgen.cli import gevent_world
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from loadgen.run.wiring import LiveOptions
     from loadgen.scenario.model import Scenario
 
-SUBCOMMANDS = ("run", "validate", "report", "compare", "dashboards", "worker", "schema")
+SUBCOMMANDS = ("run", "validate", "report", "compare", "ab", "dashboards", "worker", "schema")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "validate": _validate,
         "report": _report,
         "compare": cli_compare.handle,
+        "ab": lambda options: cli_ab.handle(options, _load),
         "dashboards": cli_dashboards.handle,
         "worker": cli_worker.handle,
         "schema": cli_schema.handle,
@@ -71,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadtest",
         description="Load-test an OpenAI-compatible inference server and check its SLOs.",
-        epilog="`loadtest FILE` is short for `loadtest run FILE`. Exit: 0 pass, 1 SLO failed, 2 run failed.",
+        epilog="`loadtest FILE` is short for `loadtest run FILE`. Exit: 0 pass, 1 SLO failed, 2 run failed; "
+        "compare and ab (the release gate): 0 no regression, 1 regression, 2 bad input or a failed run, "
+        "3 inconclusive (a regression of the threshold's size could have gone unseen: not a pass).",
     )
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("run", help="run a scenario: start the server, send the load, judge the SLOs")
@@ -128,11 +134,14 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", type=Path)
     compare = commands.add_parser(
         "compare",
-        help="BASELINE CURRENT: release gate, exit 1 when CURRENT regressed (significantly); "
+        help="BASELINE CURRENT: release gate, exit 1 when CURRENT regressed (significantly), "
+        "3 when it could not have seen a regression of the threshold's size; "
         "RUN RUN RUN...: compare environments' search runs and recommend one",
-        description="Two runs: the release gate (CURRENT against BASELINE). Three or more search runs, "
+        description="Two runs: the release gate (CURRENT against BASELINE), each latency row with its "
+        "minimum detectable effect (80%% power at --alpha). Three or more search runs, "
         "two with --environments, or one environments run's folder: the environment comparison "
         "(capacity, replicas, cost) and its recommendation (exit 0; 1 when none meets the SLOs).",
+        epilog=f"Exit with two runs (the release gate): {cli_compare.GATE_EXITS}.",
     )
     compare.add_argument(
         "runs", type=Path, nargs="+", metavar="RUN", help="run directories (or their report.json)"
@@ -146,10 +155,7 @@ def _parser() -> argparse.ArgumentParser:
         help="environments: folder for comparison.json/md/html (default: the environments run, "
         "else the current directory)",
     )
-    compare.add_argument(
-        "--max-regression", default="10%", help="allowed move, e.g. 10%% or 0.1 (default 10%%)"
-    )
-    compare.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
+    cli_compare.add_gate_options(compare)
     compare.add_argument("--json", type=Path, dest="json_path", help="also write the comparison as JSON here")
     compare.add_argument(
         "--html",
@@ -157,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="html_path",
         help="where to write compare.html (default: compare.html in CURRENT's run directory)",
     )
+    cli_ab.add_parser(commands)
     cli_dashboards.add_parser(commands)
     cli_worker.add_parser(commands)
     cli_schema.add_parser(commands)

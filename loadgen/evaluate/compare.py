@@ -19,6 +19,18 @@ run-to-run noise is not called a regression. What "significant" means per metric
   overlap; without intervals the threshold alone decides.
 - **Output tokens/s** is one number per run with no per-request spread: the threshold alone decides.
 
+**What it could not see.** Each latency row also carries its minimum detectable effect (`mde`,
+loadgen.evaluate.compare_power): the smallest true move its one-sided test at level `alpha` would
+detect with 80% power at these sample sizes and this spread, from the bootstrap above (no extra
+cost). A latency row that is not a regression ("ok" or "not significant") and whose MDE exceeds
+the threshold is *inconclusive*: a move as large as the threshold could have gone unseen. Every
+percentile counts, p99 included: it is the least powered (a short run's p99 rests on its few
+slowest requests) and the one SLOs are most often set on, so a gate that says "no regression"
+about it must have been able to see one. The comparison's verdict: any regression → "regression"
+(a detected one stays one, whatever else could not be seen); else any inconclusive row, or no
+MDE at all (no requests.jsonl: summary numbers by threshold only, nothing to size a move by) →
+"inconclusive"; else "no regression".
+
 Per-request values come from `requests.jsonl` beside each report: records past warm-up with status
 ok (failures are judged by the error rate). A run with more than COMPARE_SAMPLE records
 (compare_inputs) is tested on a uniform random sample of that many, and the result says so in its
@@ -37,9 +49,11 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from loadgen.evaluate.compare_inputs import LatencySample, RunData
+from loadgen.evaluate.compare_power import format_mde, minimum_detectable_effect
 from loadgen.fmt import format_number
 
-Verdict = Literal["ok", "regression", "improvement", "not significant", "n/a"]
+Verdict = Literal["ok", "regression", "improvement", "not significant", "inconclusive", "n/a"]
+Overall = Literal["regression", "inconclusive", "no regression"]
 LATENCY_METRICS: tuple[str, ...] = ("ttft", "itl", "tpot", "e2e")
 LATENCY_PERCENTILES: tuple[str, ...] = ("p50", "p95", "p99")
 _QUANTILE = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
@@ -63,9 +77,13 @@ class Row:
     p_value: float | None  # of the one-sided test in the direction of the change
     verdict: Verdict
     test: str
+    # Latency rows: the smallest true move (a fraction) this row's test would detect with 80%
+    # power (module docstring); None for rows without per-request spread.
+    mde: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         change = self.change if self.change is None or math.isfinite(self.change) else None
+        mde = self.mde if self.mde is None or math.isfinite(self.mde) else None
         return {
             "metric": self.metric,
             "unit": self.unit,
@@ -73,6 +91,7 @@ class Row:
             "current": self.current,
             "change": change,
             "p_value": self.p_value,
+            "mde": mde,
             "verdict": self.verdict,
             "test": self.test,
         }
@@ -93,18 +112,57 @@ class Comparison:
     def regressed(self) -> bool:
         return bool(self.regressions)
 
+    @property
+    def inconclusive(self) -> list[Row]:
+        return [row for row in self.rows if row.verdict == "inconclusive"]
+
+    @property
+    def detectable(self) -> float | None:
+        """The largest MDE of the latency rows that saw no move (an improvement showed what it
+        could see): a move this large would have been detected (80% power) on every one of them.
+        None when no such row has one."""
+        mdes = [row.mde for row in self.rows if row.mde is not None and row.verdict != "improvement"]
+        return max(mdes) if mdes else None
+
+    @property
+    def verdict(self) -> Overall:
+        if self.regressed:
+            return "regression"
+        if self.inconclusive or all(row.mde is None for row in self.rows):
+            return "inconclusive"
+        return "no regression"
+
     def summary(self) -> str:
         limits = f"max regression {format_number(self.settings.max_regression * 100)}%"
         if self.per_request:
             limits += f", alpha {format_number(self.settings.alpha)}"
-        if not self.regressed:
-            return f"no regression ({limits})"
-        moved = ", ".join(f"{row.metric} {format_change(row.change)}" for row in self.regressions)
-        count = len(self.regressions)
-        return f"{count} regression{'s' if count > 1 else ''}: {moved} ({limits})"
+        verdict = self.verdict
+        if verdict == "regression":
+            moved = ", ".join(f"{row.metric} {format_change(row.change)}" for row in self.regressions)
+            count = len(self.regressions)
+            return f"{count} regression{'s' if count > 1 else ''}: {moved} ({limits})"
+        detectable = self.detectable
+        if verdict == "no regression" and detectable is not None:
+            return f"no regression detected; a move of ≥ {format_mde(detectable)} would have been ({limits})"
+        if verdict == "no regression":
+            return f"no regression: every latency row improved ({limits})"
+        if not self.inconclusive and not self.per_request:
+            why = "no requests.jsonl, so no minimum detectable effect: summary numbers by threshold only"
+            return f"inconclusive: {why} ({limits})"
+        if not self.inconclusive:
+            return f"inconclusive: no successful requests' latencies to size a move by ({limits})"
+        return f"inconclusive: {_blind_spots(self.inconclusive)} ({limits})"
+
+    def headline(self) -> str:
+        """The one line a terminal ends with: REGRESSION, INCONCLUSIVE or OK, and the summary."""
+        summary = self.summary()
+        if self.verdict == "inconclusive":
+            return "INCONCLUSIVE" + summary.removeprefix("inconclusive")
+        return f"{'REGRESSION' if self.regressed else 'OK'}: {summary}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "verdict": self.verdict,
             "regressed": self.regressed,
             "summary": self.summary(),
             "max_regression": self.settings.max_regression,
@@ -113,6 +171,18 @@ class Comparison:
             "notes": self.notes,
             "rows": [row.to_dict() for row in self.rows],
         }
+
+
+def _blind_spots(rows: list[Row]) -> str:
+    """'ttft p99 could only detect moves of ≥ 38%', more rows grouped by metric:
+    'ttft p95 could only detect moves of ≥ 15%, p99 ≥ 17%; itl p99 ≥ 12%'."""
+    groups: dict[str, list[str]] = {}
+    for row in rows:
+        name, _, key = row.metric.rpartition(" ")
+        groups.setdefault(name, []).append(f"{key} ≥ {format_mde(row.mde)}")
+    text = "; ".join(f"{name} {', '.join(moves)}" for name, moves in groups.items())
+    first, _, rest = text.partition(" ≥ ")
+    return f"{first} could only detect moves of ≥ {rest}"
 
 
 def format_change(change: float | None) -> str:
@@ -189,6 +259,8 @@ def compare_latency(name: str, base: LatencySample, cur: LatencySample, settings
         ratios = _bootstrap(cur, rng, settings.resamples) / _bootstrap(base, rng, settings.resamples)
     lower = np.nanquantile(ratios, settings.alpha, axis=0)
     upper = np.nanquantile(ratios, 1.0 - settings.alpha, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mdes = minimum_detectable_effect(np.log(ratios), settings.alpha)
     threshold = settings.max_regression
     rows = []
     for index, key in enumerate(LATENCY_PERCENTILES):
@@ -197,6 +269,9 @@ def compare_latency(name: str, base: LatencySample, cur: LatencySample, settings
         better = p_down < settings.alpha and bool(upper[index] < 1.0 - threshold)
         p_value = p_down if change is not None and change < 0 else p_up
         verdict = _judge(change, True, worse, better, threshold)
+        mde = float(mdes[index])
+        if verdict in ("ok", "not significant") and mde > threshold:
+            verdict = "inconclusive"  # a move as large as the threshold could have gone unseen
         rows.append(
             Row(
                 f"{name} {key}",
@@ -207,6 +282,7 @@ def compare_latency(name: str, base: LatencySample, cur: LatencySample, settings
                 p_value,
                 verdict,
                 "mann-whitney + bootstrap",
+                mde,
             )
         )
     return rows

@@ -5,7 +5,8 @@ The file is read once, a chunk at a time, in bounded memory whatever the run's l
 request and error counts are exact; the per-request values come from a uniform random sample of
 at most COMPARE_SAMPLE records (loadgen.collect.reservoir; every record of a smaller run), as do
 compare.html's TTFT per time bin, while its throughput per bin counts every record
-(loadgen.collect.timeline).
+(loadgen.collect.timeline). `load_pooled` reads several runs of one scenario (`loadtest ab`'s
+rounds) as one side, the same way.
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ class RunData:
         )
 
 
-def load_run(path: Path) -> RunData:
-    """A run directory or its report.json; per-request data from the requests.jsonl beside it."""
+def _read_report(path: Path) -> tuple[Path, dict[str, Any]]:
+    """(report.json's path, its content) of a run directory or its report.json."""
     report_path = path / "report.json" if path.is_dir() else path
     if not report_path.is_file():
         raise CompareInputError(f"{report_path} does not exist (give a run directory or its report.json)")
@@ -108,6 +109,12 @@ def load_run(path: Path) -> RunData:
         raise CompareInputError(f"{report_path} is not a readable JSON report: {exc}") from None
     if not isinstance(report, dict) or not isinstance(report.get("metrics"), dict):
         raise CompareInputError(f"{report_path} is not a loadtest report (no 'metrics' object)")
+    return report_path, report
+
+
+def load_run(path: Path) -> RunData:
+    """A run directory or its report.json; per-request data from the requests.jsonl beside it."""
+    report_path, report = _read_report(path)
     records_path = records_file(report_path.parent)
     if not records_path.is_file():
         metrics = report["metrics"]
@@ -117,28 +124,86 @@ def load_run(path: Path) -> RunData:
     return read_run(report_path, report, records_path)
 
 
+def load_pooled(paths: Sequence[Path], source: Path) -> RunData:
+    """Several runs of one scenario as one side of a comparison (`loadtest ab`'s rounds), named
+    `source`: every run's records read in turn as one stream, so the counts are the sums of the
+    runs' exact counts and the per-request values a uniform sample of at most COMPARE_SAMPLE of
+    all their records; output tokens/s is the mean of the runs' own. No timeline: the runs do not
+    share a clock (each one's report.html draws its own)."""
+    if not paths:
+        raise CompareInputError(f"{source}: no run to pool")
+    reports, records = [], []
+    for path in paths:
+        report_path, report = _read_report(path)
+        records_path = records_file(report_path.parent)
+        if not records_path.is_file():
+            raise CompareInputError(f"{report_path.parent}: no requests.jsonl to pool")
+        reports.append(report)
+        records.append(records_path)
+    tally = _Tally(COMPARE_SAMPLE, timeline=False)
+    for records_path in records:
+        tally.read(records_path)
+    rates = [
+        float(rate)
+        for report in reports
+        if isinstance(rate := report["metrics"].get("output_tokens_per_s"), int | float)
+    ]
+    verdicts = {str(report.get("verdict")) for report in reports}
+    pooled = {
+        "name": reports[0].get("name"),
+        "verdict": next((v for v in ("error", "fail") if v in verdicts), "pass"),
+        "reason": f"{len(paths)} runs pooled",
+        "metrics": {
+            "requests": tally.requests,
+            "errors": tally.errors,
+            "output_tokens_per_s": sum(rates) / len(rates) if rates else None,
+        },
+    }
+    return tally.run_data(source, pooled)
+
+
 def read_run(
     report_path: Path, report: Mapping[str, Any], records_path: Path, capacity: int = COMPARE_SAMPLE
 ) -> RunData:
     """One pass over the records: exact counts and per-second tallies, and a uniform sample."""
-    sample: RecordSample[RequestRecord] = RecordSample(capacity)
-    counts = Timeline()
-    requests = errors = 0
-    for chunk in chunks(read_records(records_path)):
-        sample.offer(chunk)
-        counts.add(chunk)
-        # As report.json counts them: a cancellation is neither a success nor an error.
-        counted = [record for record in chunk if not record.warmup and record.status != "cancelled"]
-        requests += len(counted)
-        errors += sum(1 for record in counted if is_failure(record.status))
-    drawn = sample.records
-    ok = [record for record in drawn if record.status == "ok"]
-    scheduled = np.array([record.scheduled_s for record in ok if record.first_token_s is not None])
-    first = np.array([record.first_token_s for record in ok if record.first_token_s is not None])
-    timeline = RunTimeline(counts, scheduled, (first - scheduled) * 1000.0)
-    latencies = latency_samples([record for record in ok if not record.warmup])
-    sampled = len(drawn) if sample.sampled else None
-    return RunData(report_path, report, latencies, requests, errors, timeline, sample.seen, sampled)
+    tally = _Tally(capacity, timeline=True)
+    tally.read(records_path)
+    return tally.run_data(report_path, report)
+
+
+class _Tally:
+    """One pass over one or more records files, in bounded memory: exact counts past warm-up,
+    per-second tallies (`timeline`), and a uniform sample of every record offered."""
+
+    def __init__(self, capacity: int, timeline: bool) -> None:
+        self.sample: RecordSample[RequestRecord] = RecordSample(capacity)
+        self.counts = Timeline() if timeline else None
+        self.requests = self.errors = 0
+
+    def read(self, records_path: Path) -> None:
+        for chunk in chunks(read_records(records_path)):
+            self.sample.offer(chunk)
+            if self.counts is not None:
+                self.counts.add(chunk)
+            # As report.json counts them: a cancellation is neither a success nor an error.
+            counted = [record for record in chunk if not record.warmup and record.status != "cancelled"]
+            self.requests += len(counted)
+            self.errors += sum(1 for record in counted if is_failure(record.status))
+
+    def run_data(self, source: Path, report: Mapping[str, Any]) -> RunData:
+        drawn = self.sample.records
+        ok = [record for record in drawn if record.status == "ok"]
+        timeline = None
+        if self.counts is not None:
+            timed = [record for record in ok if record.first_token_s is not None]
+            scheduled = np.array([record.scheduled_s for record in timed])
+            first = np.array([record.first_token_s for record in timed])
+            timeline = RunTimeline(self.counts, scheduled, (first - scheduled) * 1000.0)
+        latencies = latency_samples([record for record in ok if not record.warmup])
+        sampled = len(drawn) if self.sample.sampled else None
+        return RunData(
+            source, report, latencies, self.requests, self.errors, timeline, self.sample.seen, sampled
+        )
 
 
 def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:

@@ -1,4 +1,5 @@
-"""Render a release-gate comparison: a rich table, one summary line, optional JSON."""
+"""Render a release-gate comparison: a rich table (with each latency row's minimum detectable
+effect, `mde`), one summary line, optional JSON."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from rich.console import Console
 from rich.table import Table
 
 from loadgen.evaluate.compare import Comparison, Row, format_change
+from loadgen.evaluate.compare_power import format_mde
 from loadgen.fmt import format_number
 
 _STYLES = {
     "regression": "bold red",
     "improvement": "green",
     "not significant": "yellow",
+    "inconclusive": "magenta",
     "ok": "",
     "n/a": "dim",
 }
@@ -42,6 +45,7 @@ def comparison_table(comparison: Comparison) -> Table:
         ("current", "right"),
         ("change", "right"),
         ("p-value", "right"),
+        ("mde", "right"),
         ("verdict", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
@@ -53,6 +57,7 @@ def comparison_table(comparison: Comparison) -> Table:
             _value(row, row.current),
             format_change(row.change),
             _p_value(row.p_value),
+            format_mde(row.mde),
             f"[{style}]{row.verdict}[/]" if style else row.verdict,
         )
     return table
@@ -63,8 +68,7 @@ def print_comparison(comparison: Comparison, console: Console, baseline: str, cu
     console.print(comparison_table(comparison))
     for note in comparison.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
-    verdict = "REGRESSION" if comparison.regressed else "OK"
-    console.print(f"{verdict}: {comparison.summary()}", markup=False, soft_wrap=True)
+    console.print(comparison.headline(), markup=False, soft_wrap=True)
 
 
 def write_comparison_json(comparison: Comparison, path: Path) -> None:

@@ -135,6 +135,7 @@ def test_compare_writes_an_overlay_page_next_to_the_current_run(tmp_path: Path) 
     assert facts.verdict == "fail" and facts.banner_text.startswith("REGRESSION")
     assert facts.chart("compare-itl-cdf").drawn == ["data-baseline-itl", "data-current-itl"]
     assert "regression" in facts.first_screen and "itl p50" in facts.first_screen
+    assert "mde (80% power)" in facts.first_screen  # what each latency row could have seen
     chosen = tmp_path / "elsewhere" / "gate.html"
     again = subprocess.run(
         loadtest_argv("compare", str(baseline), str(current), "--html", str(chosen)),
@@ -144,3 +145,27 @@ def test_compare_writes_an_overlay_page_next_to_the_current_run(tmp_path: Path) 
         timeout=120,
     )
     assert again.returncode == 1 and chosen.is_file() and f"compare.html: {chosen}" in again.stdout
+
+
+def test_an_underpowered_compare_page_says_inconclusive(tmp_path: Path) -> None:
+    # 20 requests a side (synthetic run folders): not a pass, and the page's banner says so.
+    from tests.unit.test_compare_exits import write_run
+
+    baseline, current = write_run(tmp_path / "a", 20, 1), write_run(tmp_path / "b", 20, 2)
+    done = subprocess.run(
+        loadtest_argv("compare", str(baseline), str(current)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    facts = check_report_page(
+        current / "compare.html",
+        tmp_path / "compare.png",
+        expect_charts=["compare-ttft-cdf", "compare-itl-cdf", "compare-e2e-cdf",
+                       "compare-ttft-p95-over-time", "compare-throughput-over-time"],
+    )  # fmt: skip
+    assert facts.verdict == "error" and facts.banner_text.startswith("INCONCLUSIVE")
+    assert "could only detect moves of" in facts.banner_text
+    assert "inconclusive" in facts.first_screen and "mde (80% power)" in facts.first_screen

@@ -1,4 +1,5 @@
-"""`loadtest compare` end to end: two runs of one configuration pass the gate, a slower ITL fails it."""
+"""`loadtest compare` end to end: two runs of one configuration are no regression, a slower ITL
+fails the gate."""
 
 from __future__ import annotations
 
@@ -45,14 +46,29 @@ def _compare(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_same_configuration_passes_and_slower_itl_is_a_regression(tmp_path: Path):
+def test_same_configuration_is_no_regression_and_slower_itl_is_one(tmp_path: Path):
     baseline = _run(tmp_path, "baseline", "10ms")
     again = _run(tmp_path, "again", "10ms")
     slower = _run(tmp_path, "slower", "13ms")
 
-    same = _compare(str(baseline), str(again / "report.json"), "--max-regression", "10%")
-    assert same.returncode == 0, same.stdout + same.stderr
-    assert "OK: no regression" in same.stdout
+    # Two runs of one configuration are never a regression. Whether they pass (0) or are
+    # inconclusive (3) is up to this machine's jitter: ~80 requests a side pin every median
+    # (minimum detectable effects of 0.1-3%), but a p95 or p99 of 80 requests is their 4th-largest
+    # or largest value, which moved 7-9% between two identical runs on the 2-core VM, and the gate
+    # rightly says it could not have seen a 10% move there (MDEs of 12-17% measured).
+    same_json = tmp_path / "same.json"
+    same = _compare(
+        str(baseline), str(again / "report.json"), "--max-regression", "10%", "--json", str(same_json)
+    )
+    assert same.returncode in (0, 3), same.stdout + same.stderr
+    same_data = json.loads(same_json.read_text())
+    assert same_data["verdict"] == {0: "no regression", 3: "inconclusive"}[same.returncode]
+    assert ("OK: no regression detected" if same.returncode == 0 else "INCONCLUSIVE: ") in same.stdout
+    for row in same_data["rows"]:
+        if row["metric"].endswith("p50"):
+            assert row["verdict"] == "ok" and row["mde"] < 0.05, row
+        if row["verdict"] == "inconclusive":
+            assert row["metric"].endswith(("p95", "p99")) and row["mde"] > 0.10, row
 
     out = tmp_path / "compare.json"
     worse = _compare(str(baseline), str(slower), "--max-regression", "0.1", "--json", str(out))

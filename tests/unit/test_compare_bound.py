@@ -11,6 +11,11 @@ and P(ratio = 1.0) = P(Binomial(201, kept/201) >= 101) with kept = 141 − moved
 lower bound at `alpha` is 1.15 (beyond 1 + 10%) when that probability is below alpha, else 1.0.
 Meanwhile the observed p50 moved +15% and the Mann–Whitney p-value stays below 0.002: remove
 the bound, or take it at another level, and the verdicts below change.
+
+The same two-valued bootstrap gives the row's minimum detectable effect in closed form: the log
+ratio is ln 1.15 with probability 1 − c and 0 with c, so its standard deviation is
+ln 1.15 × √(c(1 − c)) and the MDE exp((z_{1−alpha} + z_{0.8}) × that) − 1. Where the bound is not
+cleared and that MDE exceeds the 10% threshold, the row is inconclusive, not "not significant".
 """
 
 from __future__ import annotations
@@ -51,8 +56,25 @@ def _p50(kept: int, alpha: float, swap: bool = False) -> tuple[str, float, float
     rows = compare_latency("ttft", LatencySample.single(baseline), LatencySample.single(current), settings)
     assert [row.verdict for row in rows[1:]] == ["ok", "ok"]  # p95, p99: ratio exactly 1
     p50 = rows[0]
-    assert p50.change is not None and p50.p_value is not None
+    assert p50.change is not None and p50.p_value is not None and p50.mde is not None
+    # The bootstrap's share of no-move resamples is c within its sampling error: the MDE follows.
+    chance = chance_of_no_move(kept)
+    error = 4 * math.sqrt(chance * (1 - chance) / RESAMPLES)
+    low, high = expected_mde(max(chance - error, 0.0), alpha), expected_mde(chance + error, alpha)
+    assert low <= p50.mde <= high
     return p50.verdict, p50.change, p50.p_value
+
+
+def expected_mde(chance: float, alpha: float) -> float:
+    """The closed-form MDE of the p50 row (module docstring)."""
+    z = stats.norm.ppf(1 - alpha) + stats.norm.ppf(0.8)
+    return math.expm1(z * math.log(1.15) * math.sqrt(chance * (1 - chance)))
+
+
+def unconfirmed(chance: float, alpha: float) -> str:
+    """A past-the-threshold move the bound did not confirm: inconclusive when the row could not
+    have detected a 10% move, else not significant."""
+    return "inconclusive" if expected_mde(chance, alpha) > 0.10 else "not significant"
 
 
 def clear_of_alpha(chance: float, alpha: float) -> bool:
@@ -72,7 +94,7 @@ def test_a_significant_15_percent_median_move_is_a_regression_only_past_the_boun
     verdict, change, p_value = _p50(kept, alpha)
     assert change == pytest.approx(0.15)  # beyond the 10% threshold
     assert p_value < 0.002 < alpha  # the rank test alone says "significant" in every case
-    assert verdict == ("regression" if chance < alpha else "not significant"), chance
+    assert verdict == ("regression" if chance < alpha else unconfirmed(chance, alpha)), chance
 
 
 @pytest.mark.parametrize(("kept", "alpha"), [(80, 0.01), (92, 0.01)])
@@ -84,7 +106,7 @@ def test_an_improvement_needs_the_upper_bound_below_the_threshold(kept: int, alp
     verdict, change, p_value = _p50(kept, alpha, swap=True)
     assert change == pytest.approx(100 / 115 - 1)
     assert p_value < alpha
-    assert verdict == ("improvement" if chance < alpha else "not significant"), chance
+    assert verdict == ("improvement" if chance < alpha else unconfirmed(chance, alpha)), chance
 
 
 def test_alpha_moves_the_bound_on_one_and_the_same_pair():
@@ -92,4 +114,7 @@ def test_alpha_moves_the_bound_on_one_and_the_same_pair():
     chance = chance_of_no_move(87)
     assert 0.02 < chance < 0.035 and clear_of_alpha(chance, 0.01) and clear_of_alpha(chance, 0.05)
     assert _p50(87, 0.05)[0] == "regression"
-    assert _p50(87, 0.01)[0] == "not significant"
+    assert _p50(87, 0.01)[0] == "not significant"  # an MDE of 7.6%: it could have seen 10%
+    assert expected_mde(chance, 0.01) < 0.09
+    # Where the bound is not cleared and the MDE is past the threshold: inconclusive.
+    assert expected_mde(chance_of_no_move(92), 0.01) > 0.12 and _p50(92, 0.01)[0] == "inconclusive"

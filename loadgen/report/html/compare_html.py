@@ -16,6 +16,7 @@ import numpy as np
 from loadgen.collect.timeline import coarsen
 from loadgen.evaluate.compare import Comparison, Row, format_change
 from loadgen.evaluate.compare_inputs import RunData, RunTimeline
+from loadgen.evaluate.compare_power import format_mde
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
 from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
 from loadgen.report.html.page import Banner, CellStatus, Section, grid, note, render_page, table
@@ -29,9 +30,15 @@ _VERDICT_STATUS: dict[str, CellStatus] = {
     "regression": "fail",
     "improvement": "pass",
     "not significant": "warn",
+    "inconclusive": "warn",
     "ok": "none",
     "n/a": "none",
 }
+
+
+# The banner: a regression red, no regression green, inconclusive grey-orange (not a pass).
+_BANNER = {"regression": "fail", "no regression": "pass", "inconclusive": "error"}
+_LABELS = {"regression": "REGRESSION", "no regression": "OK", "inconclusive": "INCONCLUSIVE"}
 
 
 def default_path(current: RunData) -> Path:
@@ -55,7 +62,8 @@ def _p_value(p_value: float | None) -> str:
 
 def comparison_table(comparison: Comparison) -> str:
     """The `Comparison` rows, each coloured by its verdict (regression red, improvement green,
-    a move past the threshold that is not significant orange)."""
+    a move past the threshold that is not significant, or a row whose minimum detectable effect
+    is past the threshold (inconclusive), orange)."""
     rows = [
         [
             row.metric,
@@ -63,14 +71,15 @@ def comparison_table(comparison: Comparison) -> str:
             _value(row, row.current),
             format_change(row.change),
             _p_value(row.p_value),
+            "–" if row.mde is None else format_mde(row.mde),
             row.verdict,
             row.test,
         ]
         for row in comparison.rows
     ]
     statuses = [_VERDICT_STATUS.get(row.verdict, "none") for row in comparison.rows]
-    headers = ["metric", "baseline", "current", "change", "p-value", "verdict", "test"]
-    return table(headers, rows, statuses, status_column=5)
+    headers = ["metric", "baseline", "current", "change", "p-value", "mde (80% power)", "verdict", "test"]
+    return table(headers, rows, statuses, status_column=6)
 
 
 def _cdf_charts(baseline: RunData, current: RunData) -> list[Chart]:
@@ -165,14 +174,14 @@ def _time_charts(baseline: RunData, current: RunData) -> list[Chart]:
 def render_compare_html(
     comparison: Comparison, baseline: RunData, current: RunData, baseline_label: str, current_label: str
 ) -> str:
-    regressed = comparison.regressed
+    label = _LABELS[comparison.verdict]
     banner = Banner(
-        "fail" if regressed else "pass",
+        _BANNER[comparison.verdict],
         f"compare: {baseline.report.get('name', '?')} (baseline) → "
         f"{current.report.get('name', '?')} (current)",
         comparison.summary(),
         f"baseline {baseline_label} · current {current_label}",
-        label="REGRESSION" if regressed else "OK",
+        label=label,
     )
     body = comparison_table(comparison) + "".join(note(f"note: {text}") for text in comparison.notes)
     sections = [Section("Significance", body, "significance")]
@@ -187,7 +196,7 @@ def render_compare_html(
             )
         )
     return render_page(
-        f"compare: {'REGRESSION' if regressed else 'OK'}",
+        f"compare: {label}",
         banner,
         sections,
         "loadtest compare · self-contained, no network needed.",
