@@ -95,7 +95,7 @@ class GroupStats:
             self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
         told = (cols.output_tokens[rows] > 0) & ~cancelled  # a cancelled stream never gets its usage
         self.sources.update(np.unique(cols.source[rows][told]).tolist())
-        latencies = _latencies(cols, rows, status)
+        latencies = latency_values(cols, rows, status)
         add_prefix(self, cols, rows, latencies["ttft_ms"])  # before ttft_ms takes this chunk
         add_sessions(self, cols, rows, latencies)
         for name, values in latencies.items():
@@ -178,7 +178,7 @@ class GroupStats:
         }
 
 
-def _latencies(cols: Columns, rows: np.ndarray, status: np.ndarray) -> dict[str, np.ndarray]:
+def latency_values(cols: Columns, rows: np.ndarray, status: np.ndarray) -> dict[str, np.ndarray]:
     """Each latency metric's values (ms, NaN where it does not apply) for the selected rows."""
     scheduled, sent = cols.scheduled[rows], cols.sent[rows]
     first, done = cols.first_token[rows], cols.done[rows]

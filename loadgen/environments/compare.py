@@ -9,7 +9,12 @@ The recommendation is the cheapest environment whose plan meets every SLO (its s
 verdict is `pass`: a level held every SLO, the verified plan held where verified, and the
 whole-run SLOs — cold start, memory growth, tokens/s — held at the operating point). Cheapest by
 monthly cost; without prices, by replica count; ties go to the higher capacity. Every other
-environment gets the reason it lost.
+environment gets the reason it lost. Plans are sized as each run's own is (`plan_on`: the lower
+bound of the capacity's 95% interval by default) and carry the count at the point estimate.
+
+How sure: the share of bootstrap resamples of the capacities in which the recommended
+environment is still the cheapest (confidence.py). Below `confidence` (default 90%) the
+recommendation says "too close to call" and names the runner-up; the verdict stays `recommend`.
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loadgen.evaluate.replicas import HOURS_PER_MONTH, plan_replicas
+from loadgen.environments.confidence import Candidate, PlanTerms, cheapest_shares
+from loadgen.evaluate.plan import plan_from_capacity
+from loadgen.evaluate.replicas import HOURS_PER_MONTH, PlanOn
 from loadgen.fmt import format_number
 
 SCHEMA_VERSION = 1
 Status = Literal["recommended", "meets", "fails", "failed", "left out"]
 EXIT_CODES = {"recommend": 0, "none": 1, "error": 2}
+DEFAULT_CONFIDENCE = 0.90
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class PlanBasis:
     target_utilization: float
     redundancy: int
     unit: str = "req/s"  # sessions/s when the workload's arrivals are sessions
+    plan_on: PlanOn = "lower"  # the capacity's 95% interval's lower bound, or its point estimate
 
     @classmethod
     def from_report(cls, report: Mapping[str, Any]) -> PlanBasis | None:
@@ -46,6 +55,7 @@ class PlanBasis:
             float(replicas.get("target_utilization") or 1.0),
             int(replicas.get("redundancy") or 0),
             str(replicas.get("unit") or "req/s"),
+            "point" if replicas.get("plan_on") == "point" else "lower",
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,7 +64,11 @@ class PlanBasis:
             "target_utilization": self.target_utilization,
             "redundancy": self.redundancy,
             "unit": self.unit,
+            "plan_on": self.plan_on,
         }
+
+    def terms(self) -> PlanTerms:
+        return PlanTerms(self.peak_rate, self.target_utilization, self.redundancy, self.unit == "sessions/s")
 
 
 @dataclass(frozen=True)
@@ -109,17 +123,15 @@ def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
     rate = capacity.get("rate_rps")
     tokens = capacity.get("output_tokens_per_s")
     plan: dict[str, Any] = {}
-    # With sessions the peak counts sessions/s: divided by the capacity in sessions/s.
-    divisor = capacity.get("sessions_per_s") if basis is not None and basis.unit == "sessions/s" else rate
-    if basis is not None and rate and divisor:
-        plan = plan_replicas(
-            basis.peak_rate,
-            divisor,
-            basis.target_utilization,
-            basis.redundancy,
-            output_tokens_per_s=tokens,
-            cost_per_replica_hour=run.cost_per_replica_hour,
+    if basis is not None and rate:
+        plan = plan_from_capacity(
+            capacity,
+            peak_rate=basis.peak_rate,
+            target_utilization=basis.target_utilization,
+            redundancy=basis.redundancy,
             unit=basis.unit,
+            plan_on=basis.plan_on,
+            cost_per_replica_hour=run.cost_per_replica_hour,
         )
     knee = report.get("knee") or {}
     return {
@@ -144,9 +156,14 @@ def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
         "cold_start_s": _cold_start_s(report),
         "memory_growth_mb_per_min": _get(report, "server", "memory", "growth_mb_per_min"),
         "replicas": plan.get("count"),
+        "replicas_at_point": plan.get("count_at_point"),
+        "plan_on": plan.get("plan_on"),
+        "plan_error": plan.get("error"),
         "formula": plan.get("formula"),
         "cost_per_replica_hour": run.cost_per_replica_hour,
         "monthly_cost": plan.get("monthly_cost"),
+        "monthly_cost_at_point": plan.get("monthly_cost_at_point"),
+        "cheapest_share": None,  # set for the environments that meet every SLO
         "cost_per_million_tokens": plan.get("cost_per_million_tokens"),
         "slo_failures": [slo["name"] for slo in report.get("slo") or [] if not slo.get("passed")],
         "curve": _curve(report),
@@ -181,7 +198,7 @@ def _why_not_eligible(run: EnvironmentRun, row: Mapping[str, Any]) -> str | None
     if row["verdict"] != "pass":
         return f"fails: {row['reason']}"
     if row["replicas"] is None:
-        return "no replica plan (capacity: missing)"
+        return f"no replica plan ({row['plan_error'] or 'capacity: missing'})"
     return None
 
 
@@ -235,6 +252,15 @@ def money(value: float | None) -> str:
     return f"{value:,.2f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
 
 
+def _replica_words(row: Mapping[str, Any]) -> str:
+    """'6 replicas (5 at the point estimate)', or '6 replicas' when both ends agree."""
+    words = f"{row['replicas']} replicas"
+    at_point = row.get("replicas_at_point")
+    if row.get("plan_on") == "lower" and at_point is not None and at_point != row["replicas"]:
+        words += f" ({at_point} at the point estimate)"
+    return words
+
+
 def _recommendation_text(winner: Mapping[str, Any], basis: PlanBasis) -> str:
     spare = f" + {basis.redundancy} spare" if basis.redundancy else ""
     cost = ""
@@ -243,30 +269,77 @@ def _recommendation_text(winner: Mapping[str, Any], basis: PlanBasis) -> str:
         if winner["cost_per_million_tokens"] is not None:
             cost += f" ({money(winner['cost_per_million_tokens'])} per million output tokens)"
     return (
-        f"deploy on {winner['name']}: {winner['replicas']} replicas for "
+        f"deploy on {winner['name']}: {_replica_words(winner)} for "
         f"{format_number(basis.peak_rate)} {basis.unit} at {format_number(basis.target_utilization * 100)}% "
         f"utilisation{spare}{cost}; capacity at SLO {format_number(winner['capacity_rps'])} req/s "
         "per replica"
     )
 
 
-def compare_environments(
-    runs: Sequence[EnvironmentRun], basis: PlanBasis | None = None, name: str = "environments"
+def _sureness(
+    winner: Mapping[str, Any], eligible: Sequence[Mapping[str, Any]], confidence: float
 ) -> dict[str, Any]:
-    """comparison.json: one row per environment, the recommendation, verdict, reason."""
+    """The recommendation's `confidence` (the winner's share of the resamples), whether that is
+    below the bar (`too_close`), and the runner-up: the other environment cheapest most often."""
+    share = winner["cheapest_share"]
+    others = sorted(
+        (row for row in eligible if row is not winner), key=lambda row: -(row["cheapest_share"] or 0.0)
+    )
+    runner_up = others[0] if others and (others[0]["cheapest_share"] or 0.0) > 0 else None
+    return {
+        "confidence": share,
+        "required_confidence": confidence,
+        "too_close": share is not None and share < confidence,
+        "runner_up": None if runner_up is None else runner_up["name"],
+        "runner_up_share": None if runner_up is None else runner_up["cheapest_share"],
+    }
+
+
+def _sure_words(recommendation: Mapping[str, Any]) -> str:
+    """'too close to call: a or b (a cheapest in 61% of resamples, b in 39%); ' or
+    'cheapest in 98% of resamples; '."""
+    share, name = recommendation["confidence"], recommendation["environment"]
+    if share is None:
+        return ""
+    if not recommendation["too_close"]:
+        return f"{name} is the cheapest in {share:.0%} of resamples; "
+    other = recommendation["runner_up"]
+    if other is None:
+        return f"too close to call: {name} is the cheapest in only {share:.0%} of resamples; "
+    return (
+        f"too close to call: {name} or {other} ({name} the cheapest in {share:.0%} of resamples, "
+        f"{other} in {recommendation['runner_up_share']:.0%}); "
+    )
+
+
+def compare_environments(
+    runs: Sequence[EnvironmentRun],
+    basis: PlanBasis | None = None,
+    name: str = "environments",
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> dict[str, Any]:
+    """comparison.json: one row per environment, the recommendation (with how sure it is),
+    verdict, reason. `confidence`: the share of resamples below which it is too close to call."""
     if basis is None:
         basis = next((b for run in runs if (b := PlanBasis.from_report(run.report or {}))), None)
     rows = [_measured(run, basis) for run in runs]
     eligible = []
+    candidates = []
     for run, row in zip(runs, rows, strict=True):
         row["lost_because"] = _why_not_eligible(run, row)
         if row["lost_because"] is None:
             eligible.append(row)
+            capacity = (run.report or {}).get("capacity") or {}
+            candidates.append(Candidate(row["name"], capacity, run.cost_per_replica_hour))
         else:
             failed_run = row["lost_because"].startswith(("run failed", "left out"))
             row["status"] = ("left out" if run.optional else "failed") if failed_run else "fails"
     priced = any(row["monthly_cost"] is not None for row in eligible)
     winner = min(eligible, key=lambda row: _rank_key(row, priced)) if eligible else None
+    if basis is not None:
+        shares = cheapest_shares(candidates, basis.terms(), priced)
+        for row in eligible:
+            row["cheapest_share"] = shares[row["name"]]
     for row in eligible:
         row["status"] = "recommended" if row is winner else "meets"
         if row is not winner and winner is not None:
@@ -277,10 +350,12 @@ def compare_environments(
         recommendation = {
             "environment": winner["name"],
             "replicas": winner["replicas"],
+            "replicas_at_point": winner["replicas_at_point"],
             "monthly_cost": winner["monthly_cost"],
             "cost_per_million_tokens": winner["cost_per_million_tokens"],
-            "text": _recommendation_text(winner, basis),
+            **_sureness(winner, eligible, confidence),
         }
+        recommendation["text"] = _sure_words(recommendation) + _recommendation_text(winner, basis)
     if failed:
         verdict = "error"
         reason = f"the run of {', '.join(failed)} failed: the comparison is incomplete"

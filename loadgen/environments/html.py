@@ -49,8 +49,15 @@ def _banner(comparison: Mapping[str, Any]) -> Banner:
         headline = f"Deploy on {recommendation['environment']}: {recommendation['replicas']} replicas"
         if recommendation.get("monthly_cost") is not None:
             headline += f" · {money(recommendation['monthly_cost'])} a month"
+        if recommendation.get("too_close"):
+            other = recommendation.get("runner_up")
+            headline = f"Too close to call: {recommendation['environment']}" + (
+                f" or {other}" if other else ""
+            )
     else:
         headline = "No environment meets every SLO" if verdict == "fail" else "The comparison is incomplete"
+    if recommendation is not None and recommendation.get("too_close"):
+        label = "TOO CLOSE"  # a recommendation still (exit 0), but not one to take on trust
     compared = len(comparison["environments"])
     return Banner(
         verdict, headline, str(comparison["reason"]), meta=f"{compared} environments compared", label=label
@@ -73,9 +80,11 @@ def _decision_cards(comparison: Mapping[str, Any]) -> str:
             Card(
                 "replicas",
                 str(winner["replicas"]),
-                f"{peak} at {format_number(basis['target_utilization'] * 100)}%{spare}",
+                f"{peak} at {format_number(basis['target_utilization'] * 100)}%{spare}"
+                + _point_words(winner),
                 big=True,
             ),
+            _sure_card(recommendation),
             Card(
                 "cost a month",
                 money(winner["monthly_cost"]),
@@ -91,6 +100,28 @@ def _decision_cards(comparison: Mapping[str, Any]) -> str:
         ],
         even=True,
     )
+
+
+def _point_words(row: Mapping[str, Any]) -> str:
+    at_point = row.get("replicas_at_point")
+    if row.get("plan_on") != "lower" or at_point is None:
+        return ""
+    return f" · on the capacity's 95% lower bound; {at_point} at the point estimate"
+
+
+def _sure_card(recommendation: Mapping[str, Any]) -> Card:
+    """How sure: the share of resamples in which the recommendation is still the cheapest."""
+    share = recommendation.get("confidence")
+    if share is None:
+        return Card("how sure", "–", "no capacity interval to resample")
+    required = f"{recommendation.get('required_confidence', 0.9):.0%}"
+    if not recommendation.get("too_close"):
+        return Card("how sure", f"{share:.0%}", f"of resamples cheapest (needs {required})", "pass", big=True)
+    other = recommendation.get("runner_up")
+    detail = f"below {required}: too close to call"
+    if other is not None:
+        detail += f"; {other} cheapest in {recommendation.get('runner_up_share') or 0:.0%}"
+    return Card("how sure", f"{share:.0%}", detail, "warn", big=True)
 
 
 def _slo_threshold(comparison: Mapping[str, Any], name: str) -> list[Threshold]:
@@ -143,15 +174,22 @@ def cost_chart(comparison: Mapping[str, Any]) -> Chart | None:
     planned = [row for row in comparison["environments"] if row.get("monthly_cost") is not None]
     if not planned:
         return None
+    costs = [row["monthly_cost"] for row in planned]
+    at_point = [
+        row["monthly_cost_at_point"] if row.get("monthly_cost_at_point") is not None else row["monthly_cost"]
+        for row in planned
+    ]
     return bar_chart(
         "cost",
         "Cost a month of each plan",
         [f"{row['name']} ×{row['replicas']}" for row in planned],
-        [row["monthly_cost"] for row in planned],
+        costs,
         colors=[_BAR_COLOR.get(row["status"], "#9e9e9e") for row in planned],
         value_label="cost a month",
-        caption="Replicas × price per replica-hour × 730 h. Green: recommended; blue: meets every SLO "
-        "but dearer; red: fails an SLO.",
+        caption="Replicas × price per replica-hour × 730 h, each plan sized on the lower bound of its "
+        "capacity's 95% interval; whiskers reach down to the cost at the point estimate. Green: "
+        "recommended; blue: meets every SLO but dearer; red: fails an SLO.",
+        whiskers=(at_point, costs),
     )
 
 

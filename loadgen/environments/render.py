@@ -48,6 +48,20 @@ def _knee(row: Mapping[str, Any]) -> str:
     return _num(row["knee_level"])
 
 
+def _replicas(row: Mapping[str, Any]) -> str:
+    """The planned count, with the point estimate's in brackets where it differs: '6 (5)'."""
+    text = _num(row["replicas"])
+    at_point = row.get("replicas_at_point")
+    if row.get("plan_on") == "lower" and at_point is not None and at_point != row["replicas"]:
+        text += f" ({at_point})"
+    return text
+
+
+def _share(row: Mapping[str, Any]) -> str:
+    share = row.get("cheapest_share")
+    return "–" if share is None else f"{share:.0%}"
+
+
 def table_rows(comparison: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     """(status, cells) per environment, in the comparison's order, for every text format."""
     rows = []
@@ -62,9 +76,10 @@ def table_rows(comparison: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
             _num(row["e2e_p95_ms"]),
             _num(row["cold_start_s"]),
             _num(row["memory_growth_mb_per_min"]),
-            _num(row["replicas"]),
+            _replicas(row),
             money(row["monthly_cost"]),
             money(row["cost_per_million_tokens"]),
+            _share(row),
             row["status"],
         ]
         rows.append((row["status"], cells))
@@ -84,6 +99,7 @@ COLUMNS: Sequence[str] = (
     "replicas",
     "per month",
     "per M tok",
+    "cheapest in",
     "status",
 )
 
@@ -102,10 +118,16 @@ def _basis_line(comparison: Mapping[str, Any]) -> str:
     if not basis:
         return "no replica plan: no run had a capacity: section"
     spare = f" + {basis['redundancy']} spare" if basis["redundancy"] else ""
+    sized = (
+        "sized on the lower bound of each capacity's 95% interval (in brackets: at the point estimate)"
+        if basis.get("plan_on", "lower") == "lower"
+        else "sized on each capacity's point estimate"
+    )
     return (
         f"plans for a peak of {format_number(basis['peak_rate'])} {basis.get('unit', 'req/s')} at "
-        f"{format_number(basis['target_utilization'] * 100)}% target utilisation{spare}; capacity and "
-        "latencies at SLO (the highest load level at which every SLO held)"
+        f"{format_number(basis['target_utilization'] * 100)}% target utilisation{spare}, {sized}; "
+        "capacity and latencies at SLO (the highest load level at which every SLO held); cheapest in: "
+        "the share of resamples of the capacities in which that plan is the cheapest"
     )
 
 
@@ -120,14 +142,15 @@ _TERMINAL_COLUMNS: Sequence[str] = (
     "memory\nMB/min",
     "replicas",
     "cost a month\n(per M tok)",
+    "cheapest\nin",
     "status",
 )
 
 
 def _terminal_cells(cells: Sequence[str]) -> list[str]:
-    name, capacity, knee, tokens, ttft, itl, e2e, cold, memory, replicas, month, per_m, status = cells
+    name, capacity, knee, tokens, ttft, itl, e2e, cold, memory, replicas, month, per_m, share, status = cells
     cost = month if per_m == "–" else f"{month} ({per_m})"
-    return [name, capacity, knee, tokens, f"{ttft}/{itl}/{e2e}", cold, memory, replicas, cost, status]
+    return [name, capacity, knee, tokens, f"{ttft}/{itl}/{e2e}", cold, memory, replicas, cost, share, status]
 
 
 def print_environments(comparison: Mapping[str, Any], console: Console) -> None:

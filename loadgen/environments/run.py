@@ -16,7 +16,7 @@ from rich.console import Console
 
 from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import print_environments, write_comparison
-from loadgen.environments.spec import Environment
+from loadgen.environments.spec import Environment, RecommendSpec
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.replicas import peak_rate_of
 from loadgen.run.rundir import create_run_dir, write_scenario
@@ -48,7 +48,9 @@ def plan_basis(scenario: Scenario) -> PlanBasis | None:
     if capacity is None:
         return None
     unit = rate_unit(scenario.has_sessions)  # the levels' and the peak's unit
-    return PlanBasis(peak_rate_of(capacity), capacity.target_utilization, capacity.redundancy, unit)
+    return PlanBasis(
+        peak_rate_of(capacity), capacity.target_utilization, capacity.redundancy, unit, capacity.plan_on
+    )
 
 
 def run_environments(
@@ -99,7 +101,8 @@ def run_environments(
                 run_dir=environment.name,
             )
         )
-    comparison = compare_environments(runs, plan_basis(scenario), name=scenario.name)
+    confidence = (scenario.recommend or RecommendSpec()).confidence
+    comparison = compare_environments(runs, plan_basis(scenario), name=scenario.name, confidence=confidence)
     if stop.is_set():
         comparison["verdict"] = "error"
         comparison["reason"] = "interrupted: " + comparison["reason"]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from servers.config import StrictModel
 from servers.registry import ServerConfig
+from servers.units import Fraction
 
 
 class Environment(StrictModel):
@@ -20,3 +23,11 @@ class Environment(StrictModel):
     # A run of this environment that fails (its runtime is not installed, its server does not
     # start, the client could not keep up) leaves it out of the comparison instead of failing it.
     optional: bool = False
+
+
+class RecommendSpec(StrictModel):
+    """`recommend:` — how sure a recommendation must be: the share of bootstrap resamples of the
+    capacities in which the same environment is the cheapest. Below it, the comparison says
+    "too close to call" and names both (the verdict stays `recommend`, exit 0)."""
+
+    confidence: Annotated[Fraction, Field(gt=0, le=1)] = 0.90

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.curve import LevelResult, SearchOver
 from loadgen.fmt import format_number
 
 
@@ -25,48 +23,80 @@ def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, Level
     return best, None
 
 
-def bootstrap_ci95(samples: Sequence[float], seed: int = 0, resamples: int = 2000) -> list[float] | None:
-    """Percentile-bootstrap 95% interval of the mean; None with fewer than 2 samples."""
-    if len(samples) < 2:
-        return None
-    rng = np.random.default_rng(seed)  # seeded: the same run reports the same interval
-    data = np.asarray(samples, dtype=float)
-    means = rng.choice(data, size=(resamples, data.size), replace=True).mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return [float(low), float(high)]
-
-
-def capacity_at_slo(levels: Sequence[LevelResult], seed: int = 0) -> dict[str, Any] | None:
+def capacity_at_slo(
+    levels: Sequence[LevelResult], over: SearchOver = "concurrency", precision: float | None = None
+) -> dict[str, Any] | None:
     """report.json's `capacity` object, or None when no level was measured.
 
-    `ci95` comes from the per-trial throughputs of the capacity level (`trial_rps`, trials > 1);
-    `limiting_slo` is the first SLO that failed at the next level up (None if none failed);
-    `sessions_per_s`: the capacity level's achieved session rate (None without sessions).
+    `ci95`: the capacity level's goodput interval (batch means over its trials, precision.py),
+    with `batch_rps` (its batches' goodputs, which a comparison of environments resamples) and
+    `trials`; `limiting_slo` is the first SLO that failed (or stayed unresolved) at the next level
+    up (None if none did); `sessions_per_s`: the capacity level's achieved session rate (None
+    without sessions), its interval `sessions_ci95` the same relative width as `ci95`; `grid`:
+    how far the next level run above the capacity level lies (see `_grid`).
     When no level passed, the capacity is 0 and `limiting_slo` names what failed at the lowest.
     """
     if not levels:
         return None
     sessions = any(level.sessions_per_s is not None for level in levels)
     best, failing = _sustained(levels)
-    limiting = failing.failed_slos[0] if failing is not None and failing.failed_slos else None
+    limiting = None
+    if failing is not None and (failing.failed_slos or failing.unresolved_slos):
+        limiting = (failing.failed_slos or failing.unresolved_slos)[0]
     if best is None:
         return {
             "rate_rps": 0.0,
             "output_tokens_per_s": 0.0,
             "ci95": None,
+            "precision": None,
+            "trials": None,
+            "batch_rps": [],
             "limiting_slo": limiting,
             "level": None,
             "sessions_per_s": 0.0 if sessions else None,
+            "sessions_ci95": None,
+            "grid": None,
         }
+    ci = list(best.ci95) if best.ci95 is not None else None
+    session_ci = None
+    if ci is not None and best.sessions_per_s is not None and best.throughput_rps > 0:
+        session_ci = [bound / best.throughput_rps * best.sessions_per_s for bound in ci]
     return {
         "rate_rps": best.throughput_rps,
         "output_tokens_per_s": best.output_tokens_per_s,
-        "ci95": bootstrap_ci95(best.trial_rps, seed),
+        "ci95": ci,
+        "precision": best.precision,
+        "trials": best.trials,
+        "batch_rps": list(best.batch_rps),
         "limiting_slo": limiting,
         "level": best.level,
         # With sessions the levels are session arrival rates: capacity in sessions/s too
         "sessions_per_s": best.sessions_per_s,
+        "sessions_ci95": session_ci,
+        "grid": _grid(levels, best.level, over, precision),
     }
+
+
+def _grid(
+    levels: Sequence[LevelResult], level: float, over: SearchOver, precision: float | None
+) -> dict[str, Any] | None:
+    """The step from the capacity level to the next level run above it (relative to the
+    capacity level), and whether it is within the precision; a concurrency step of one user
+    cannot get finer, which the note says. None when no level above was run."""
+    above = [result.level for result in levels if result.level > level]
+    if not above or level <= 0:
+        return None
+    upper = min(above)
+    step = (upper - level) / level
+    within = precision is None or step <= precision + 1e-9
+    note = None
+    if not within and over == "concurrency" and upper - level <= 1:
+        note = (
+            f"concurrency is a whole number: the step from {format_number(level)} to "
+            f"{format_number(upper)} users ({step:.1%}) cannot get finer than the "
+            f"{precision:.0%} precision"
+        )
+    return {"next_level": upper, "step": step, "within_precision": within, "note": note}
 
 
 def capacity_words(capacity: Mapping[str, Any]) -> str:

@@ -39,6 +39,28 @@ class LevelResult:
     # Multi-turn sessions (a rate level's arrivals are sessions): the sessions that started in
     # the measured window per second, the level's achieved rate in its own unit; None: no sessions.
     sessions_per_s: float | None = None
+    # How sure (loadgen.evaluate.precision): the goodput's 95% interval (batch means over every
+    # trial's batches) and each batch's goodput; the trials run; the per-level SLO checks whose
+    # 95% interval straddles their threshold (neither held nor failed for sure).
+    ci95: tuple[float, float] | None = None
+    batch_rps: tuple[float, ...] = ()
+    trials: int = 1
+    unresolved_slos: tuple[str, ...] = ()
+
+    @property
+    def precision(self) -> float | None:
+        """The goodput interval's relative half-width (0.05: ±5%); None without an interval."""
+        if self.ci95 is None or self.throughput_rps <= TINY:
+            return None
+        return (self.ci95[1] - self.ci95[0]) / 2 / self.throughput_rps
+
+    @property
+    def slo_verdict(self) -> str:
+        """`held`, `failed` (a check failed for sure), or `unresolved` (none failed for sure, but
+        one's interval still straddles its threshold)."""
+        if self.slo_passed:
+            return "held"
+        return "unresolved" if self.unresolved_slos and not self.failed_slos else "failed"
 
     def to_dict(self) -> dict[str, Any]:
         """One entry of report.json's `knee.levels`."""
@@ -57,6 +79,12 @@ class LevelResult:
             "steady": self.steady,
             "requests": self.requests,
             "sessions_per_s": self.sessions_per_s,
+            "ci95": None if self.ci95 is None else list(self.ci95),
+            "precision": self.precision,
+            "trials": self.trials,
+            "batch_rps": list(self.batch_rps),
+            "slo_verdict": self.slo_verdict,
+            "unresolved_slos": list(self.unresolved_slos),
         }
 
 

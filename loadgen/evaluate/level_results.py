@@ -15,6 +15,7 @@ from typing import Any, Literal
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, compute_metrics, counted_records
 from loadgen.evaluate.curve import LevelResult, SearchOver
+from loadgen.evaluate.precision import Batches, check_statuses, mean_interval, median_life_s, slo_intervals
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 from loadgen.evaluate.throughput import CLOSED_LOOP, goodput, served
 
@@ -106,17 +107,23 @@ def level_result(
     records: Iterable[RequestRecord],
     slo: SLOSpec,
     max_drift: float,
+    judge_intervals: bool = False,
+    seed: int = 0,
 ) -> tuple[LevelResult, list[SLOResult]]:
     """One level (all its trials pooled): the `LevelResult` the policy and the knee read, and the
     level's SLO checks. Throughput is the goodput (what the windows served, throughput.py), and
-    latencies those of the requests sent in the windows."""
+    latencies those of the requests sent in the windows. The goodput's 95% interval and each
+    check's come from the windows' batches (precision.py); `judge_intervals` (a search with a
+    `precision`): a check holds or fails only when its interval lies on one side of its threshold,
+    else it is unresolved; without, the point estimate decides."""
     if not windows:
         raise ValueError("a level needs at least one window")
     phase_windows = [window.phase_window() for window in windows]
     records = list(records)
     counted = counted_records(mark_unmeasured(records, windows), phase_windows)
     metrics = compute_metrics(counted, phase_windows)
-    checks = check_slos(level_slo_spec(slo), metrics, {})
+    level_slo = level_slo_spec(slo)
+    checks = check_slos(level_slo, metrics, {})
     trials = [goodput(records, window) for window in phase_windows]
     total_s = sum(window.duration_s for window in phase_windows)
     throughput = sum(rps * w.duration_s for (rps, _), w in zip(trials, phase_windows, strict=True)) / total_s
@@ -125,6 +132,11 @@ def level_result(
     judged = [drift for drift, _ in drifts if drift is not None]
     drift = max(judged) if judged else None
     moving = any(is_drifting(records, window, max_drift) for window in phase_windows)
+    batches = Batches.of(phase_windows, median_life_s(counted))
+    batch_rps = batches.goodputs(records)
+    open_loop = windows[0].over == "rate"  # arrivals are the plan's: see precision.py
+    interval = mean_interval(batch_rps, batches.edge_error(records) if open_loop else None)
+    statuses = check_statuses(checks, slo_intervals(counted, batches, level_slo, seed), judge_intervals)
     result = LevelResult(
         level=windows[0].level,
         throughput_rps=throughput,
@@ -134,13 +146,17 @@ def level_result(
         e2e_ms=_percentile_subset(metrics["e2e_ms"]),
         error_rate=metrics["error_rate"] or 0.0,
         # A level that measured nothing holds nothing, SLOs or not.
-        slo_passed=metrics["requests"] > 0 and all(check.passed for check in checks),
-        failed_slos=tuple(check.name for check in checks if not check.passed),
+        slo_passed=metrics["requests"] > 0 and all(status == "held" for status in statuses.values()),
+        failed_slos=tuple(name for name, status in statuses.items() if status == "failed"),
         trial_rps=tuple(rps for rps, _ in trials) if len(trials) > 1 else (),
         drift=drift,
         steady=None if drift is None else not moving,
         requests=metrics["requests"],
         sessions_per_s=_sessions_per_s(counted, total_s),
+        ci95=None if interval is None else (max(0.0, interval.low), interval.high),
+        batch_rps=tuple(float(value) for value in batch_rps),
+        trials=len(windows),
+        unresolved_slos=tuple(name for name, status in statuses.items() if status == "unresolved"),
     )
     return result, checks
 
@@ -162,7 +178,16 @@ def group_levels(windows: Iterable[LevelWindow], role: LevelRole = "search") -> 
 
 
 def search_results(
-    windows: Sequence[LevelWindow], records: Sequence[RequestRecord], slo: SLOSpec, max_drift: float
+    windows: Sequence[LevelWindow],
+    records: Sequence[RequestRecord],
+    slo: SLOSpec,
+    max_drift: float,
+    judge_intervals: bool = False,
+    seed: int = 0,
 ) -> list[LevelResult]:
-    """Every searched level's result, in the order the levels were first run."""
-    return [level_result(group, records, slo, max_drift)[0] for group in group_levels(windows)]
+    """Every searched level's result, in the order the levels were first run (judged as the
+    live search judged them: `judge_intervals` and `seed` as in `level_result`)."""
+    return [
+        level_result(group, records, slo, max_drift, judge_intervals, seed)[0]
+        for group in group_levels(windows)
+    ]

@@ -15,7 +15,7 @@ from loadgen.evaluate.capacity import capacity_at_slo, rate_unit
 from loadgen.evaluate.curve import LevelResult, SearchOver
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, group_levels, level_result, search_results
-from loadgen.evaluate.replicas import CapacitySpec, plan_replicas
+from loadgen.evaluate.replicas import HOURS_PER_MONTH, CapacitySpec, PlanOn, plan_replicas, replica_count
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
 
@@ -36,39 +36,99 @@ class CurveVerdict:
         return None if self.capacity is None else self.capacity["rate_rps"]
 
 
-def judge_curve(results: Sequence[LevelResult], over: SearchOver, seed: int = 0) -> CurveVerdict:
+def judge_curve(
+    results: Sequence[LevelResult], over: SearchOver, precision: float | None = None
+) -> CurveVerdict:
     """The knee and the capacity at SLO of the searched levels' results."""
     knee = find_knee(results, over) if results else None
-    return CurveVerdict(knee=knee, capacity=capacity_at_slo(results, seed))
+    return CurveVerdict(knee=knee, capacity=capacity_at_slo(results, over, precision))
 
 
 def replica_plan(
     capacity: Mapping[str, Any] | None, spec: CapacitySpec | None, peak_rate: float | None
 ) -> dict[str, Any] | None:
-    """report.json's `replicas` (without `verified`); an `error` entry when no plan can be made."""
+    """report.json's `replicas` (without `verified`); an `error` entry when no plan can be made.
+    With sessions the peak is a session arrival rate (the levels' unit): divided by sessions/s."""
     if spec is None or peak_rate is None:
         return None
+    sessions = capacity is not None and capacity.get("sessions_per_s") is not None
+    return plan_from_capacity(
+        capacity,
+        peak_rate=peak_rate,
+        target_utilization=spec.target_utilization,
+        redundancy=spec.redundancy,
+        unit=rate_unit(sessions),
+        plan_on=spec.plan_on,
+        cost_per_replica_hour=spec.cost_per_replica_hour,
+    )
+
+
+def plan_from_capacity(
+    capacity: Mapping[str, Any] | None,
+    *,
+    peak_rate: float,
+    target_utilization: float,
+    redundancy: int,
+    unit: str,
+    plan_on: PlanOn,
+    cost_per_replica_hour: float | None,
+) -> dict[str, Any]:
+    """A replica plan from a capacity object (report.json's `capacity`): sized on the capacity's
+    95% interval's lower bound (`plan_on: lower`, where there is an interval) or on its point
+    estimate, with the count the other end gives beside it (`count_at_point`). `unit`: what the
+    peak counts, req/s, or sessions/s (then the capacity in sessions/s divides it)."""
     base = {
         "peak_rate": peak_rate,
-        "target_utilization": spec.target_utilization,
-        "redundancy": spec.redundancy,
+        "target_utilization": target_utilization,
+        "redundancy": redundancy,
+        "unit": unit,
     }
-    # With sessions the peak is a session arrival rate (the levels' unit): divided by sessions/s.
-    sessions = capacity is not None and capacity.get("sessions_per_s") is not None
-    unit = rate_unit(sessions)
-    rate = (capacity.get("sessions_per_s") if sessions else capacity.get("rate_rps")) if capacity else None
-    if not rate:
-        error = "capacity at SLO is 0: no level held every SLO"
-        return {**base, "unit": unit, "count": None, "error": error}
-    return plan_replicas(
+    sessions = unit == rate_unit(True)
+    point = (capacity or {}).get("sessions_per_s" if sessions else "rate_rps")
+    if not point:
+        return {**base, "count": None, "error": "capacity at SLO is 0: no level held every SLO"}
+    interval = (capacity or {}).get("sessions_ci95" if sessions else "ci95")
+    lower: float | None = interval[0] if interval else None
+    on_lower = plan_on == "lower" and lower is not None
+    if lower is not None and on_lower and lower <= 0:
+        error = (
+            "the capacity's 95% interval reaches 0: too noisy to plan on its lower bound "
+            "(more trials or longer levels narrow it; or capacity.plan_on: point)"
+        )
+        return {**base, "count": None, "error": error}
+    plan = plan_replicas(
         peak_rate,
-        rate,
-        spec.target_utilization,
-        spec.redundancy,
-        output_tokens_per_s=capacity.get("output_tokens_per_s") if capacity else None,
-        cost_per_replica_hour=spec.cost_per_replica_hour,
+        lower if on_lower and lower is not None else point,
+        target_utilization,
+        redundancy,
+        output_tokens_per_s=(capacity or {}).get("output_tokens_per_s"),
+        cost_per_replica_hour=cost_per_replica_hour,
         unit=unit,
     )
+    at_point = replica_count(peak_rate, point, target_utilization, redundancy)
+    plan.update(
+        plan_on="lower" if on_lower else "point",
+        capacity_point=point,
+        capacity_ci95=list(interval) if interval else None,
+        count_at_point=at_point,
+        monthly_cost_at_point=(
+            None
+            if cost_per_replica_hour is None
+            else round(at_point * cost_per_replica_hour * HOURS_PER_MONTH, 2)
+        ),
+        summary=plan_summary(plan["count"], at_point, on_lower),
+    )
+    return plan
+
+
+def plan_summary(count: int, at_point: int, on_lower: bool) -> str:
+    """'6 replicas; 5 at the point estimate' (the plan, then what the other end would give)."""
+    planned = f"{count} replica{'s' if count != 1 else ''}"
+    if not on_lower:
+        return f"{planned} (on the point estimate)"
+    if at_point == count:
+        return f"{planned} (the same at the point estimate)"
+    return f"{planned}; {at_point} at the point estimate"
 
 
 def _verification_of(
@@ -125,8 +185,8 @@ def evaluate(
     seed: int = 0,
 ) -> tuple[list[LevelResult], dict[str, Any]]:
     """(the searched levels' results, {knee, capacity, replicas}) for report.json."""
-    results = search_results(windows, records, slo, search.max_drift)
-    curve = judge_curve(results, search.over, seed)
+    results = search_results(windows, records, slo, search.max_drift, search.precision is not None, seed)
+    curve = judge_curve(results, search.over, search.precision)
     replicas = replica_plan(curve.capacity, capacity_spec, peak_rate)
     if replicas is not None:
         verified = verification(windows, records, slo, verify_setup)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
@@ -55,6 +55,10 @@ class PeakFromTrace(StrictModel):
     from_trace: TraceWindow
 
 
+# What a plan is sized on: the capacity's 95% interval's lower bound (the safe end), or its point.
+PlanOn = Literal["lower", "point"]
+
+
 class CapacitySpec(StrictModel):
     """The scenario's `capacity:` section."""
 
@@ -62,6 +66,7 @@ class CapacitySpec(StrictModel):
     target_utilization: Annotated[Fraction, Field(gt=0)] = 0.8
     redundancy: int = Field(default=0, ge=0)
     cost_per_replica_hour: float | None = Field(default=None, ge=0)
+    plan_on: PlanOn = "lower"
 
 
 def peak_rate_of(spec: CapacitySpec) -> float:

@@ -8,20 +8,22 @@ with real levels or (in the tests) a synthetic curve.
 Adaptive search: grow geometrically (`growth`) from `start` until an SLO breaks or throughput
 stops growing (gain < `min_gain`, or p95 latency grows faster than it), then bisect between the
 last good and first bad level until the bracket is `resolution` wide. `max` is never exceeded.
-A fixed `levels` grid is run as given.
+A fixed `levels` grid is run as given. With a `precision`, the bisection goes on until the
+bracket is also within that fraction of its lower level (concurrency stops at a step of 1), and
+`more_trials` says when a level needs another trial before its result is final.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Generator
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, elasticity
 from servers.config import StrictModel
-from servers.units import Duration, PositiveDuration
+from servers.units import Duration, Fraction, PositiveDuration
 
 # Levels are whole numbers for concurrency, requests/s for rate.
 Policy = Generator[float, LevelResult, None]
@@ -37,7 +39,13 @@ class SearchSpec(StrictModel):
     resolution: float = Field(default=1, gt=0)
     level_duration: PositiveDuration = 20.0
     level_warmup: Duration = 5.0
+    # Trials: every level runs at least `trials`; with a `precision` it is repeated (up to
+    # `max_trials`, and while the search is inside `time_budget`) until its goodput's 95%
+    # interval is within ±precision and no per-level SLO's interval straddles its threshold.
     trials: int = Field(default=1, ge=1, le=20)
+    precision: Annotated[Fraction, Field(gt=0, lt=1)] | None = 0.05
+    max_trials: int = Field(default=5, ge=1, le=50)
+    time_budget: PositiveDuration | None = None
     levels: tuple[float, ...] | None = None
     # Open-loop (rate) levels only: how arrivals are spaced and the cap on in-flight requests.
     arrival: Literal["poisson", "constant"] = "poisson"
@@ -59,6 +67,8 @@ class SearchSpec(StrictModel):
                 raise ValueError("levels must be a non-empty list of positive numbers")
             if list(self.levels) != sorted(set(self.levels)):
                 raise ValueError("levels must be strictly increasing")
+        if self.max_trials < self.trials:
+            raise ValueError(f"max_trials ({self.max_trials}) is below trials ({self.trials})")
         if self.over == "concurrency":
             given = [self.start, self.max, *(self.levels or ())]
             if any(value != int(value) for value in given):
@@ -79,6 +89,31 @@ def _still_scaling(lower: LevelResult, upper: LevelResult) -> bool:
     if not upper.slo_passed or upper.throughput_rps <= lower.throughput_rps:
         return False  # no throughput gained: past the knee whatever latency did
     return elasticity(lower, upper) <= 1.0
+
+
+def more_trials(result: LevelResult, spec: SearchSpec, over_budget: bool = False) -> bool:
+    """Does this level (`result.trials` run so far) need another trial? Below `trials`, always;
+    with a `precision`, while within `max_trials` and the time budget, when an SLO is still
+    unresolved or the goodput's interval is wider than ±precision. A level that failed an SLO
+    for sure needs no more: more data cannot make it hold."""
+    if result.trials < spec.trials:
+        return True
+    if spec.precision is None or result.trials >= spec.max_trials or over_budget or result.failed_slos:
+        return False
+    if result.unresolved_slos:
+        return True
+    precision = result.precision
+    return precision is not None and precision > spec.precision
+
+
+def too_coarse(low: float, high: float, spec: SearchSpec) -> bool:
+    """Is the bracket [low, high] wider than `resolution`, or than `precision` of `low`? A
+    concurrency bracket of 1 cannot get finer."""
+    if high - low > spec.resolution:
+        return True
+    if spec.precision is None or low <= 0 or (spec.over == "concurrency" and high - low <= 1):
+        return False
+    return (high - low) / low > spec.precision
 
 
 def _midpoint(low: float, high: float, whole: bool) -> float:
@@ -124,7 +159,7 @@ def search_levels(spec: SearchSpec, min_gain: float = 0.05) -> Policy:
 
     # Bisection phase between the last good level (0 when none was) and the first bad one.
     low, high = (good.level if good is not None else 0.0), bad_level
-    while high - low > spec.resolution:
+    while too_coarse(low, high, spec):
         mid = _midpoint(low, high, whole)
         if mid <= low or mid >= high or mid <= 0:
             return

@@ -161,18 +161,35 @@ def _get(data: Mapping[str, Any] | None, *path: str) -> Any:
     return data
 
 
-def _latency_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
-    results = []
+@dataclass(frozen=True)
+class LatencyLimit:
+    """One latency bound of an SLO section: its check's name, the metrics key it reads (dotted
+    for nested ones), the statistic (`p95`, `mean`, `max`, …) and the threshold in ms."""
+
+    name: str
+    metric: str
+    key: str
+    threshold_ms: float
+
+
+def latency_limits(spec: ClassSLOSpec) -> list[LatencyLimit]:
+    """Every latency bound of `spec`, in check order."""
+    limits = []
     for section, metric in _LATENCY_METRICS.items():
         slo: LatencySLO | None = getattr(spec, section)
         if slo is None:
             continue
         for key, seconds in slo.limits():
             # Thresholds are seconds; metrics are ms. Rounding hides float noise (0.05 * 1000).
-            threshold_ms = round(seconds * 1000.0, 6)
-            observed = _get(metrics, *metric.split("."), key)
-            results.append(_check(f"{section} {key}", threshold_ms, observed, "ms"))
-    return results
+            limits.append(LatencyLimit(f"{section} {key}", metric, key, round(seconds * 1000.0, 6)))
+    return limits
+
+
+def _latency_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
+    return [
+        _check(limit.name, limit.threshold_ms, _get(metrics, *limit.metric.split("."), limit.key), "ms")
+        for limit in latency_limits(spec)
+    ]
 
 
 def _percent(value: float | None) -> float | None:

@@ -17,7 +17,9 @@ Only successful requests count, whenever they were sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
@@ -25,14 +27,33 @@ from loadgen.collect.stats import PhaseWindow
 CLOSED_LOOP = "concurrency"  # PhaseWindow.kind of a closed-loop level
 
 
-def _share(record: RequestRecord, done_s: float, start_s: float, end_s: float, closed: bool) -> float:
-    """How much of the request counts in [start_s, end_s): its completion (open loop), or the
-    fraction of its life that lies there (closed loop)."""
-    life_s = done_s - record.scheduled_s
-    if not closed or life_s <= 0:
-        return 1.0 if start_s <= done_s < end_s else 0.0
-    inside_s = min(done_s, end_s) - max(record.scheduled_s, start_s)
-    return max(inside_s, 0.0) / life_s
+def served_in_bins(
+    records: Iterable[RequestRecord], window: PhaseWindow, edges: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(requests, output tokens) the window's level served in each bin [edges[i], edges[i+1]).
+
+    A request counts by its completion (open loop), or by the fraction of its life (scheduled →
+    done) that lies in the bin (closed loop): see the module's docstring. Closed-loop counts are
+    fractional; a request with no life counts where it completed."""
+    ok = [
+        (record.scheduled_s, record.done_s, record.output_tokens)
+        for record in records
+        if record.phase == window.index and record.status == "ok" and record.done_s is not None
+    ]
+    bins = len(edges) - 1
+    if not ok or bins < 1:
+        return np.zeros(max(bins, 0)), np.zeros(max(bins, 0))
+    scheduled, done, tokens = (np.array(column, dtype=float) for column in zip(*ok, strict=True))
+    lows, highs = np.asarray(edges[:-1], dtype=float), np.asarray(edges[1:], dtype=float)
+    life = done - scheduled
+    # Completions: 1 in the bin holding done_s (open loop, and closed-loop requests of no life).
+    completed = (lows[:, None] <= done[None, :]) & (done[None, :] < highs[:, None])
+    share = completed.astype(float)
+    if window.kind == CLOSED_LOOP:
+        inside = np.minimum(done[None, :], highs[:, None]) - np.maximum(scheduled[None, :], lows[:, None])
+        lived = life > 0
+        share[:, lived] = np.maximum(inside[:, lived], 0.0) / life[lived]
+    return share.sum(axis=1), share @ tokens
 
 
 def served(
@@ -45,16 +66,8 @@ def served(
     whole window. Closed-loop counts are fractional (see the module's docstring)."""
     start = window.start_s if start_s is None else start_s
     end = window.end_s if end_s is None else end_s
-    closed = window.kind == CLOSED_LOOP
-    requests = tokens = 0.0
-    for record in records:
-        done_s = record.done_s
-        if record.phase != window.index or record.status != "ok" or done_s is None:
-            continue
-        share = _share(record, done_s, start, end, closed)
-        requests += share
-        tokens += share * record.output_tokens
-    return requests, tokens
+    requests, tokens = served_in_bins(records, window, [start, end])
+    return float(requests[0]), float(tokens[0])
 
 
 def goodput(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float, float]:

@@ -41,6 +41,23 @@ class KneeLevel(ReportPart):
         description="sessions started in the window per second (the level's achieved rate); "
         "null without `workload.sessions`"
     )
+    ci95: list[float] | None = Field(
+        description="[low, high] 95% interval of `throughput_rps`: batch means (Student t) over "
+        "every trial's batches; null with no requests"
+    )
+    precision: float | None = Field(
+        description="the interval's relative half-width (0.05: ±5%); null without one"
+    )
+    trials: int = Field(description="trials the level ran (more while not yet within search.precision)")
+    batch_rps: list[float] = Field(
+        description="each batch's goodput, requests/s (windows cut into equal batches; see the "
+        "scenario reference, search: how precise a level is)"
+    )
+    slo_verdict: Literal["held", "failed", "unresolved"] = Field(
+        description="held: every per-level SLO's 95% interval on the right side of its threshold; "
+        "failed: one beyond it; unresolved: one straddles it after the last trial (not held)"
+    )
+    unresolved_slos: list[str] = Field(description="the checks whose interval straddles their threshold")
 
 
 class Knee(ReportPart):
@@ -61,13 +78,38 @@ class Knee(ReportPart):
     levels: list[KneeLevel] = Field(description="every searched level, by level")
 
 
+class CapacityGrid(ReportPart):
+    """How fine the grid is around the capacity: the next level run above it."""
+
+    next_level: float = Field(description="the lowest level run above the capacity level")
+    step: float = Field(description="(next_level − level) / level")
+    within_precision: bool = Field(description="the step is within search.precision (or none is set)")
+    note: str | None = Field(
+        description="why the step cannot get finer (a concurrency step of one user), else null"
+    )
+
+
 class Capacity(ReportPart):
     """Capacity at SLO: the highest goodput of a level at which every per-level SLO held."""
 
     rate_rps: float = Field(description="requests/s; 0 when no level held every SLO")
     output_tokens_per_s: float = Field(description="output tokens/s at that level")
     ci95: list[float] | None = Field(
-        description="[low, high] bootstrap 95% CI over trials (trials > 1), else null"
+        description="[low, high] 95% interval of `rate_rps`: the capacity level's batch means over "
+        "all its trials; null when no level held"
+    )
+    precision: float | None = Field(description="the interval's relative half-width")
+    trials: int | None = Field(description="trials the capacity level ran")
+    batch_rps: list[float] = Field(
+        description="the capacity level's batch goodputs (what a comparison of environments "
+        "resamples); empty when no level held"
+    )
+    sessions_ci95: list[float] | None = Field(
+        description="with sessions: the interval of `sessions_per_s` (the same relative width as "
+        "`ci95`); else null"
+    )
+    grid: CapacityGrid | None = Field(
+        description="the step to the next level run above the capacity level; null when none was run"
     )
     limiting_slo: str | None = Field(
         description="the SLO that failed first at the next level up (at the lowest level when none held)"
@@ -126,7 +168,26 @@ class Replicas(ReportPart):
     error: str | None = Field(default=None, description="why no plan could be made (capacity 0)")
     capacity_rps: float | None = Field(
         default=None,
-        description="capacity at SLO used, in `unit` (capacity.sessions_per_s with sessions)",
+        description="the capacity the count divides by, in `unit` (capacity.sessions_per_s with "
+        "sessions): the lower bound of its 95% interval with `plan_on: lower`, else its point",
+    )
+    plan_on: Literal["lower", "point"] | None = Field(
+        default=None,
+        description="what the count is sized on: the capacity interval's lower bound (capacity.plan_on, "
+        "the default) or its point estimate (also when the capacity has no interval)",
+    )
+    capacity_point: float | None = Field(default=None, description="the capacity's point estimate, in `unit`")
+    capacity_ci95: list[float] | None = Field(
+        default=None, description="the capacity's 95% interval, in `unit`"
+    )
+    count_at_point: int | None = Field(
+        default=None, description="the count the point estimate gives (the other end of the range)"
+    )
+    monthly_cost_at_point: float | None = Field(
+        default=None, description="count_at_point × cost_per_replica_hour × 730 h; null without a price"
+    )
+    summary: str | None = Field(
+        default=None, description="the plan in words, e.g. `6 replicas; 5 at the point estimate`"
     )
     formula: str | None = Field(
         default=None, description="the arithmetic, e.g. `ceil(60 / (40 × 0.8)) + 0 = 2`"

@@ -61,34 +61,65 @@ def curve_lines(knee: Mapping[str, Any]) -> list[str]:
             _num(level["level"]),
             *([_num(level.get("sessions_per_s"))] if sessions else []),
             _num(level["throughput_rps"]),
+            sureness(level),
             _num(level["output_tokens_per_s"]),
             _pair(level.get("ttft_ms")),
             _pair(level.get("itl_ms")),
             _pair(level.get("e2e_ms")),
             _num(100 * float(level.get("error_rate") or 0.0), "%"),
-            "held" if level["slo_passed"] else "failed: " + ", ".join(level.get("failed_slos") or []),
+            slo_words(level),
             _steady(level),
         ]
         for level in knee.get("levels", [])
     ]
     level = f"{over} (sessions/s)" if sessions and over == "rate" else over
-    header = [level, *(["sessions/s"] if sessions else []), "req/s", "tok/s"]
+    header = [level, *(["sessions/s"] if sessions else []), "req/s", "95% CI (trials)", "tok/s"]
     header += ["TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
     return [*lines, *_table([*header, "SLOs", "steady"], rows)]
+
+
+def sureness(level: Mapping[str, Any]) -> str:
+    """A level's goodput interval and trials: '55.1–58.9 (±3.3%, 2)'."""
+    ci, precision, trials = level.get("ci95"), level.get("precision"), level.get("trials")
+    if not ci:
+        return f"– ({trials})" if trials else "–"
+    spread = f"±{100 * float(precision):.1f}%, " if precision is not None else ""
+    return f"{_num(ci[0])}–{_num(ci[1])} ({spread}{trials})"
+
+
+def slo_words(level: Mapping[str, Any]) -> str:
+    """held, failed: <checks>, or unresolved: <checks> (an interval still straddles its SLO)."""
+    if level["slo_passed"]:
+        return "held"
+    if level.get("slo_verdict") == "unresolved":
+        return "unresolved: " + ", ".join(level.get("unresolved_slos") or [])
+    return "failed: " + ", ".join(level.get("failed_slos") or [])
 
 
 def capacity_lines(capacity: Mapping[str, Any]) -> list[str]:
     ci = capacity.get("ci95")
     interval = f", 95% CI {_num(ci[0])}–{_num(ci[1])} req/s" if ci else ""
+    trials = capacity.get("trials")
+    if ci and trials:
+        interval += f" ({trials} trial{'s' if trials != 1 else ''})"
     limiting = capacity.get("limiting_slo")
     limit = f"; the next level up broke {limiting}" if limiting else ""
-    return [
+    lines = [
         "## Capacity at SLO",
         "",
         f"{capacity_words(capacity)} ({_num(capacity.get('output_tokens_per_s'), 'tok/s')}) "
         f"per replica, at level {_num(capacity.get('level'))}{interval}{limit}.",
-        "",
     ]
+    grid = capacity.get("grid")
+    if grid and grid.get("note"):
+        lines.append(f"The grid: {grid['note']}.")
+    elif grid:
+        within = "within" if grid.get("within_precision") else "wider than"
+        lines.append(
+            f"The next level run was {_num(grid['next_level'])}, {100 * float(grid['step']):.1f}% above: "
+            f"{within} the search's precision."
+        )
+    return [*lines, ""]
 
 
 def _verify_row(label: str, check: Mapping[str, Any] | None) -> list[str]:
@@ -108,10 +139,13 @@ def replica_lines(replicas: Mapping[str, Any]) -> list[str]:
     lines = ["## Replica plan", ""]
     if replicas.get("count") is None:
         return [*lines, f"No plan: {replicas.get('error', 'no capacity measured')}.", ""]
+    sized = "capacity × target utilisation, plus redundancy"
+    if replicas.get("plan_on") == "lower":
+        sized = "the lower bound of the capacity's 95% interval × target utilisation, plus redundancy"
     lines.append(
-        f"**{replicas['count']} replicas** for a peak of "
+        f"**{replicas.get('summary') or str(replicas['count']) + ' replicas'}** for a peak of "
         f"{_num(replicas['peak_rate'], replicas.get('unit', 'req/s'))}: "
-        f"{replicas['formula']} (capacity × target utilisation, plus redundancy)."
+        f"{replicas['formula']} ({sized})."
     )
     if replicas.get("monthly_cost") is not None:
         lines.append(

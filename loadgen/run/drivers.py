@@ -108,7 +108,7 @@ class SearchDriver:
         freeze_heap()
         try:
             results = run_search(levels, print_line)
-            curve = judge_curve(results, search.over, scenario.seed)  # as the report judges it
+            curve = judge_curve(results, search.over, search.precision)  # as the report judges it
             ctx.observers.evaluation(curve.knee_level, curve.capacity_rps)
             verify = scenario.verify_spec
             if verify is not None and not ctx.stop.is_set():
@@ -130,6 +130,8 @@ class SearchDriver:
 
 def _start_replica(ctx: RunContext, number: int) -> Endpoint:
     replica = make_adapter(ctx.scenario.server_config)
+    # The first server's cores, not what is left of this process's (the client pinned itself).
+    replica.resolve_cpus(ctx.machine_cpus)
     ctx.replicas.append(replica)
     endpoint = start_server(replica, ctx.run_dir, ctx.stop, log_name=f"server-replica-{number}.log")
     ctx.guards.server_watch.watch(replica, f"replica {number}")

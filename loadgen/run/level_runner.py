@@ -15,6 +15,7 @@ search of any length holds one level at a time.
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from loadgen.collect.stats import PhaseWindow, percentiles
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.curve import LevelResult
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, is_drifting, level_result
-from loadgen.evaluate.search import SearchSpec
+from loadgen.evaluate.search import SearchSpec, more_trials
 from loadgen.evaluate.throughput import CLOSED_LOOP
 from loadgen.fmt import format_number
 from loadgen.run.client_process import CpuMeter
@@ -170,7 +171,7 @@ class LevelRunner:
                 supply.measured_until_s = window.end_s
         else:
             runner.schedule = self._rate_schedule(level, index, offset_s, duration_s, warmup_s, tail_s)
-        self._announce(index, level, over, role)
+        self._announce(index, level, over, role, trial)
         cpu = self._timed(runner, environment, start_ns, window, supply, tail_s)
         self._next_id += supply.issued if supply is not None else len(runner.schedule.requests)
         result = LevelWindow(
@@ -194,18 +195,34 @@ class LevelRunner:
         return result
 
     def measure(self, level: float) -> LevelResult:
-        """One search level, every trial of it, as the policy reads it. Raises SearchStopped when
-        the client could not keep up (its schedule lag broke the client bound)."""
+        """One search level, every trial of it, as the policy reads it: trials are added while
+        the level needs them (`more_trials`: below `trials`, or not yet within `precision`).
+        Raises SearchStopped when the client could not keep up (its schedule lag broke the
+        client bound)."""
         spec, scenario = self.spec, self.scenario
         self._measuring, self.records = True, []
+        windows: list[LevelWindow] = []
         try:
-            windows = [
-                self.run(
-                    level, spec.over, duration_s=spec.level_duration, warmup_s=spec.level_warmup, trial=trial
+            while True:
+                windows.append(
+                    self.run(
+                        level,
+                        spec.over,
+                        duration_s=spec.level_duration,
+                        warmup_s=spec.level_warmup,
+                        trial=len(windows),
+                    )
                 )
-                for trial in range(spec.trials)
-            ]
-            result, _ = level_result(windows, self.records, scenario.slo, spec.max_drift)
+                result, _ = level_result(
+                    windows,
+                    self.records,
+                    scenario.slo,
+                    spec.max_drift,
+                    judge_intervals=spec.precision is not None,
+                    seed=scenario.seed,
+                )
+                if not more_trials(result, spec, over_budget=self._over_budget()):
+                    break
             lag_ms = self.lag_p99_ms(windows)
         finally:  # the level's result is all a search needs of it: its records are on disk
             self._measuring, self.records = False, []
@@ -217,6 +234,11 @@ class LevelRunner:
                 measured=result,
             )
         return result
+
+    def _over_budget(self) -> bool:
+        """The search has run past `search.time_budget`: no more trials than `trials`."""
+        budget = self.spec.time_budget
+        return budget is not None and (time.perf_counter_ns() - self.origin_ns) / 1e9 > budget
 
     def _rate_schedule(
         self, rate: float, index: int, offset_s: float, duration_s: float, warmup_s: float, tail_s: float
@@ -247,11 +269,15 @@ class LevelRunner:
             duration_s=offset_s + duration_s + tail_s,
         )
 
-    def _announce(self, index: int, level: float, over: str, role: LevelRole) -> None:
+    def _announce(self, index: int, level: float, over: str, role: LevelRole, trial: int) -> None:
         label = f"level {format_number(level)} ({over}{', ' + role if role != 'search' else ''})"
+        if trial:
+            label += f" trial {trial + 1}"
         target = None if over == "concurrency" else level
         unit = rate_unit(self._sessions)
-        info = PhaseInfo(index=index, kind=over, target_rate=target, level=level, label=label, unit=unit)
+        info = PhaseInfo(
+            index=index, kind=over, target_rate=target, level=level, label=label, unit=unit, trial=trial
+        )
         self.watch.phase_started(info)
 
     def _timed(

@@ -35,6 +35,7 @@ class PhaseInfo:
     level: float | None = None
     label: str = ""  # short text for annotations, e.g. "phase 1: poisson 50 req/s"
     unit: str = "req/s"  # what target_rate counts: sessions/s when arrivals start sessions
+    trial: int = 0  # a search level's trial (0: the first; later ones repeat it for precision)
 
 
 class RunObserver:

@@ -146,8 +146,8 @@ class ProgressView(RunObserver):
         phase = self._phase
         if phase is None:
             return "…"
-        if phase.level is not None:
-            return f"level {phase.index + 1}"
+        if phase.level is not None:  # a trial after the first repeats the level for precision
+            return f"level {phase.index + 1}" + (f" · trial {phase.trial + 1}" if phase.trial else "")
         return (
             f"{phase.index + 1}/{self._phases} {phase.kind}"
             if self._phases

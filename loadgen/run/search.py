@@ -52,31 +52,49 @@ def search(
                 result = measure(level)
             except SearchStopped as exc:
                 if exc.measured is not None:  # the level ran: its line, before the reason it stops
-                    say(describe_level(exc.measured, spec.over))
+                    say(describe_level(exc.measured, spec.over, spec.precision))
                 raise
             results.append(result)
-            say(describe_level(result, spec.over))
+            say(describe_level(result, spec.over, spec.precision))
             level = policy.send(result)
     except StopIteration:
         pass
     return results
 
 
-def describe_level(result: LevelResult, over: str) -> str:
-    """One progress line per level."""
+def describe_level(result: LevelResult, over: str, precision: float | None = None) -> str:
+    """One progress line per level: its goodput with the 95% interval's half-width and the
+    trials it took, p95 latencies, and its SLO verdict (`unresolved` when an SLO's interval
+    still straddled its threshold after the last trial)."""
     sessions = result.sessions_per_s
     unit = "" if over == "concurrency" else " " + rate_unit(sessions is not None)
     achieved = "" if sessions is None else f"{format_number(sessions)} sessions/s, "
-    verdict = "SLOs held" if result.slo_passed else "failed: " + ", ".join(result.failed_slos)
+    if result.slo_passed:
+        verdict = "SLOs held"
+    elif result.slo_verdict == "unresolved":
+        verdict = "unresolved: " + ", ".join(result.unresolved_slos) + " (95% interval straddles the SLO)"
+    else:
+        verdict = "failed: " + ", ".join(result.failed_slos)
     drift = "" if result.steady is not False else f", still drifting ({result.drift:.0%})"
     ttft = result.ttft_ms.get("p95")
     e2e = result.e2e_ms.get("p95")
     return (
         f"search: {over} {format_number(result.level)}{unit}: "
-        f"{achieved}{format_number(result.throughput_rps)} req/s, "
+        f"{achieved}{format_number(result.throughput_rps)} req/s{_sureness(result, precision)}, "
         f"TTFT p95 {format_number(ttft) if ttft is not None else '-'} ms, "
         f"e2e p95 {format_number(e2e) if e2e is not None else '-'} ms, {verdict}{drift}"
     )
+
+
+def _sureness(result: LevelResult, precision: float | None) -> str:
+    """` ±3.1% (2 trials)`; says when the precision was not reached."""
+    half = result.precision
+    trials = f"{result.trials} trial{'s' if result.trials != 1 else ''}"
+    if half is None:
+        return f" ({trials})"
+    short = precision is not None and half > precision and result.slo_verdict != "failed"
+    missed = f", precision {format_number(precision * 100)}% not reached" if short and precision else ""
+    return f" ±{half * 100:.1f}% ({trials}{missed})"
 
 
 def print_line(text: str) -> None:

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from loadgen.environments.spec import Environment
+from loadgen.environments.spec import Environment, RecommendSpec
 from loadgen.evaluate.replicas import CapacitySpec, PeakFromTrace
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
@@ -90,8 +90,9 @@ class ClientConfig(StrictModel):
     # streams late: in bench/capacity.py its own share of TTFT p95 was 4.3 ms at 75% CPU and
     # 5.9 ms at 83%, so 80% keeps the client's error under ~5 ms or says it could not.
     max_cpu: Fraction = 0.80
-    # Cores the load generator runs on ("1", [2, 3]). auto: when the server is pinned (vLLM on
-    # CPU is by default), the cores it was not given; otherwise wherever the OS puts it.
+    # Cores the load generator runs on ("1", [2, 3]). auto: when the server is pinned (every
+    # server the tool starts on CPU is by default), the cores it was not given; otherwise
+    # wherever the OS puts it. Checked with server.cpus against the run's cores, before pinning.
     cpus: CpuSetting = "auto"
 
 
@@ -132,6 +133,7 @@ class Scenario(StrictModel):
     verify: bool | VerifySpec = False
     # Server variants that each run the same search, then are compared (loadgen/environments/).
     environments: list[Environment] = Field(default_factory=list, max_length=20)
+    recommend: RecommendSpec | None = None  # how sure the environments' recommendation must be
 
     @model_validator(mode="after")
     def _one_server_section(self) -> Scenario:
@@ -139,6 +141,9 @@ class Scenario(StrictModel):
             if self.server is None:
                 message = "required: the server to test (or environments: to compare several)"
                 raise field_error("server", message, None)
+            if self.recommend is not None:
+                message = "says how sure a comparison of environments must be: give environments: too"
+                raise field_error("recommend", message, None)
             return self
         if self.server is not None:
             message = "give either server: or environments: (each with its own server:), not both"

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 
 from loadgen.report.html.charts import gid
+from servers.cpus import available_cpus, format_cpu_list
 from tests.browser.page_check import browser_or_skip, check_report_page
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
 pytestmark = pytest.mark.slow
 
+CORES = available_cpus()
 RUN_FILES = {"scenario.yaml", "run.json", "requests.jsonl", "report.json", "report.md", "server.log"}
 
 SIMULATED = """
@@ -62,6 +64,11 @@ def test_simulated_environments_end_in_the_cheapest_plan_that_holds(tmp_path: Pa
         assert {p.name for p in (parent / name).iterdir()} >= RUN_FILES, name
         meta = json.loads((parent / name / "run.json").read_text())
         assert meta["environment"]["name"] == name
+        # Each run is pinned on the whole machine: the previous one gave its cores back.
+        if len(CORES) >= 2:
+            pinning = meta["server"]["pinning"]
+            assert pinning["server_cpus"] == format_cpu_list(CORES[:-1]), (name, pinning)
+            assert pinning["client_cpus"] == format_cpu_list(CORES[-1:]), (name, pinning)
     comparison = _comparison(parent)
     rows = _rows(comparison)
     # Each plan is the arithmetic on that environment's own measured capacity.
@@ -69,7 +76,11 @@ def test_simulated_environments_end_in_the_cheapest_plan_that_holds(tmp_path: Pa
         report = json.loads((parent / name / "report.json").read_text())
         capacity = report["capacity"]["rate_rps"]
         assert rows[name]["capacity_rps"] == capacity
-        assert rows[name]["replicas"] == math.ceil(round(60 / (capacity * 0.8), 9)) + 1
+        # Sized on the lower bound of the capacity's 95% interval; the point estimate's beside it.
+        low = report["capacity"]["ci95"][0]
+        assert low < capacity
+        assert rows[name]["replicas"] == math.ceil(round(60 / (low * 0.8), 9)) + 1
+        assert rows[name]["replicas_at_point"] == math.ceil(round(60 / (capacity * 0.8), 9)) + 1
         assert rows[name]["monthly_cost"] == pytest.approx(
             rows[name]["replicas"] * rows[name]["cost_per_replica_hour"] * 730
         )
@@ -80,7 +91,8 @@ def test_simulated_environments_end_in_the_cheapest_plan_that_holds(tmp_path: Pa
     assert rows["big"]["status"] == "meets" and rows["big"]["lost_because"].startswith("dearer by")
     assert rows["slow"]["status"] == "fails" and rows["slow"]["capacity_rps"] == 0
     assert rows["absent"]["status"] == "left out" and "not found" in rows["absent"]["lost_because"]
-    assert "RECOMMENDATION: deploy on small" in run.stdout
+    assert comparison["recommendation"]["too_close"] is False  # 5 replicas × 1.0 against 2 × 3.0
+    assert "RECOMMENDATION: small is the cheapest in" in run.stdout and "; deploy on small" in run.stdout
     assert "**RECOMMENDATION**" in (parent / "comparison.md").read_text()
 
     # The same comparison from the finished runs, and `loadtest report` on the whole folder.

@@ -1,10 +1,10 @@
-"""Capacity at SLO from level results, its bootstrap interval, and the simulated server's formula."""
+"""Capacity at SLO from level results, its interval and grid step, and the simulated server's formula."""
 
 from __future__ import annotations
 
 import pytest
 
-from loadgen.evaluate.capacity import bootstrap_ci95, capacity_at_slo
+from loadgen.evaluate.capacity import capacity_at_slo
 from loadgen.evaluate.curve import LevelResult
 from loadgen.evaluate.search import SearchSpec
 from loadgen.run.search import search
@@ -12,8 +12,24 @@ from tests import simulated_curve
 from tests.simulated_curve import closed_loop
 
 
-def level(rate: float, passed: bool, failed: tuple[str, ...] = (), trials: tuple[float, ...] = ()):
-    return LevelResult(rate, rate, rate * 32, slo_passed=passed, failed_slos=failed, trial_rps=trials)
+def level(
+    rate: float,
+    passed: bool,
+    failed: tuple[str, ...] = (),
+    ci: tuple[float, float] | None = None,
+    unresolved: tuple[str, ...] = (),
+):
+    return LevelResult(
+        rate,
+        rate,
+        rate * 32,
+        slo_passed=passed,
+        failed_slos=failed,
+        ci95=ci,
+        batch_rps=(rate,) * 4,
+        trials=2,
+        unresolved_slos=unresolved,
+    )
 
 
 def test_highest_passing_level_and_the_slo_that_broke_next() -> None:
@@ -23,9 +39,14 @@ def test_highest_passing_level_and_the_slo_that_broke_next() -> None:
         "rate_rps": 12,
         "output_tokens_per_s": 384,
         "ci95": None,
+        "precision": None,
+        "trials": 2,
+        "batch_rps": [12, 12, 12, 12],
         "limiting_slo": "ttft p95",
         "level": 12,
         "sessions_per_s": None,  # levels of single requests (sessions: test_search_sessions.py)
+        "sessions_ci95": None,
+        "grid": {"next_level": 16, "step": pytest.approx(1 / 3), "within_precision": True, "note": None},
     }
 
 
@@ -44,21 +65,30 @@ def test_nothing_failed_and_nothing_passed() -> None:
     assert capacity_at_slo([]) is None
 
 
-def test_bootstrap_interval_when_trials_repeat_a_level() -> None:
-    trials = (20.9, 21.4, 21.5, 21.9, 22.0)
-    cap = capacity_at_slo([level(21.5, True, trials=trials), level(30, False, ("ttft p95",))], seed=42)
+def test_the_capacity_carries_its_levels_interval_and_an_unresolved_level_is_not_capacity() -> None:
+    levels = [
+        level(10, True, ci=(9.6, 10.4)),
+        level(20, True, ci=(19.0, 21.0)),
+        level(24, False, unresolved=("ttft p95",)),  # straddles: not held, and named as what broke
+    ]
+    cap = capacity_at_slo(levels, "rate", precision=0.05)
     assert cap is not None
-    low, high = cap["ci95"]
-    assert 20.9 <= low < sum(trials) / len(trials) < high <= 22.0
-    assert bootstrap_ci95(trials, seed=42) == cap["ci95"]  # seeded: reproducible
-    assert bootstrap_ci95((21.0,)) is None
+    assert (cap["rate_rps"], cap["ci95"], cap["limiting_slo"]) == (20, [19.0, 21.0], "ttft p95")
+    assert cap["precision"] == pytest.approx(0.05)
+    assert cap["grid"]["step"] == pytest.approx(0.2) and cap["grid"]["within_precision"] is False
+    assert cap["grid"]["note"] is None  # a rate grid could be finer: the search's to refine
 
 
-def test_bootstrap_interval_narrows_with_more_trials() -> None:
-    few = bootstrap_ci95([10.0, 12.0, 11.0, 9.0], seed=0)
-    many = bootstrap_ci95([10.0, 12.0, 11.0, 9.0] * 25, seed=0)
-    assert few is not None and many is not None
-    assert many[1] - many[0] < (few[1] - few[0]) / 3
+def test_a_concurrency_step_of_one_user_is_said_to_be_as_fine_as_it_gets() -> None:
+    cap = capacity_at_slo([level(8, True), level(9, False, ("ttft p95",))], "concurrency", precision=0.05)
+    assert cap is not None
+    assert cap["grid"]["within_precision"] is False
+    assert cap["grid"]["note"] == (
+        "concurrency is a whole number: the step from 8 to 9 users (12.5%) cannot get finer than the "
+        "5% precision"
+    )
+    within = capacity_at_slo([level(40, True), level(42, False, ("ttft p95",))], "concurrency", 0.05)
+    assert within is not None and within["grid"]["within_precision"] is True
 
 
 def test_simulated_capacity_formula() -> None:

@@ -166,6 +166,7 @@ def test_every_plan_uses_one_basis_even_when_the_runs_planned_for_other_peaks():
         "target_utilization": 0.8,
         "redundancy": 1,
         "unit": "req/s",
+        "plan_on": "lower",
     }
     assert {row["replicas"] for row in comparison["environments"]} == {3}
 

@@ -160,6 +160,11 @@ def _search_report() -> dict[str, Any]:
             "trial_rps": trials,
             "steady": True,
             "drift": 0.01,
+            # the level's 95% interval (batch means over its trials) and how many trials it took
+            "ci95": [min(trials) - 0.5, max(trials) + 0.5],
+            "precision": (max(trials) - min(trials) + 1) / 2 / rps,
+            "trials": len(trials),
+            "slo_verdict": "held" if held else "failed",
         }
 
     check = {
@@ -223,6 +228,10 @@ def test_a_search_page_leads_with_the_decision_and_marks_knee_and_capacity() -> 
     assert "capacity 40 req/s · knee at concurrency 8" in page  # in the banner's headline
     plan = page[page.index("<h2>Replica plan") :]
     assert '<tr class="fail"><td>one fewer</td>' in plan and "ceil(60 / (40 × 0.8)) + 0 = 2" in plan
+    # The level table gives each level's 95% interval (±half-width) and the trials it took.
+    headers = re.findall(r"<th>([^<]+)</th>", page)
+    assert {"95% CI req/s", "trials"} <= set(headers)
+    assert "<td>38.5–41.5 (±3.8%)</td><td>2</td>" in page
 
 
 def test_failed_and_errored_runs_say_why_in_the_banner() -> None:

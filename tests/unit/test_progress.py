@@ -58,6 +58,11 @@ def test_search_level_shows_users_and_open_ended_time():
     cells = _cells(view, now=42.0)
     assert cells[0] == "level 4" and cells[1] == "42s" and cells[2] == "16 users"
     assert cells[4] == "…"  # no in-flight source until the traffic starts
+    # The level's second trial (run again until its interval is within the precision).
+    view.phase_started(
+        PhaseInfo(index=4, kind="concurrency", target_rate=None, level=16, label="level 16", trial=1)
+    )
+    assert _cells(view, now=45.0)[0] == "level 5 · trial 2"
 
 
 def test_the_view_draws_live_and_stops_when_the_traffic_ends():

@@ -4,6 +4,7 @@ levels it visits, and how many."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,8 +12,8 @@ from pydantic import ValidationError
 
 from loadgen.evaluate.curve import LevelResult
 from loadgen.evaluate.knee import find_knee
-from loadgen.evaluate.search import SearchSpec
-from loadgen.run.search import search
+from loadgen.evaluate.search import SearchSpec, more_trials, too_coarse
+from loadgen.run.search import describe_level, search
 from tests.simulated_curve import closed_loop
 
 # The simulated server: 8 slots, TTFT 50 ms, ITL 10 ms, 64 output tokens (T = 0.68 s).
@@ -63,7 +64,9 @@ def test_max_levels_bounds_the_search_and_each_level_says_one_line() -> None:
     lines: list[str] = []
     results = search(SearchSpec(start=1, max=256, max_levels=3), simulated, lines.append)
     assert [r.level for r in results] == [1, 2, 4]
-    assert lines[0] == "search: concurrency 1: 1.471 req/s, TTFT p95 50 ms, e2e p95 680 ms, SLOs held"
+    assert lines[0] == (
+        "search: concurrency 1: 1.471 req/s (1 trial), TTFT p95 50 ms, e2e p95 680 ms, SLOs held"
+    )
     assert lines[-1] == "search: stopped after search.max_levels = 3 levels" and len(lines) == 4
 
 
@@ -73,6 +76,17 @@ def test_concurrency_levels_are_whole_numbers_and_never_exceed_max() -> None:
     assert all(isinstance(level, int) for level in visited)
     assert max(visited) <= 20
     assert visited[:4] == [3, 5, 8, 12]  # ceil(3 × 1.5) = 5, ceil(7.5) = 8, ...
+
+
+def test_a_level_line_says_its_interval_trials_and_an_unresolved_slo() -> None:
+    sure = LevelResult(4, 50.0, 3200.0, ci95=(48.0, 52.0), trials=2, ttft_ms={"p95": 80.0})
+    assert "50 req/s ±4.0% (2 trials), TTFT p95 80 ms" in describe_level(sure, "concurrency", 0.05)
+    wide = LevelResult(4, 50.0, 3200.0, ci95=(45.0, 55.0), trials=5)
+    assert "±10.0% (5 trials, precision 5% not reached)" in describe_level(wide, "concurrency", 0.05)
+    straddling = replace(wide, slo_passed=False, unresolved_slos=("ttft p95",))
+    line = describe_level(straddling, "rate", 0.05)
+    assert line.startswith("search: rate 4 req/s: 50 req/s")
+    assert line.endswith("unresolved: ttft p95 (95% interval straddles the SLO)")
 
 
 def test_search_stops_at_max_when_everything_scales() -> None:
@@ -95,9 +109,56 @@ def test_rate_search_brackets_capacity_to_resolution() -> None:
 
 
 def test_first_level_failing_bisects_downwards_for_rate() -> None:
-    spec = SearchSpec(over="rate", start=8, max=100, resolution=1)
+    spec = SearchSpec(over="rate", start=8, max=100, resolution=1, precision=None)
     visited = [r.level for r in run_search(spec, rate_server(capacity=2.5))]
     assert visited == [8, 4, 2, 3]
+
+
+def test_precision_refines_the_bracket_until_its_step_is_within_it() -> None:
+    # The same search with the default precision (5%): [2, 3] is 50% wide, so it goes on;
+    # 2.5 holds (the SLO admits 3% overload: up to 2.575), 2.75 and 2.625 break it, and
+    # (2.625 − 2.5) / 2.5 = 5% is within the precision.
+    spec = SearchSpec(over="rate", start=8, max=100, resolution=1)
+    visited = [r.level for r in run_search(spec, rate_server(capacity=2.5))]
+    assert visited == [8, 4, 2, 3, 2.5, 2.75, 2.625]
+    # At 1% it goes on: past 2.5 the server serves no more (throughput flat), so the bracket
+    # closes on the capacity itself, [2.5, 2.515625]: 0.6% wide.
+    tighter = SearchSpec(over="rate", start=8, max=100, resolution=1, precision=0.01)
+    levels = [r.level for r in run_search(tighter, rate_server(capacity=2.5))]
+    assert levels[:7] == visited and levels[7:] == [2.5625, 2.53125, 2.515625]
+
+
+def test_concurrency_cannot_refine_below_a_step_of_one() -> None:
+    # 8 → 9 is a 12.5% step, over the 5% precision, but users are whole: the search ends there.
+    spec = SearchSpec(over="concurrency", start=1, max=256, precision=0.05)
+    assert too_coarse(8, 9, spec) is False
+    assert too_coarse(8, 10, spec) is True
+    assert too_coarse(40, 42, SearchSpec(over="concurrency", resolution=2)) is False  # 5%: within
+    assert too_coarse(40, 43, SearchSpec(over="concurrency", resolution=4)) is True  # 7.5%
+
+
+def test_more_trials_until_precise_or_out_of_trials() -> None:
+    spec = SearchSpec(precision=0.05, max_trials=4)
+
+    def measured(trials: int, ci: tuple[float, float] | None, **fields: Any) -> LevelResult:
+        return LevelResult(10, 100.0, 6400.0, ci95=ci, trials=trials, **fields)
+
+    assert more_trials(measured(1, (90.0, 110.0)), spec)  # ±10%
+    assert not more_trials(measured(2, (96.0, 104.0)), spec)  # ±4%
+    assert not more_trials(measured(4, (90.0, 110.0)), spec)  # max_trials
+    assert not more_trials(measured(2, (90.0, 110.0)), spec, over_budget=True)
+    unresolved = measured(2, (99.0, 101.0), slo_passed=False, unresolved_slos=("ttft p95",))
+    assert more_trials(unresolved, spec) and unresolved.slo_verdict == "unresolved"
+    failed = measured(1, (90.0, 110.0), slo_passed=False, failed_slos=("ttft p95",))
+    assert not more_trials(failed, spec) and failed.slo_verdict == "failed"
+    assert more_trials(measured(2, (99.0, 101.0)), SearchSpec(trials=3, max_trials=5))  # the minimum
+    assert not more_trials(measured(1, (50.0, 150.0)), SearchSpec(precision=None))  # fixed trials
+
+
+def test_max_trials_below_trials_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"max_trials \(2\) is below trials \(3\)"):
+        SearchSpec(trials=3, max_trials=2)
+    assert SearchSpec.model_validate({"precision": "2%"}).precision == pytest.approx(0.02)
 
 
 def test_first_level_failing_at_concurrency_one_stops() -> None:

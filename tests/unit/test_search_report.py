@@ -65,8 +65,12 @@ def test_a_held_plan_passes_with_the_operating_point_at_capacity() -> None:
 
     markdown = render_markdown(report)
     assert "Knee at concurrency **8**" in markdown
-    assert "| 8 | 40 | 400 |" in markdown  # the curve row at the knee: level, req/s, tok/s (exact)
-    assert "**2 replicas** for a peak of 60 req/s" in markdown
+    # The curve row at the knee: level, req/s, its 95% interval (±0: every batch served 40) and
+    # trials, tok/s (exact).
+    assert "| 8 | 40 | 40–40 (±0.0%, 1) | 400 |" in markdown
+    assert "**2 replicas (the same at the point estimate)** for a peak of 60 req/s" in markdown
+    # Concurrency 8 → 9 is 12.5%: the grid cannot get finer, and report.md says so.
+    assert "The grid: concurrency is a whole number: the step from 8 to 9 users (12.5%)" in markdown
     junit = render_junit(report)
     assert 'tests="4" failures="0"' in junit  # 1 SLO + capacity + plan + one fewer
     assert "by the arithmetic it should fail" in junit

@@ -367,8 +367,10 @@ def bar_chart(
     thresholds: Sequence[Threshold] = (),
     value_format: Callable[[float], str] = short_number,
     decorate: Callable[[Axes], None] | None = None,
+    whiskers: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> Chart:
     """Vertical bars with their values written on top; each bar's gid is `data-bar-<label>`.
+    `whiskers`: a (low, high) range per bar, drawn as error bars (gid `data-bar-whiskers`).
     `decorate` may change the axes (ticks, say) before the legend is drawn."""
     with _figure(chart_id, height_in=HEIGHT_IN) as figure:
         ax = figure.add_subplot()
@@ -384,7 +386,23 @@ def bar_chart(
             patch.set_gid(f"data-bar-{gid(str(label))}")
         ax.set_xticks(range(len(labels)), [str(label) for label in labels])
         ax.bar_label(bars, labels=[value_format(v) for v in finite], padding=3, fontsize=9)
-        ax.set_ylim(bottom=0, top=max([*finite, 0.0]) * 1.18 or 1.0)
+        top = max([*finite, 0.0])
+        if whiskers is not None:
+            low, high = (np.asarray(part, dtype=float) for part in whiskers)
+            heights = np.asarray(finite)
+            drawn = ax.errorbar(
+                range(len(labels)),
+                heights,
+                yerr=[np.maximum(heights - low, 0), np.maximum(high - heights, 0)],
+                fmt="none",
+                ecolor="#333333",
+                capsize=6,
+                lw=1.2,
+            )
+            for child in drawn.lines[2]:
+                child.set_gid("data-bar-whiskers")
+            top = max(top, float(np.nanmax(high)) if high.size else 0.0)
+        ax.set_ylim(bottom=0, top=top * 1.18 or 1.0)
         _draw_thresholds(ax, thresholds, False, False)
         if decorate is not None:
             decorate(ax)

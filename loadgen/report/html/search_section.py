@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.report.evaluation_markdown import slo_words
 from loadgen.report.html import slo_lines
 from loadgen.report.html.charts import Chart, Marker, Series, line_chart
 from loadgen.report.html.page import Card, CellStatus, cards, note, status_of, table
@@ -83,6 +84,9 @@ def decision_cards(report: Mapping[str, Any]) -> str:
     knee_note = f"{num(knee.get('throughput_rps'), 'req/s')}; kneed: {num(knee.get('kneed_level'))}"
     plan_value = f"{replicas['count']} replicas" if replicas.get("count") is not None else "no plan"
     plan_note = str(replicas.get("formula") or replicas.get("error") or "")
+    if replicas.get("plan_on") == "lower" and replicas.get("count_at_point") is not None:
+        at_point = replicas["count_at_point"]
+        plan_note += f" · on the capacity's 95% lower bound; {at_point} at the point estimate"
     if replicas.get("monthly_cost") is not None:
         plan_note += f" · {num(replicas['monthly_cost'])}/month"
     return cards(
@@ -149,13 +153,13 @@ def search_charts(report: Mapping[str, Any]) -> list[Chart]:
     x = np.array([lv["level"] for lv in levels], dtype=float)
     rps = np.array([lv.get("throughput_rps") or 0.0 for lv in levels], dtype=float)
     whiskers = None
-    if any(len(lv.get("trial_rps") or []) > 1 for lv in levels):
-        low = [min(lv.get("trial_rps") or [r]) for lv, r in zip(levels, rps, strict=True)]
-        high = [max(lv.get("trial_rps") or [r]) for lv, r in zip(levels, rps, strict=True)]
+    if any(lv.get("ci95") for lv in levels):  # each level's 95% interval (batch means, all trials)
+        low = [(lv.get("ci95") or [r, r])[0] for lv, r in zip(levels, rps, strict=True)]
+        high = [(lv.get("ci95") or [r, r])[1] for lv, r in zip(levels, rps, strict=True)]
         whiskers = (low, high)
     failed = np.array([not lv.get("slo_passed") for lv in levels])
     series = [
-        Series("throughput", x, rps, label="goodput (mean of trials)", style="linepoints", whiskers=whiskers)
+        Series("throughput", x, rps, label="goodput (all trials)", style="linepoints", whiskers=whiskers)
     ]
     if failed.any():
         series.append(
@@ -191,7 +195,7 @@ def search_charts(report: Mapping[str, Any]) -> list[Chart]:
         markers=_markers(report, dict(zip(x.tolist(), rps.tolist(), strict=True)), over),
         y_min=0,
         caption="Successful completions per second inside each level's window"
-        + ("; whiskers: min–max of the trials." if whiskers else "."),
+        + ("; whiskers: its 95% interval (batch means over every trial)." if whiskers else "."),
     )
     ttft = np.array([_p95(lv, "ttft_ms") for lv in levels])
     e2e = np.array([_p95(lv, "e2e_ms") for lv in levels])
@@ -229,25 +233,30 @@ def level_table(report: Mapping[str, Any]) -> str:
             else f"no ({num(100 * float(lv.get('drift') or 0))}% drift)"
         )
         trials = lv.get("trial_rps") or []
+        unresolved = lv.get("slo_verdict") == "unresolved"
         rows.append(
             [
                 num(lv["level"]),
                 *([num(lv.get("sessions_per_s"))] if sessions else []),
                 num(lv.get("throughput_rps")),
+                _interval(lv),
+                str(lv.get("trials") or max(1, len(trials))),
                 " / ".join(num(t) for t in trials) if len(trials) > 1 else "",
                 num(lv.get("output_tokens_per_s")),
                 num(_p95(lv, "ttft_ms")),
                 num(_p95(lv, "e2e_ms")),
                 num(100 * float(lv.get("error_rate") or 0.0), "%"),
-                "held" if lv.get("slo_passed") else "failed: " + ", ".join(lv.get("failed_slos") or []),
+                slo_words(lv),
                 steady,
             ]
         )
-        statuses.append(status_of(bool(lv.get("slo_passed"))))
+        statuses.append("warn" if unresolved else status_of(bool(lv.get("slo_passed"))))
     headers = [
         "sessions/s offered" if over == SESSIONS else str(knee.get("over") or "level"),
         *(["sessions/s"] if sessions else []),
         "req/s",
+        "95% CI req/s",
+        "trials",
         "trials req/s",
         "tok/s",
         "TTFT p95 ms",
@@ -257,6 +266,15 @@ def level_table(report: Mapping[str, Any]) -> str:
         "steady",
     ]
     return table(headers, rows, statuses, status_column=headers.index("SLOs"))
+
+
+def _interval(level: Mapping[str, Any]) -> str:
+    """'55.1–58.9 (±3.3%)', or – without an interval."""
+    ci, precision = level.get("ci95"), level.get("precision")
+    if not ci:
+        return "–"
+    spread = f" (±{100 * float(precision):.1f}%)" if precision is not None else ""
+    return f"{num(ci[0])}–{num(ci[1])}{spread}"
 
 
 def _verify_row(label: str, check: Mapping[str, Any] | None, unit: str) -> list[str]:
@@ -285,13 +303,20 @@ def plan_block(report: Mapping[str, Any]) -> str:
     if replicas.get("count") is None:
         return note(f"No plan: {replicas.get('error', 'no capacity measured')}.")
     unit = str(replicas.get("unit") or "req/s")  # sessions/s when the levels' arrivals are sessions
+    on_lower = replicas.get("plan_on") == "lower"
     rows = [
         ["peak rate", num(replicas.get("peak_rate"), unit)],
-        ["capacity per replica", num(replicas.get("capacity_rps"), unit)],
+        [
+            "capacity per replica" + (" (lower bound of its 95% interval)" if on_lower else ""),
+            num(replicas.get("capacity_rps"), unit),
+        ],
         ["target utilisation", num(100 * float(replicas.get("target_utilization") or 0), "%")],
         ["redundancy", num(replicas.get("redundancy"))],
         ["replicas", f"{replicas['count']} = {replicas.get('formula')}"],
     ]
+    if on_lower and replicas.get("count_at_point") is not None:
+        rows.insert(2, ["capacity per replica (point estimate)", num(replicas.get("capacity_point"), unit)])
+        rows.append(["replicas at the point estimate", str(replicas["count_at_point"])])
     if replicas.get("monthly_cost") is not None:
         rows += [
             ["cost per million output tokens", num(replicas.get("cost_per_million_tokens"))],
