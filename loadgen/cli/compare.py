@@ -29,7 +29,15 @@ def handle(options: argparse.Namespace) -> int:
 
         if len(runs) == 1 and environment_folders(runs[0]) is None:
             return fail(f"{runs[0]}: give BASELINE CURRENT, several search runs, or an environments run")
-        return compare_environment_runs(runs, options.out)
+        confidence = None
+        if options.confidence is not None:
+            try:
+                confidence = fraction_option("--confidence", options.confidence)
+            except ValueError as exc:
+                return fail(str(exc))
+            if not 0 < confidence <= 1:
+                return fail(f"--confidence must lie in (0%, 100%], not {options.confidence}")
+        return compare_environment_runs(runs, options.out, confidence)
     try:
         settings = gate_settings(options)
     except ValueError as exc:
@@ -45,18 +53,21 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
 
 
+def fraction_option(name: str, raw: str) -> float:
+    """`10%` or `0.1` → 0.1; ValueError with a one-line reason naming the option."""
+    from servers.units import parse_fraction
+
+    try:
+        return parse_fraction(raw if raw.strip().endswith("%") else float(raw))
+    except ValueError:
+        raise ValueError(f"{name} {raw!r}: give a percentage like 10% or a fraction like 0.1") from None
+
+
 def gate_settings(options: argparse.Namespace) -> Settings:
     """The gate's settings from --max-regression and --alpha (ValueError: a one-line reason)."""
     from loadgen.evaluate.compare import Settings
-    from servers.units import parse_fraction
 
-    raw = options.max_regression
-    try:
-        max_regression = parse_fraction(raw if raw.strip().endswith("%") else float(raw))
-    except ValueError:
-        raise ValueError(
-            f"--max-regression {raw!r}: give a percentage like 10% or a fraction like 0.1"
-        ) from None
+    max_regression = fraction_option("--max-regression", options.max_regression)
     if not 0 < options.alpha < 1:
         raise ValueError(f"--alpha must lie between 0 and 1, not {options.alpha}")
     return Settings(max_regression=max_regression, alpha=options.alpha)

@@ -15,16 +15,20 @@ from loadgen.collect.record_files import records_file
 from loadgen.environments.compare import PlanBasis, compare_environments, exit_code
 from loadgen.environments.from_runs import RunsError, comparison_name, environment_folders, load_runs
 from loadgen.environments.render import print_environments, write_comparison
+from loadgen.environments.spec import RecommendSpec
 
 
 def _console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=160)
 
 
-def compare_environment_runs(paths: Sequence[Path], out_dir: Path | None) -> int:
+def compare_environment_runs(
+    paths: Sequence[Path], out_dir: Path | None, confidence: float | None = None
+) -> int:
     """Compare finished search runs (or environments runs) and recommend one; write
     comparison.json/md/html into `out_dir` (default: the environments run given alone, else
-    the current directory)."""
+    the current directory). `confidence`: how sure the recommendation must be (default: the
+    environments run's `recommend.confidence`, else 90%)."""
     try:
         runs = load_runs(paths)
     except RunsError as exc:
@@ -34,7 +38,10 @@ def compare_environment_runs(paths: Sequence[Path], out_dir: Path | None) -> int
     if out_dir is None:
         alone = len(paths) == 1 and environment_folders(paths[0]) is not None
         out_dir = paths[0] if alone else Path.cwd()
-    comparison = compare_environments(runs, _basis_of(paths), name=comparison_name(paths))
+    basis, recommend = _settings_of(paths)
+    comparison = compare_environments(
+        runs, basis, name=comparison_name(paths), confidence=confidence or recommend.confidence
+    )
     if comparison["plan_basis"] is None:
         return fail("no run has a replica plan (capacity: peak_rate): nothing to size or price")
     try:
@@ -46,17 +53,19 @@ def compare_environment_runs(paths: Sequence[Path], out_dir: Path | None) -> int
     return exit_code(comparison)
 
 
-def _basis_of(paths: Sequence[Path]) -> PlanBasis | None:
-    """An environments run plans for its scenario's peak; other runs for the first run's."""
+def _settings_of(paths: Sequence[Path]) -> tuple[PlanBasis | None, RecommendSpec]:
+    """An environments run plans for its scenario's peak and recommends as its scenario says;
+    other runs plan for the first run's peak (basis None: compare_environments takes it)."""
     if len(paths) != 1 or environment_folders(paths[0]) is None:
-        return None  # compare_environments takes the first report's basis
+        return None, RecommendSpec()
     from loadgen.environments.run import plan_basis  # reads the scenario's capacity section
     from loadgen.scenario.loader import ScenarioError, load_scenario
 
     try:
-        return plan_basis(load_scenario(paths[0] / "scenario.yaml"))
+        scenario = load_scenario(paths[0] / "scenario.yaml")
     except ScenarioError:
-        return None
+        return None, RecommendSpec()
+    return plan_basis(scenario), scenario.recommend or RecommendSpec()
 
 
 def report_environments(parent: Path) -> int:

@@ -155,6 +155,13 @@ def _parser() -> argparse.ArgumentParser:
         help="environments: folder for comparison.json/md/html (default: the environments run, "
         "else the current directory)",
     )
+    compare.add_argument(
+        "--confidence",
+        metavar="SHARE",
+        help="environments: the share of resamples in which the recommendation must be the "
+        "cheapest, else it is too close to call (default: the environments run's "
+        "recommend.confidence, else 90%%)",
+    )
     cli_compare.add_gate_options(compare)
     compare.add_argument("--json", type=Path, dest="json_path", help="also write the comparison as JSON here")
     compare.add_argument(

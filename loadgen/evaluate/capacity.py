@@ -10,17 +10,25 @@ from loadgen.fmt import format_number
 
 
 def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, LevelResult | None]:
-    """(best passing level, first failing level above it), levels taken in increasing order.
+    """(capacity level, first failing level above it), levels taken in increasing order.
 
     Only levels below the lowest failing one count: a pass above a failure is noise, not
-    capacity one could sustain."""
-    best: LevelResult | None = None
+    capacity one could sustain. Of those, the capacity level is the lowest whose goodput is not
+    below the highest goodput's 95% interval: on a plateau past the knee every level serves the
+    same within noise, and the highest of several noisy readings would be both biased up and a
+    different level from one run to the next (more load there only adds latency)."""
+    passing: list[LevelResult] = []
+    failing = None
     for result in sorted(levels, key=lambda r: r.level):
         if not result.slo_passed:
-            return best, result
-        if best is None or result.throughput_rps >= best.throughput_rps:
-            best = result
-    return best, None
+            failing = result
+            break
+        passing.append(result)
+    if not passing:
+        return None, failing
+    best = max(passing, key=lambda r: r.throughput_rps)
+    floor = best.ci95[0] if best.ci95 is not None else best.throughput_rps
+    return next(r for r in passing if r.throughput_rps >= floor), failing
 
 
 def capacity_at_slo(

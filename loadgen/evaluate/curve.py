@@ -1,8 +1,12 @@
-"""The load curve's points: what one level measured (`LevelResult`), and the one formula that
-compares two of them, the elasticity of p95 latency with respect to throughput.
+"""The load curve's points: what one level measured (`LevelResult`), and the one rule that
+compares two of them: is the pair past the knee (`past_knee`)? p95 latency grows faster than
+throughput (elasticity > 1) *and* throughput gains flatten (it grew by less than half the load
+growth, in log terms); the second condition keeps a p95 blip on a still-scaling level from
+counting.
 
-The knee (knee.py) and the search policy's bisection test (search.py) both read that formula, so
-they cannot disagree on what "latency grows faster than throughput" means.
+The knee (knee.py) and the search policy (search.py) both read that rule, so they cannot
+disagree on what "past the knee" means, and a search does not stop growing at a pair the knee
+would not call a knee (a batching server's p95 rising as fast as its throughput at 1 → 2 users).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any, Literal
 SearchOver = Literal["concurrency", "rate"]
 # Throughput or latency at or below this is treated as zero (no log of 0).
 TINY = 1e-9
+# Throughput that grew by less than this share of the load's growth (log terms) has flattened.
+FLAT_EFFICIENCY = 0.5
 
 
 @dataclass(frozen=True)
@@ -109,3 +115,25 @@ def elasticity(a: LevelResult, b: LevelResult, metric: str = "e2e_ms", key: str 
 def by_level(levels: Sequence[LevelResult]) -> list[LevelResult]:
     """Sorted by level; a repeated level keeps its last result."""
     return sorted({result.level: result for result in levels}.values(), key=lambda r: r.level)
+
+
+def flattening(a: LevelResult, b: LevelResult, flat_efficiency: float = FLAT_EFFICIENCY) -> bool:
+    """Throughput grew by less than `flat_efficiency` of the load growth (both in log terms)."""
+    if a.throughput_rps <= TINY:
+        return False  # from zero throughput nothing has flattened yet
+    if b.throughput_rps <= TINY or a.level <= 0 or b.level <= a.level:
+        return True
+    scaling = math.log(b.throughput_rps / a.throughput_rps) / math.log(b.level / a.level)
+    return scaling < flat_efficiency
+
+
+def past_knee(
+    a: LevelResult,
+    b: LevelResult,
+    metric: str = "e2e_ms",
+    key: str = "p95",
+    flat_efficiency: float = FLAT_EFFICIENCY,
+) -> bool:
+    """From a to b (b the higher level), latency grew faster than throughput and throughput
+    gains flattened: the knee lies at a or below."""
+    return elasticity(a, b, metric, key) > 1.0 and flattening(a, b, flat_efficiency)

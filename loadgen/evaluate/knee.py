@@ -1,10 +1,10 @@
 """The knee: the lowest load level past which p95 latency grows faster than throughput.
 
 Between consecutive levels a and b (sorted by level) the elasticity is d log p95 / d log
-throughput (curve.elasticity, the formula the search policy's bisection uses too). The knee is
-level a of the first pair where the elasticity exceeds 1 *and* throughput gains flatten
-(throughput grew by less than `flat_efficiency` of the load growth). The second condition keeps
-a p95 blip on a still-scaling level from counting.
+throughput. The knee is level a of the first pair where the elasticity exceeds 1 *and*
+throughput gains flatten (throughput grew by less than `flat_efficiency` of the load growth):
+curve.past_knee, the rule the search policy stops growing at too. The second condition keeps a
+p95 blip on a still-scaling level from counting.
 
 Cross-check: `kneed`'s KneeLocator on throughput vs level (concave, increasing). That curve
 rises with load and bends where the server saturates, which is kneed's shape; latency vs
@@ -14,35 +14,24 @@ climbs, so x stops increasing. Both answers are reported; they may differ on noi
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, by_level, elasticity
-
-
-def _flattening(a: LevelResult, b: LevelResult, flat_efficiency: float) -> bool:
-    """Throughput grew by less than `flat_efficiency` of the load growth (both in log terms)."""
-    if a.throughput_rps <= TINY:
-        return False  # from zero throughput nothing has flattened yet
-    if b.throughput_rps <= TINY or a.level <= 0:
-        return True
-    scaling = math.log(b.throughput_rps / a.throughput_rps) / math.log(b.level / a.level)
-    return scaling < flat_efficiency
+from loadgen.evaluate.curve import FLAT_EFFICIENCY, LevelResult, SearchOver, by_level, past_knee
 
 
 def elasticity_knee(
     levels: Sequence[LevelResult],
     metric: str = "e2e_ms",
     key: str = "p95",
-    flat_efficiency: float = 0.5,
+    flat_efficiency: float = FLAT_EFFICIENCY,
 ) -> LevelResult | None:
     """The knee level's result by the elasticity rule, or None when no pair qualifies."""
     ordered = by_level(levels)
     for a, b in pairwise(ordered):
-        if elasticity(a, b, metric, key) > 1.0 and _flattening(a, b, flat_efficiency):
+        if past_knee(a, b, metric, key, flat_efficiency):
             return a
     return None
 

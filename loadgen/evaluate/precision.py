@@ -40,6 +40,7 @@ from loadgen.collect.columns import CANCELLED, OK, columns_of
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import latency_values
 from loadgen.collect.stats import PhaseWindow
+from loadgen.evaluate.resampling import repeated_percentiles
 from loadgen.evaluate.slo import SLOResult, SLOSpec, latency_limits
 from loadgen.evaluate.throughput import served_in_bins
 
@@ -165,24 +166,19 @@ def _statistics(values: np.ndarray, owner: np.ndarray, draws: np.ndarray, keys: 
     times; the percentiles are np.percentile's (linear) over the values so repeated."""
     order = np.argsort(values, kind="stable")
     values, owner = values[order], owner[order]
+    quantiles = [column for column, key in enumerate(keys) if key in _QUANTILES]
+    fractions = np.array([_QUANTILES[keys[column]] for column in quantiles])
     out = np.full((draws.shape[0], len(keys)), np.nan)
     for row, counts in enumerate(draws):
         weights = counts[owner]
-        cumulative = np.cumsum(weights)
-        total = int(cumulative[-1]) if cumulative.size else 0
-        if total == 0:
+        if not weights.any():
             continue
+        out[row, quantiles] = repeated_percentiles(values, owner, counts, fractions)
         for column, key in enumerate(keys):
             if key == "mean":
-                out[row, column] = float(weights @ values) / total
+                out[row, column] = float(weights @ values) / float(weights.sum())
             elif key == "max":
                 out[row, column] = float(values[weights > 0].max())
-            else:
-                position = _QUANTILES[key] * (total - 1)
-                below = np.floor(position)
-                low = values[np.searchsorted(cumulative, below, side="right")]
-                high = values[np.searchsorted(cumulative, min(below + 1, total - 1), side="right")]
-                out[row, column] = low + (high - low) * (position - below)
     return out
 
 

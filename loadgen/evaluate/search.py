@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, elasticity
+from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, past_knee
 from servers.config import StrictModel
 from servers.units import Duration, Fraction, PositiveDuration
 
@@ -84,11 +84,11 @@ def _gain(before: LevelResult, after: LevelResult) -> float:
 
 
 def _still_scaling(lower: LevelResult, upper: LevelResult) -> bool:
-    """Bisection test: the upper level held its SLOs, gained throughput, and its p95 latency grew
-    no faster than that throughput (elasticity ≤ 1, the knee's formula)."""
+    """The upper level held its SLOs, gained throughput, and the pair is not past the knee (the
+    knee's own rule, curve.past_knee: latency outgrowing throughput while its gains flatten)."""
     if not upper.slo_passed or upper.throughput_rps <= lower.throughput_rps:
         return False  # no throughput gained: past the knee whatever latency did
-    return elasticity(lower, upper) <= 1.0
+    return not past_knee(lower, upper)
 
 
 def more_trials(result: LevelResult, spec: SearchSpec, over_budget: bool = False) -> bool:

@@ -38,7 +38,8 @@ server: {kind: simulated, ttft: 20ms, itl: 5ms, slots: 8}
 workload:
   prompt_tokens: {kind: fixed, value: 16}
   output_tokens: {kind: fixed, value: 16}
-search: {over: concurrency, levels: [2, 8, 16], trials: 2, level_duration: 2s, level_warmup: 0.5s}
+search: {over: concurrency, levels: [2, 8, 16], trials: 2, precision: null, level_duration: 2s,
+         level_warmup: 0.5s}
 capacity: {peak_rate: 100, target_utilization: 0.8, redundancy: 0, cost_per_replica_hour: 2.5}
 verify: {duration: 3s, warmup: 1s}
 client: {max_schedule_lag_p99: 200ms}

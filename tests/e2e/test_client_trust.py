@@ -54,7 +54,7 @@ def test_a_search_stops_at_the_level_where_the_client_fell_behind(tmp_path: Path
         """name: lagging-search
 server: {kind: simulated, ttft: 20ms, itl: 5ms, slots: 16}
 workload: {prompt_tokens: {kind: fixed, value: 8}, output_tokens: {kind: fixed, value: 8}}
-search: {over: rate, levels: [10, 20, 40], level_duration: 2s, level_warmup: 0.5s}
+search: {over: rate, levels: [10, 20, 40], level_duration: 2s, level_warmup: 0.5s, precision: null}
 slo: {ttft: {p95: 500ms}}
 client: {max_schedule_lag_p99: 1us}
 report: {formats: [json, markdown]}

@@ -20,7 +20,9 @@ workload:
 report: {dir: runs, formats: [json]}
 """
 PLAIN = BASE + "traffic: [{kind: constant, rate: 20, duration: 2s}]\n"
-SEARCH = BASE + "search: {over: concurrency, levels: [2, 4], level_duration: 1.5s, level_warmup: 0.5s}\n"
+SEARCH = BASE + (
+    "search: {over: concurrency, levels: [2, 4], level_duration: 1.5s, level_warmup: 0.5s, precision: null}\n"
+)
 
 
 def _last_row(run: CliRun, title: str) -> list[str]:

@@ -51,7 +51,7 @@ name: schema-search
 seed: 2
 server: {kind: simulated, ttft: 10ms, itl: 2ms, slots: 4}
 workload: {prompt_tokens: {kind: fixed, value: 8}, output_tokens: {kind: fixed, value: 4}}
-search: {over: rate, levels: [10, 40], level_duration: 0.6s, level_warmup: 0.2s, trials: 2}
+search: {over: rate, levels: [10, 40], level_duration: 0.6s, level_warmup: 0.2s, trials: 2, precision: null}
 # Sized on the point estimate: 0.4-s windows of Poisson arrivals leave a wide interval, whose lower
 # bound would plan (and start) a third replica.
 capacity: {peak_rate: 50, target_utilization: 0.8, cost_per_replica_hour: 1.5, plan_on: point}

@@ -94,7 +94,7 @@ server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 8}
 workload:
   prompt_tokens: {kind: fixed, value: 16}
   output_tokens: {kind: fixed, value: 16}
-search: {over: rate, levels: [10, 20, 60], level_duration: 4s, level_warmup: 1s}
+search: {over: rate, levels: [10, 20, 60], level_duration: 4s, level_warmup: 1s, precision: null}
 slo: {ttft: {p95: 150ms}}
 report: {formats: [json]}
 """
@@ -120,7 +120,7 @@ server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 8}
 workload:
   prompt_tokens: {kind: fixed, value: 16}
   output_tokens: {kind: fixed, value: 16}
-search: {over: concurrency, levels: [2, 16], level_duration: 3s, level_warmup: 1s, trials: 3}
+search: {over: concurrency, levels: [2, 16], level_duration: 3s, level_warmup: 1s, trials: 3, precision: null}
 slo: {ttft: {p95: 150ms}}
 report: {formats: [json]}
 """
@@ -132,7 +132,8 @@ def test_repeated_trials_give_capacity_a_confidence_interval(tmp_path: Path) -> 
     capacity = run.report["capacity"]
     assert capacity["level"] == 2 and capacity["limiting_slo"] == "ttft p95"
     # Two closed-loop slots, each request holding one for 50 ms + 15 × 10 ms = 0.2 s: 10 req/s.
-    # Three trials of it: the bootstrap interval brackets the pooled rate and stays narrow.
+    # Three trials of it (fixed: `precision: null`): the interval (batch means over every trial's
+    # batches) brackets the pooled rate and stays narrow.
     low, high = capacity["ci95"]
     assert 8.0 < low <= capacity["rate_rps"] <= high <= 10.5 and high - low < 1.0
     # Each trial is a Locust run of its own with its own phase: 2 levels × 3 trials.
@@ -164,3 +165,39 @@ def test_closed_loop_goodput_is_precise_whatever_the_window_phase(tmp_path: Path
     assert level["throughput_rps"] == pytest.approx(truth, rel=0.03)
     # Little's law from the same run: 6 users, each always waiting on a request of mean e2e R.
     assert level["throughput_rps"] == pytest.approx(6 / (level["e2e_ms"]["mean"] / 1000), rel=0.02)
+
+
+# Output lengths uniform over 4-60 tokens: e2e = 50 ms + (tokens − 1) × 10 ms, whose p95 is
+# about 50 + 56.2 × 10 = 612 ms. An e2e p95 SLO of 614 ms sits inside the p95's 95% interval of
+# ~60 requests a trial, and a 1% precision is out of reach of three 1.5-s windows.
+EDGE_SCENARIO = """name: precision-edge
+seed: 4
+server: {kind: simulated, ttft: 50ms, itl: 10ms, slots: 8}
+workload:
+  prompt_tokens: {kind: fixed, value: 16}
+  output_tokens: {kind: uniform, min: 4, max: 60}
+search: {over: concurrency, levels: [8], level_duration: 2s, level_warmup: 0.5s, precision: 1%, max_trials: 3}
+slo: {e2e: {p95: 614ms}}
+report: {formats: [json, markdown]}
+"""
+
+
+def test_a_level_is_repeated_until_precise_and_an_slo_at_its_edge_stays_unresolved(tmp_path: Path) -> None:
+    run = run_cli(tmp_path, EDGE_SCENARIO, "--progress", "never", timeout=120)
+    assert run.code == 1, run.stderr  # no level held every SLO for sure
+    (level,) = run.report["knee"]["levels"]
+    assert level["trials"] == 3  # max_trials: neither the interval nor the SLO was settled
+    assert [p["trial"] for p in run.report["phases"]] == [0, 1, 2]
+    low, high = level["ci95"]
+    assert low < level["throughput_rps"] < high and level["precision"] > 0.01
+    assert level["precision"] == pytest.approx((high - low) / 2 / level["throughput_rps"], rel=1e-2)
+    assert len(level["batch_rps"]) >= 6  # every trial's batches
+    # The p95 is on the SLO's pass side or not, but its interval straddles 614 ms: unresolved,
+    # not held, and it is what limits the capacity (none held).
+    assert level["slo_verdict"] == "unresolved" and level["unresolved_slos"] == ["e2e p95"]
+    assert not level["slo_passed"] and level["failed_slos"] == []
+    capacity = run.report["capacity"]
+    assert capacity["rate_rps"] == 0 and capacity["limiting_slo"] == "e2e p95"
+    assert "req/s ±" in run.stderr and "(3 trials, precision 1% not reached)" in run.stderr
+    assert "unresolved: e2e p95 (95% interval straddles the SLO)" in run.stderr
+    assert "| unresolved: e2e p95 |" in (run.run_dir / "report.md").read_text()

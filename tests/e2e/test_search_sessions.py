@@ -24,8 +24,10 @@ SERVER_MAX_RPS = 8 / 0.2  # slots / (ttft 50 ms + 15 × itl 10 ms)
 
 def _run(tmp_path: Path) -> CliRun:
     data = yaml.safe_load(SCENARIO.read_text())
-    data["search"].update(levels=[4, 16], level_duration="5s", level_warmup="2s")
-    data["capacity"]["peak_rate"] = 6
+    # One trial a level (`precision: null`) and the plan on the point estimate: the sessions are
+    # under test here, not the precision (tests/e2e/test_search.py has it).
+    data["search"].update(levels=[4, 16], level_duration="5s", level_warmup="2s", precision=None)
+    data["capacity"].update(peak_rate=6, plan_on="point")
     data["verify"] = {"duration": "5s", "warmup": "2s"}
     # A prefix cache (no prefill cost: the timing is as without): a turn finds its history cached
     # only on the replica that served the session's earlier turns.
@@ -85,7 +87,13 @@ def test_a_concurrency_search_over_sessions_runs_chat_users_who_think(tmp_path: 
     # N closed-loop users, each holding one conversation at a time: 3 turns of 0.2 s with 0.5 s
     # of thinking between them, a new session as soon as one ends. A user's session takes 1.6 s.
     data = yaml.safe_load(SCENARIO.read_text())
-    data["search"] = {"over": "concurrency", "levels": [2, 32], "level_duration": "6s", "level_warmup": "2s"}
+    data["search"] = {
+        "over": "concurrency",
+        "levels": [2, 32],
+        "level_duration": "6s",
+        "level_warmup": "2s",
+        "precision": None,  # one trial a level: the sessions are under test here
+    }
     del data["capacity"], data["verify"]
     path = tmp_path / "users.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

@@ -24,7 +24,7 @@ SEARCH = """name: {name}
 seed: 4
 server: {server}
 workload: {{prompt_tokens: {{kind: fixed, value: 8}}, output_tokens: {{kind: fixed, value: 8}}}}
-search: {{over: concurrency, levels: [2], level_duration: 2s, level_warmup: 0.5s}}
+search: {{over: concurrency, levels: [2], level_duration: 2s, level_warmup: 0.5s, precision: null}}
 slo: {{ttft: {{p95: 500ms}}}}
 capacity: {{peak_rate: 100, target_utilization: 0.8}}
 verify: {verify}

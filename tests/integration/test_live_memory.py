@@ -55,7 +55,7 @@ scenario = Scenario.model_validate({
     "workload": {"prompt_tokens": {"kind": "fixed", "value": 8},
                  "output_tokens": {"kind": "fixed", "value": 4}},
     "search": {"over": "rate", "levels": [30, 60], "max": 60, "level_duration": "0.8s",
-               "level_warmup": "0.2s", "trials": 2, "max_concurrency": 16},
+               "level_warmup": "0.2s", "trials": 2, "precision": None, "max_concurrency": 16},
     "client": {"max_schedule_lag_p99": "10s"},  # a busy test machine must not stop the search
 })
 assert scenario.search is not None

@@ -62,6 +62,7 @@ search:
   levels: [1, 2, 4, 8]
   level_duration: 2s
   level_warmup: 0.5s
+  precision: null  # one trial a level: the dashboards are under test
 slo:
   ttft: {p95: 100ms}
 prometheus: {linger: 3s}

@@ -122,3 +122,20 @@ def test_closed_loop_model_follows_littles_law() -> None:
     assert at_16.e2e_ms["p95"] == pytest.approx(16 / at_16.throughput_rps * 1000)  # e2e = c / X
     assert at_16.ttft_ms["p95"] == pytest.approx(50 + 680)  # one full service time of queueing
     assert closed_loop(4, 8, 0.05, 0.01, 64).ttft_ms["p95"] == pytest.approx(50)
+
+
+def test_on_a_plateau_the_capacity_is_the_lowest_level_within_the_best_ones_interval() -> None:
+    # Past the knee every level serves ~40 req/s; the highest reading (10: 40.3) is noise. The
+    # capacity is the lowest level whose goodput is not below 40.3's interval (9: 39.9 ≥ 39.8).
+    levels = [
+        level(4, True, ci=(19.7, 20.3)),
+        LevelResult(8, 38.9, 1245, ci95=(38.6, 39.2), trials=1),
+        LevelResult(9, 39.9, 1277, ci95=(39.5, 40.3), trials=1),
+        LevelResult(10, 40.3, 1290, ci95=(39.8, 40.8), trials=1),
+        LevelResult(12, 40.1, 1283, ci95=(39.6, 40.6), trials=1),
+        level(16, False, ("ttft p95",)),
+    ]
+    cap = capacity_at_slo(levels, "concurrency", precision=0.05)
+    assert cap is not None
+    assert (cap["level"], cap["rate_rps"], cap["limiting_slo"]) == (9, 39.9, "ttft p95")
+    assert cap["grid"]["next_level"] == 10

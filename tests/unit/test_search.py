@@ -179,6 +179,20 @@ def test_throughput_flattening_without_slo_break_triggers_bisection() -> None:
     assert abs(find_knee(results, "concurrency")["level"] - 5) <= 1
 
 
+def test_latency_growing_with_throughput_at_low_load_does_not_stop_the_search() -> None:
+    # A batching server: from 1 to 2 users e2e p95 rises 53% while throughput rises 49%
+    # (elasticity 1.07), but throughput still scaled by 0.57 of the load: not the knee, so the
+    # search grows on to where throughput really flattens (8 slots) instead of stopping at 2.
+    def batching(level: float) -> LevelResult:
+        rps = 15.0 * min(level, 8) ** 0.575
+        return LevelResult(level, rps, rps * 32, e2e_ms={"p95": 70.0 * level**0.615})
+
+    results = run_search(SearchSpec(max=64, precision=None), batching)
+    visited = [r.level for r in results]
+    assert visited[:5] == [1, 2, 4, 8, 16], visited
+    assert find_knee(results, "concurrency")["level"] == 8
+
+
 def test_fixed_grid_is_run_as_given_and_capped_at_max() -> None:
     spec = SearchSpec(levels=[1, 2, 4, 8, 16, 32], max=16)
     assert [r.level for r in run_search(spec, simulated)] == [1, 2, 4, 8, 16]
