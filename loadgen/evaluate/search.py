@@ -6,7 +6,9 @@ measures anything itself: it is a pure function of past results. loadgen.run.sea
 with real levels or (in the tests) a synthetic curve.
 
 Adaptive search: grow geometrically (`growth`) from `start` until an SLO breaks or throughput
-stops growing (gain < `min_gain`, or p95 latency grows faster than it), then bisect between the
+stops growing (gain < `min_gain`, or the pair is past the knee); a level that stopped growing with
+its SLOs held gets one more level above it before the search believes it (patience of one: a
+level measured while the machine was slow must not end the search). Then bisect between the
 last good and first bad level until the bracket is `resolution` wide. `max` is never exceeded.
 A fixed `levels` grid is run as given. With a `precision`, the bisection goes on until the
 bracket is also within that fraction of its lower level (concurrency stops at a step of 1), and
@@ -76,11 +78,12 @@ class SearchSpec(StrictModel):
         return self
 
 
-def _gain(before: LevelResult, after: LevelResult) -> float:
-    """Relative throughput gain; from (near) zero any positive throughput counts as growth."""
+def _gain(before: LevelResult, after: LevelResult, steps: int = 1) -> float:
+    """Relative throughput gain per growth step (`steps` of them between the two levels); from
+    (near) zero any positive throughput counts as growth."""
     if before.throughput_rps <= TINY:
         return math.inf if after.throughput_rps > TINY else 0.0
-    return after.throughput_rps / before.throughput_rps - 1.0
+    return float((after.throughput_rps / before.throughput_rps) ** (1 / steps) - 1.0)
 
 
 def _still_scaling(lower: LevelResult, upper: LevelResult) -> bool:
@@ -139,22 +142,32 @@ def search_levels(spec: SearchSpec, min_gain: float = 0.05) -> Policy:
 
     # Growth phase: `good` is the last level that passed and still gained throughput.
     good: LevelResult | None = None
-    bad_level: float | None = None
+    bad_level: float | None = None  # the first level that did not scale past `good`
     level = spec.start
     while True:
         result = yield as_level(level)
-        # Stop growing at an SLO break, a throughput gain below min_gain, or latency outgrowing
-        # throughput (elasticity > 1: the knee is already behind us).
+        # Stop growing at an SLO break, a throughput gain below min_gain, or the pair being past
+        # the knee (curve.past_knee).
         if good is None:
             stop = not result.slo_passed
         else:
-            stop = _gain(good, result) < min_gain or not _still_scaling(good, result)
-        if stop:
-            bad_level = level
+            steps = 1 if bad_level is None else 2  # the level after one that did not scale
+            stop = _gain(good, result, steps) < min_gain or not _still_scaling(good, result)
+        if not stop:
+            good, bad_level = result, None
+        elif not result.slo_passed or bad_level is not None or good is None:
+            bad_level = bad_level if bad_level is not None else level
             break
-        good = result
+        else:
+            # A level that did not scale, its SLOs held: one level more before believing it. A
+            # machine that slowed down for one level (a noisy neighbour, a GC) would otherwise
+            # end the search below the server's knee; if the next level scales past `good`, the
+            # search grows on from there.
+            bad_level = level
         if level >= spec.max:
-            return  # everything up to max held: nothing to bisect
+            if bad_level is None:
+                return  # everything up to max held and scaled: nothing to bisect
+            break
         level = min(spec.max, math.ceil(level * spec.growth) if whole else level * spec.growth)
 
     # Bisection phase between the last good level (0 when none was) and the first bad one.
