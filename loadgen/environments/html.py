@@ -93,13 +93,21 @@ def _decision_cards(comparison: Mapping[str, Any]) -> str:
             ),
             Card(
                 "capacity at SLO",
-                f"{format_number(winner['capacity_rps'])} req/s",
-                f"per replica · {format_number(winner['output_tokens_per_s'] or 0)} tok/s",
+                f"{format_number(round(winner['capacity_rps'], 1))} req/s",
+                _capacity_note(winner),
                 big=True,
             ),
         ],
         even=True,
     )
+
+
+def _capacity_note(row: Mapping[str, Any]) -> str:
+    note = "per replica"
+    ci = row.get("capacity_ci95")
+    if ci:
+        note += f" · 95% interval {format_number(round(ci[0], 1))}–{format_number(round(ci[1], 1))}"
+    return note + f" · {format_number(round(row['output_tokens_per_s'] or 0))} tok/s"
 
 
 def _point_words(row: Mapping[str, Any]) -> str:

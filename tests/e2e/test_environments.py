@@ -153,10 +153,10 @@ def test_bundled_environments_scenario_recommends_on_real_runtimes(tmp_path: Pat
     measured) instead of the shipped 3 s, one trial each (`precision: null`): the same plans,
     minutes less of CI (bench/reproducibility.py runs it as shipped, repeatedly)."""
     shipped = (ROOT / "scenarios" / "environments.yaml").read_text(encoding="utf-8")
-    assert "level_duration: 3s\n  level_warmup: 1s\n" in shipped
+    assert "level_duration: 3s\n  level_warmup: 1s\n  precision: 5%" in shipped
     text = shipped.replace(
-        "level_duration: 3s\n  level_warmup: 1s\n",
-        "level_duration: 2s\n  level_warmup: 0.5s\n  precision: null\n",
+        "level_duration: 3s\n  level_warmup: 1s\n  precision: 5%",
+        "level_duration: 2s\n  level_warmup: 0.5s\n  precision: null",
     )
     # The vLLM environment names its interpreter relative to the working directory (the repo root).
     run = run_cli(tmp_path, text, timeout=900)
