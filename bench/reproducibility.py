@@ -61,6 +61,12 @@ def environments(root: Path, runs: int, work: Path) -> None:
         comparisons.append(comparison)
         walls.append(wall)
         print(f"environments run {number}: exit {code}, {wall:.0f} s: {comparison['reason']}", flush=True)
+    print_comparisons(comparisons, walls)
+
+
+def print_comparisons(comparisons: Sequence[dict[str, Any]], walls: Sequence[float] = ()) -> None:
+    """Each environment's capacity, interval and plan per run, its spread, and the recommendations."""
+    runs = len(comparisons)
     names = [row["name"] for row in comparisons[0]["environments"]]
     print(
         "\n| environment | "
@@ -90,7 +96,8 @@ def environments(root: Path, runs: int, work: Path) -> None:
     same = max(chosen.count(name) for name in set(chosen))
     print(f"\nrecommendation: {chosen} — the same in {same}/{runs}")
     print(f"its replicas: {counts}; how sure: {[pick.get('confidence') for pick in picks]}")
-    print(f"wall time per run: {', '.join(f'{wall:.0f} s' for wall in walls)}")
+    if walls:
+        print(f"wall time per run: {', '.join(f'{wall:.0f} s' for wall in walls)}")
 
 
 def knee(root: Path, runs: int, work: Path) -> None:
@@ -124,7 +131,17 @@ def main() -> None:
     parser.add_argument("--environments", type=int, default=3, help="runs of scenarios/environments.yaml")
     parser.add_argument("--knee", type=int, default=5, help="runs of scenarios/search-knee.yaml")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to run (default: this one)")
+    parser.add_argument(
+        "--table",
+        type=Path,
+        nargs="+",
+        metavar="ENVIRONMENTS_RUN",
+        help="only print the table of finished environments runs (their comparison.json)",
+    )
     options = parser.parse_args()
+    if options.table:
+        print_comparisons([json.loads((run / "comparison.json").read_text()) for run in options.table])
+        return
     with tempfile.TemporaryDirectory(prefix="reproducibility-") as work:
         if options.environments:
             environments(options.root, options.environments, Path(work))

@@ -13,10 +13,12 @@ def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, Level
     """(capacity level, first failing level above it), levels taken in increasing order.
 
     Only levels below the lowest failing one count: a pass above a failure is noise, not
-    capacity one could sustain. Of those, the capacity level is the lowest whose goodput is not
-    below the highest goodput's 95% interval: on a plateau past the knee every level serves the
-    same within noise, and the highest of several noisy readings would be both biased up and a
-    different level from one run to the next (more load there only adds latency)."""
+    capacity one could sustain. Of those, the capacity level is the lowest whose goodput reaches
+    the highest goodput the levels showed for sure (the highest lower bound of their 95%
+    intervals): on a plateau past the knee every level serves the same within noise, and the
+    highest of several noisy readings would be both biased up and a different level from one
+    run to the next (more load there only adds latency). The floor is the surest level's, not the
+    highest reading's: a one-trial reading with a wide interval must not pull it down."""
     passing: list[LevelResult] = []
     failing = None
     for result in sorted(levels, key=lambda r: r.level):
@@ -26,8 +28,7 @@ def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, Level
         passing.append(result)
     if not passing:
         return None, failing
-    best = max(passing, key=lambda r: r.throughput_rps)
-    floor = best.ci95[0] if best.ci95 is not None else best.throughput_rps
+    floor = max(r.ci95[0] if r.ci95 is not None else r.throughput_rps for r in passing)
     return next(r for r in passing if r.throughput_rps >= floor), failing
 
 

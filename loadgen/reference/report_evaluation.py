@@ -91,7 +91,7 @@ class CapacityGrid(ReportPart):
 
 class Capacity(ReportPart):
     """Capacity at SLO: the highest goodput of a level at which every per-level SLO held (of the
-    levels whose goodput is not below the best one's 95% interval, the lowest)."""
+    levels whose goodput reaches the highest lower bound of their 95% intervals, the lowest)."""
 
     rate_rps: float = Field(description="requests/s; 0 when no level held every SLO")
     output_tokens_per_s: float = Field(description="output tokens/s at that level")

@@ -139,3 +139,16 @@ def test_on_a_plateau_the_capacity_is_the_lowest_level_within_the_best_ones_inte
     assert cap is not None
     assert (cap["level"], cap["rate_rps"], cap["limiting_slo"]) == (9, 39.9, "ttft p95")
     assert cap["grid"]["next_level"] == 10
+
+
+def test_a_wide_interval_on_the_highest_reading_does_not_pull_the_capacity_down() -> None:
+    # 32 read highest, but from one trial of two batches (±45%): its lower bound (25) would admit
+    # 8 (26). The floor is the surest level's, 16's lower bound (34.9): capacity 37.3 at 16.
+    levels = [
+        LevelResult(8, 26.0, 832, ci95=(24.8, 27.3), trials=5),
+        LevelResult(16, 37.3, 1194, ci95=(34.9, 39.7), trials=5),
+        LevelResult(24, 44.5, 1424, ci95=(29.8, 59.2), trials=1),
+        LevelResult(32, 46.3, 1482, ci95=(25.1, 67.5), trials=1),
+    ]
+    cap = capacity_at_slo(levels, "concurrency", precision=0.05)
+    assert cap is not None and (cap["level"], cap["rate_rps"]) == (16, 37.3)
