@@ -117,19 +117,16 @@ class Batches:
         total_s = sum(window.duration_s for window in self.windows)
         return float(np.sqrt(variance)) / total_s if total_s > 0 else None
 
-    def owner(self, phase: np.ndarray, scheduled: np.ndarray, clip: bool = True) -> np.ndarray:
-        """The batch of each request (by its phase and scheduled time), −1 for other phases.
-        A request of the phase scheduled outside its window goes to the nearest batch (`clip`:
-        the statistics' requests, counted by the window already) or is −1 too."""
+    def owner(self, phase: np.ndarray, scheduled: np.ndarray) -> np.ndarray:
+        """The batch of each request (by its phase and scheduled time), −1 for other phases. A
+        counted request scheduled at its window's very edge goes to the nearest batch."""
         batch = np.full(phase.size, -1, dtype=np.int64)
         first = 0
         for window, edges in zip(self.windows, self.edges, strict=True):
             inside = phase == window.index
             count = edges.size - 1
             index = np.searchsorted(edges, scheduled[inside], side="right") - 1
-            if clip:
-                index = np.clip(index, 0, count - 1)
-            batch[inside] = np.where((index >= 0) & (index < count), first + index, -1)
+            batch[inside] = first + np.clip(index, 0, count - 1)
             first += count
         return batch
 
