@@ -54,6 +54,12 @@ class Columns:
     turn: np.ndarray  # int64
     session_turns: np.ndarray  # int64
     session_start: np.ndarray  # float64
+    # Reasoning streams (loadgen.collect.reasoning_stats): when the first answer token came (the
+    # first token unless reasoning or a tool call came first; NaN: no answer), the reasoning
+    # tokens and the reasoning time (NaN: no reasoning).
+    first_answer: np.ndarray  # float64
+    reasoning_tokens: np.ndarray  # float64
+    reasoning_ms: np.ndarray  # float64
 
     def __len__(self) -> int:
         return int(self.id.size)
@@ -74,6 +80,8 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
     status = [data.get("status", "ok") for data in chunk]
     kinds = [data.get("error_kind") for data in chunk]
     gaps, counts = _chunk_gaps(chunk)
+    first_token = _times(chunk, "first_token_s")
+    reasoning_tokens = _times(chunk, "reasoning_tokens")
     return Columns(
         id=np.fromiter((data.get("id", 0) for data in chunk), np.int64, len(chunk)),
         phase=np.fromiter((data.get("phase", 0) for data in chunk), np.int64, len(chunk)),
@@ -82,7 +90,7 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         error_key=[_error_key(value, kind) for value, kind in zip(status, kinds, strict=True)],
         scheduled=_times(chunk, "scheduled_s"),
         sent=_times(chunk, "sent_s"),
-        first_token=_times(chunk, "first_token_s"),
+        first_token=first_token,
         done=_times(chunk, "done_s"),
         output_tokens=np.fromiter((data.get("output_tokens") or 0 for data in chunk), np.int64, len(chunk)),
         source=np.fromiter(
@@ -104,7 +112,22 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         turn=np.fromiter((data.get("turn") or 0 for data in chunk), np.int64, len(chunk)),
         session_turns=np.fromiter((data.get("session_turns") or 0 for data in chunk), np.int64, len(chunk)),
         session_start=_times(chunk, "session_start_s"),
+        first_answer=_first_answer(chunk, first_token, reasoning_tokens),
+        reasoning_tokens=reasoning_tokens,
+        reasoning_ms=_times(chunk, "reasoning_ms"),
     )
+
+
+def _first_answer(
+    chunk: Sequence[Mapping[str, Any]], first_token: np.ndarray, reasoning: np.ndarray
+) -> np.ndarray:
+    """A record names its first answer only when it differs from its first token; one with
+    reasoning and no such time got no answer (NaN)."""
+    answer = _times(chunk, "first_answer_s")
+    if np.isnan(answer).all() and np.isnan(reasoning).all():
+        return first_token  # a plain run: every answer began with the first token
+    plain = np.isnan(answer) & np.isnan(reasoning)
+    return np.where(plain, first_token, answer)
 
 
 def _times(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:

@@ -82,6 +82,13 @@ class RequestRecord:
     turn: int | None = None
     session_turns: int | None = None
     session_start_s: float | None = None
+    # Reasoning streams (DESIGN: TTFT is the first token of any kind): when the first answer
+    # token came, only where reasoning or a tool call came first (None: it was the first token,
+    # or no answer came); the reasoning tokens (the server's usage, else counted chunks; None:
+    # none); first reasoning token → first answer token (or the last reasoning one), ms.
+    first_answer_s: float | None = None
+    reasoning_tokens: int | None = None
+    reasoning_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -122,7 +129,17 @@ class RequestRecord:
 
 _FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
 # Keys a line of requests.jsonl carries only when set (a missing one reads back as None).
-_LEFT_OUT_WHEN_NONE = ("cached_tokens", "prefix_group", "session", "turn", "session_turns", "session_start_s")
+_LEFT_OUT_WHEN_NONE = (
+    "cached_tokens",
+    "prefix_group",
+    "session",
+    "turn",
+    "session_turns",
+    "session_start_s",
+    "first_answer_s",
+    "reasoning_tokens",
+    "reasoning_ms",
+)
 _FIELD_SET = frozenset(_FIELD_NAMES)
 
 

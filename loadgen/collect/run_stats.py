@@ -30,6 +30,12 @@ import numpy as np
 from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Columns
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
 from loadgen.collect.prefix_stats import add_prefix, merge_prefix, prefix_metrics
+from loadgen.collect.reasoning_stats import (
+    add_reasoning,
+    merge_reasoning,
+    reasoning_metrics,
+    ttfat_percentiles,
+)
 from loadgen.collect.session_stats import add_sessions, later_sent, merge_sessions, session_metrics
 from loadgen.collect.windows import PhaseWindow, target_rate
 
@@ -65,6 +71,8 @@ class GroupStats:
     prefix_counts: dict[str, int] = field(default_factory=dict)
     # Multi-turn sessions' counts (loadgen.collect.session_stats; its digests are in `digests`).
     session_counts: dict[str, int] = field(default_factory=dict)
+    # Reasoning streams' counts (loadgen.collect.reasoning_stats; its digests are in `digests`).
+    reasoning_counts: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.digests:
@@ -97,6 +105,7 @@ class GroupStats:
         self.sources.update(np.unique(cols.source[rows][told]).tolist())
         latencies = latency_values(cols, rows, status)
         add_prefix(self, cols, rows, latencies["ttft_ms"])  # before ttft_ms takes this chunk
+        add_reasoning(self, cols, rows, status)  # so does this
         add_sessions(self, cols, rows, latencies)
         for name, values in latencies.items():
             self.digests[name].add(values[~np.isnan(values)])
@@ -114,6 +123,7 @@ class GroupStats:
             self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
         self.sources |= other.sources
         merge_prefix(self, other)  # before ttft_ms takes other's
+        merge_reasoning(self, other)  # so does this
         merge_sessions(self, other)
         for name in LATENCY_METRICS:
             self.digests[name].merge(other.digests[name])
@@ -138,11 +148,15 @@ class GroupStats:
         }
         for name in LATENCY_METRICS:
             metrics[name] = self.digests[name].percentiles()
+        metrics["ttfat_ms"] = ttfat_percentiles(self, metrics["ttft_ms"])
         metrics["tokens_source"] = self.tokens_source()
         metrics["percentile_method"] = self.method()
         prefix = prefix_metrics(self)
         if prefix is not None:  # only a run with shared prefixes or a server's cache reports
             metrics["prefix_cache"] = prefix
+        reasoning = reasoning_metrics(self, elapsed)
+        if reasoning is not None:  # only a run with reasoning streams reports them
+            metrics["reasoning"] = reasoning
         sessions = session_metrics(self, elapsed)
         if sessions is not None:  # only a run with multi-turn sessions reports them
             metrics["sessions"] = sessions

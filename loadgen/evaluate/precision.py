@@ -37,6 +37,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from loadgen.collect.columns import CANCELLED, OK, columns_of
+from loadgen.collect.reasoning_stats import ttfat_values
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import latency_values
 from loadgen.collect.stats import PhaseWindow
@@ -200,6 +201,7 @@ def slo_intervals(
     inside = owner >= 0
     draws = _draws(batches.count, seed)
     values = latency_values(cols, inside, cols.status[inside])
+    values["ttfat_ms"] = ttfat_values(cols, inside, cols.status[inside])
     owned = {"itl_ms": owner[cols.itl_owner][inside[cols.itl_owner]]}
     intervals: dict[str, Interval] = {}
     by_metric: dict[str, list[tuple[str, str]]] = {}

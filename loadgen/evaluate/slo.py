@@ -30,6 +30,8 @@ _LATENCY_KEYS: dict[str, str] = {
 }
 # SLO section name → metrics key (latencies count from the scheduled send time).
 _LATENCY_METRICS: dict[str, str] = {"ttft": "ttft_ms", "itl": "itl_ms", "tpot": "tpot_ms", "e2e": "e2e_ms"}
+# The first answer token (a reasoning stream's TTFT is its first reasoning token's).
+_LATENCY_METRICS["ttfat"] = "ttfat_ms"
 # A multi-turn session from turn 1's due time to its last answer (workload.sessions), nested.
 _LATENCY_METRICS["session_e2e"] = "sessions.session_e2e_ms"
 
@@ -80,6 +82,7 @@ class ClassSLOSpec(StrictModel):
     itl: LatencySLO | None = None
     tpot: LatencySLO | None = None
     e2e: LatencySLO | None = None
+    ttfat: LatencySLO | None = None  # time to the first answer token (reasoning streams)
     session_e2e: LatencySLO | None = None  # completed sessions (workload.sessions)
     error_rate: MaxFraction | None = None  # of the requests not cancelled
     cancel_rate: MaxFraction | None = None  # requests the client cancelled (workload.cancel)

@@ -146,6 +146,25 @@ class Sessions(ReportPart):
     per_turn: list[TurnLatency] = Field(description="latency by turn index, from 1")
 
 
+class Reasoning(ReportPart):
+    """Reasoning streams: answers that streamed reasoning (`delta.reasoning_content`,
+    `delta.reasoning` or inline `<think>…</think>`) before their answer. Their reasoning tokens
+    count in `output_tokens_per_s` and TTFT (the first token of any kind) too."""
+
+    requests: int = Field(description="requests whose answer had reasoning")
+    reasoning_tokens: int = Field(
+        description="their reasoning tokens: the server's `usage.completion_tokens_details."
+        "reasoning_tokens` where it gave them, else the reasoning chunks counted"
+    )
+    answer_tokens: int = Field(description="output tokens of every request minus the reasoning tokens")
+    reasoning_share: float | None = Field(description="reasoning tokens / output tokens, a fraction")
+    reasoning_tokens_per_s: float | None = Field(description="reasoning tokens/s over the measured time")
+    reasoning_ms: Percentiles = Field(
+        description="reasoning time: first reasoning token → first answer token (or the last reasoning "
+        "token, when no answer came)"
+    )
+
+
 class Metrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
@@ -174,7 +193,16 @@ class Metrics(ReportPart):
         "a token counts its elapsed time, an error or a cancelled request without one is left out"
     )
     ttft_from_send_ms: Percentiles = Field(description="time to first token from the actual send")
-    itl_ms: Percentiles = Field(description="gaps between tokens, pooled over all streams")
+    ttfat_ms: Percentiles = Field(
+        description="time to first answer token from the scheduled send (SLO `ttfat`): a reasoning "
+        "stream's TTFT is its first reasoning token, its TTFAT the first answer token after the "
+        "thinking; the same as `ttft_ms` in a run without reasoning. A stream that never answered "
+        "is left out (a timeout counts its elapsed time)"
+    )
+    itl_ms: Percentiles = Field(
+        description="gaps between tokens of any kind (reasoning, answer, tool-call arguments), pooled "
+        "over all streams"
+    )
     tpot_ms: Percentiles = Field(
         description="time per output token after the first, (e2e − ttft) / (n − 1), of successful "
         "requests with 2 or more tokens"
@@ -202,6 +230,9 @@ class Metrics(ReportPart):
     )
     sessions: Sessions | None = Field(
         default=None, description="multi-turn sessions' figures; only in a run with `workload.sessions`"
+    )
+    reasoning: Reasoning | None = Field(
+        default=None, description="reasoning streams' figures; only in a run where an answer reasoned"
     )
 
 

@@ -32,7 +32,14 @@ from pydantic import (
 
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.files import field_error, resolve
+from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
+from loadgen.scenario.lengths import FixedLength as FixedLength
+from loadgen.scenario.lengths import Length as Length
+from loadgen.scenario.lengths import LognormalLength as LognormalLength
+from loadgen.scenario.lengths import NormalLength as NormalLength
+from loadgen.scenario.lengths import UniformLength as UniformLength
 from loadgen.scenario.prefix import PrefixSpec
+from loadgen.scenario.reasoning import ReasoningSpec
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
 from servers.config import StrictModel
@@ -40,46 +47,6 @@ from servers.units import PositiveDuration, Size
 
 DEFAULT_CLASS = "default"
 DATASET_MAX_LINES = 1_000_000
-# Longer than any model's context (the longest are ~10 M tokens): beyond it a length is a typo,
-# and the schedule would build prompts of gigabytes.
-MAX_TOKENS = 10_000_000
-
-# ---- request lengths ---------------------------------------------------------------------------
-
-
-class FixedLength(StrictModel):
-    kind: Literal["fixed"]
-    value: int = Field(ge=1, le=MAX_TOKENS)
-
-
-class UniformLength(StrictModel):
-    kind: Literal["uniform"]
-    min: int = Field(ge=1, le=MAX_TOKENS)
-    max: int = Field(ge=1, le=MAX_TOKENS)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformLength:
-        if self.max < self.min:
-            raise ValueError("max must be >= min")
-        return self
-
-
-class NormalLength(StrictModel):
-    kind: Literal["normal"]
-    mean: float = Field(gt=0, le=MAX_TOKENS)
-    std: float = Field(ge=0, le=MAX_TOKENS)
-
-
-class LognormalLength(StrictModel):
-    """`mean` is the mean token count; `sigma` the spread of its logarithm."""
-
-    kind: Literal["lognormal"]
-    mean: float = Field(gt=0, le=MAX_TOKENS)
-    sigma: float = Field(ge=0, le=10)  # exp(10 σ) already spans the whole range; more overflows
-
-
-Length = Annotated[FixedLength | UniformLength | NormalLength | LognormalLength, Field(discriminator="kind")]
-
 
 # ---- datasets ----------------------------------------------------------------------------------
 
@@ -199,6 +166,9 @@ class Workload(StrictModel):
     sessions: SessionsSpec | None = None
     # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
     prefix: PrefixSpec | None = None
+    # Reasoning streams: how inline thinking is found, and a reasoning length to ask for
+    # (loadgen/scenario/reasoning.py).
+    reasoning: ReasoningSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -260,6 +230,18 @@ class Workload(StrictModel):
         if self.prefix is not None and self.dataset is not None:
             message = "prefix: goes before synthetic prompts (prompt_tokens:); a dataset's are sent as given"
             raise field_error("prefix", message, None)
+        return self
+
+    @model_validator(mode="after")
+    def _reasoning_fields_need_chat(self) -> Workload:
+        if (
+            self.reasoning is not None
+            and self.api != "chat"
+            and self.reasoning.format not in ("auto", "think_tags")
+        ):
+            fmt = self.reasoning.format
+            message = f"format {fmt} is a chat delta's field: with api: completions give think_tags"
+            raise field_error(("reasoning", "format"), message, None)
         return self
 
     @property

@@ -42,6 +42,7 @@ from loadgen.traffic.openai_api import (
     request_body,
 )
 from loadgen.traffic.prompts import request_prompt
+from loadgen.traffic.reasoning_request import reasoning_fields, reasoning_tokens_of
 from loadgen.traffic.schedule import PlannedRequest
 from loadgen.traffic.sessions import SessionBook
 from servers.base import Endpoint
@@ -127,21 +128,25 @@ class OpenAIUser(FastHttpUser):
         workload = ctx.classes.get(planned.request_class, ctx.workload)
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
         history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
+        reasoning = workload.reasoning
+        thinking = reasoning_tokens_of(workload, planned.request_class, planned.id) if reasoning else 0
         path, body = request_body(
             api=workload.api,
             model=ctx.endpoint.model,
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
-            max_tokens=planned.output_tokens,
+            max_tokens=planned.output_tokens + thinking,  # servers count reasoning in the budget
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
             messages=entry.messages if entry else history,
+            extra=reasoning_fields(workload, thinking) if reasoning else None,
         )
         url = path
         if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
             # Round robin over sessions: a session's turns stay on one replica, as behind a load
             # balancer with session affinity (its prefix cache holds the history).
             url = ctx.spread[session_of(planned.id) % len(ctx.spread)].base_url + path
-        parser = StreamParser() if history is None else TextStreamParser()
+        think = reasoning.format if reasoning else "auto"
+        parser = StreamParser(think) if history is None else TextStreamParser(think)
         status: Status = "ok"
         error: str | None = None
         kind: ErrorKind | None = None
@@ -237,6 +242,12 @@ class OpenAIUser(FastHttpUser):
             cached_tokens=result.usage_cached_tokens,
             prefix_group=planned.prefix_group,
         )
+        if result.reasoning_chunks or result.usage_reasoning_tokens or result.tool_call_chunks:
+            record.reasoning_tokens = result.reasoning_tokens
+            if streamed:
+                answer = result.answer_ns
+                record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
+                record.reasoning_ms = result.reasoning_ms()
         if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
             following = ctx.sessions.answered(planned, record, parser.text)
             if following is not None and ctx.next_turn is not None:

@@ -114,7 +114,7 @@ class OpenAIFront:
             max_tokens=body.output_limit,
             ignore_eos=body.ignore_eos,
         )
-        shape = shape_type(self.engine.model_name)
+        shape = shape_type(self.engine.model_name, body.simulate_reasoning)
         # aclosing: if the client goes away mid-stream, the engine frees the slot now, not
         # whenever the generator happens to be garbage-collected.
         async with aclosing(self._observed(req, started)) as pieces:
@@ -122,7 +122,7 @@ class OpenAIFront:
                 return await self._stream(request, req, shape, pieces, body.include_usage, started)
             parts = [piece async for piece in pieces]
         finish = _finish_reason(len(parts), req.max_tokens)
-        answer = shape.full("".join(parts), finish, req.prompt_tokens, len(parts), req.timing.cached_tokens)
+        answer = shape.full(parts, finish, req.prompt_tokens, req.timing.cached_tokens)
         return web.json_response(answer)
 
     async def _stream(
@@ -144,7 +144,8 @@ class OpenAIFront:
         loop = asyncio.get_running_loop()
         written: list[float] = []
         async for piece in pieces:
-            await response.write(sse(shape.chunk(piece)))  # one write per token, sent at once
+            # one write per token, sent at once
+            await response.write(sse(shape.token_chunk(len(written), piece)))
             written.append(loop.time())
         count = len(written)
         await response.write(sse(shape.chunk("", _finish_reason(count, req.max_tokens))))

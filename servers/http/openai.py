@@ -23,6 +23,18 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+ReasoningForm = Literal["reasoning_content", "reasoning", "think_tags"]
+
+
+class SimulateReasoning(BaseModel):
+    """loadtest's `simulate_reasoning` extension: stream the first `tokens` of the output as
+    reasoning, in `format` (a delta field, or inline between <think> tags)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    tokens: int = Field(ge=0)
+    format: ReasoningForm = "reasoning_content"
+
+
 class RequestBody(BaseModel):
     # Clients send many fields we do not model (temperature, top_p, ...): ignore them.
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -32,6 +44,7 @@ class RequestBody(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     ignore_eos: bool = False
+    simulate_reasoning: SimulateReasoning | None = None
 
     @property
     def include_usage(self) -> bool:
@@ -113,9 +126,12 @@ def error_body(message: str, kind: str, code: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": code}}
 
 
-def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None) -> dict[str, Any]:
+def usage(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None, reasoning_tokens: int = 0
+) -> dict[str, Any]:
     """OpenAI's usage object; `cached_tokens` (prompt tokens the prefix cache held) goes in
-    `prompt_tokens_details` as vLLM and OpenAI send it, only when the engine has a prefix cache."""
+    `prompt_tokens_details` as vLLM and OpenAI send it, only when the engine has a prefix cache;
+    `reasoning_tokens` (part of completion_tokens) in `completion_tokens_details`, only when some."""
     body: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
@@ -123,6 +139,8 @@ def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int | None 
     }
     if cached_tokens is not None:
         body["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    if reasoning_tokens:
+        body["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return body
 
 
@@ -140,10 +158,43 @@ class Shape:
     object_name = "text_completion"
     chunk_object = "text_completion"
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, reasoning: SimulateReasoning | None = None) -> None:
         self.model = model
         self.id = f"{self.prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
+        # The first `reasoning_tokens` pieces are reasoning (a client's simulate_reasoning).
+        self.reasoning_tokens = reasoning.tokens if reasoning is not None else 0
+        self.reasoning_form: ReasoningForm = reasoning.format if reasoning is not None else "think_tags"
+
+    def token_chunk(self, k: int, piece: str) -> dict[str, Any]:
+        """The chunk of output piece k: reasoning (in its form) before reasoning_tokens."""
+        if k >= self.reasoning_tokens:
+            return self.chunk(piece)
+        if self.reasoning_form == "think_tags" or not self.has_delta_fields:
+            return self.chunk(self._tagged(k, piece))
+        return self.reasoning_chunk(piece)
+
+    has_delta_fields = False  # a completion streams text only: its reasoning is inline
+
+    def reasoning_chunk(self, piece: str) -> dict[str, Any]:
+        return self.chunk(piece)
+
+    def _tagged(self, k: int, piece: str) -> str:
+        if k == 0:
+            piece = "<think>" + piece
+        if k == self.reasoning_tokens - 1:
+            piece += "</think>"
+        return piece
+
+    def reasoned(self, parts: list[str]) -> tuple[str, str]:
+        """A whole answer's (reasoning, answer) texts."""
+        cut = min(self.reasoning_tokens, len(parts))
+        return "".join(parts[:cut]), "".join(parts[cut:])
+
+    def inline(self, parts: list[str]) -> str:
+        """A whole answer's text with its reasoning between tags."""
+        thinking, answer = self.reasoned(parts)
+        return f"<think>{thinking}</think>{answer}" if thinking else answer
 
     def _envelope(self, obj: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -164,23 +215,27 @@ class Shape:
     def usage_chunk(
         self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
     ) -> dict[str, Any]:
+        reasoning = min(self.reasoning_tokens, completion_tokens)
         return {
             **self._envelope(self.chunk_object, []),
-            "usage": usage(prompt_tokens, completion_tokens, cached_tokens),
+            "usage": usage(prompt_tokens, completion_tokens, cached_tokens, reasoning),
         }
 
     def full(
         self,
-        text: str,
+        parts: list[str],
         finish_reason: FinishReason,
         prompt_tokens: int,
-        completion_tokens: int,
         cached_tokens: int | None = None,
     ) -> dict[str, Any]:
-        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+        choice = {"index": 0, "text": self.inline(parts), "logprobs": None, "finish_reason": finish_reason}
         body = self._envelope(self.object_name, [choice])
-        body["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens)
+        body["usage"] = self._usage(prompt_tokens, len(parts), cached_tokens)
         return body
+
+    def _usage(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None) -> dict[str, Any]:
+        reasoning = min(self.reasoning_tokens, completion_tokens)
+        return usage(prompt_tokens, completion_tokens, cached_tokens, reasoning)
 
 
 class ChatShape(Shape):
@@ -195,6 +250,11 @@ class ChatShape(Shape):
     def chunk(self, text: str, finish_reason: FinishReason | None = None) -> dict[str, Any]:
         return self._chunk({"content": text} if text else {}, finish_reason)
 
+    has_delta_fields = True
+
+    def reasoning_chunk(self, piece: str) -> dict[str, Any]:
+        return self._chunk({self.reasoning_form: piece}, None)
+
     def _chunk(self, delta: dict[str, Any], finish_reason: FinishReason | None) -> dict[str, Any]:
         return self._envelope(
             self.chunk_object, [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
@@ -202,15 +262,20 @@ class ChatShape(Shape):
 
     def full(
         self,
-        text: str,
+        parts: list[str],
         finish_reason: FinishReason,
         prompt_tokens: int,
-        completion_tokens: int,
         cached_tokens: int | None = None,
     ) -> dict[str, Any]:
-        message = {"role": "assistant", "content": text}
+        message: dict[str, Any] = {"role": "assistant"}
+        if self.reasoning_form == "think_tags":
+            message["content"] = self.inline(parts)
+        else:
+            thinking, message["content"] = self.reasoned(parts)
+            if thinking:
+                message[self.reasoning_form] = thinking
         body = self._envelope(
             self.object_name, [{"index": 0, "message": message, "finish_reason": finish_reason}]
         )
-        body["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens)
+        body["usage"] = self._usage(prompt_tokens, len(parts), cached_tokens)
         return body

@@ -187,6 +187,7 @@ def test_metrics_keys_match_contract() -> None:
         "output_tokens_per_s",
         "ttft_ms",
         "ttft_from_send_ms",
+        "ttfat_ms",
         "itl_ms",
         "tpot_ms",
         "e2e_ms",

@@ -1,0 +1,42 @@
+"""What a request asks of a reasoning model (workload.reasoning): a longer output budget, the
+reasoning length the built-in servers should stream, and a reasoning effort.
+
+The reasoning length is drawn per request from a generator seeded by the request's id and class,
+not from the plan's streams: a scenario without reasoning plans exactly as before, and a request
+asks for the same length in every run of the same plan.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+
+from loadgen.scenario.workload import Workload
+from loadgen.traffic.plan_draws import sample_counts
+
+# The body field the built-in servers read (servers/http/openai.py); real servers ignore it.
+SIMULATE_FIELD = "simulate_reasoning"
+
+
+def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int) -> int:
+    """This request's reasoning length (0 when the workload asks for none)."""
+    spec = workload.reasoning
+    if spec is None or spec.tokens is None:
+        return 0
+    rng = np.random.default_rng((zlib.crc32(request_class.encode()), request_id))
+    return int(sample_counts(spec.tokens, 1, rng)[0])
+
+
+def reasoning_fields(workload: Workload, tokens: int) -> dict[str, Any]:
+    """The body fields a reasoning request adds (none without workload.reasoning)."""
+    spec = workload.reasoning
+    if spec is None:
+        return {}
+    fields: dict[str, Any] = {}
+    if spec.effort is not None:
+        fields["reasoning_effort"] = spec.effort
+    if tokens:
+        fields[SIMULATE_FIELD] = {"tokens": tokens, "format": spec.emitted_format(workload.api)}
+    return fields
