@@ -54,7 +54,7 @@ def slo_thresholds(spec: SLOSpec) -> list[tuple[str, str, float]]:
     """(slo, unit, value) for every SLO entry; latencies and durations in seconds, memory growth in
     bytes/s, rates as written. `slo` is `<section>_<key>`: ttft_p95, error_rate_max, …"""
     found: list[tuple[str, str, float]] = []
-    for section in ("ttft", "itl", "tpot", "e2e"):
+    for section in ("ttft", "ttfat", "itl", "tpot", "e2e"):
         latency: LatencySLO | None = getattr(spec, section)
         if latency is not None:
             found += [(f"{section}_{key}", "seconds", seconds) for key, seconds in latency.limits()]

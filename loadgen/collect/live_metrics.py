@@ -31,6 +31,7 @@ from loadgen.collect.metric_names import (
     LATENCY_BUCKETS,
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
+    REASONING_TOKENS,
     REQUEST_LABELS,
     REQUESTS,
     RUN_GAUGES,
@@ -38,6 +39,7 @@ from loadgen.collect.metric_names import (
     RUN_LABELS,
     SLO_THRESHOLD,
     STATUSES,
+    TTFAT_SECONDS,
     TTFT_SECONDS,
 )
 from loadgen.collect.records import RequestRecord
@@ -81,6 +83,18 @@ class _Series:
     statuses: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0.0))
     output_tokens: float = 0.0
     prompt_tokens: float = 0.0
+    reasoning_tokens: float = 0.0
+
+
+def _answer_end(record: RequestRecord) -> float | None:
+    """When TTFAT ends: the first answer token (the first token unless reasoning came first), or
+    the timeout for a timed-out request without an answer; None when no answer came."""
+    answer = record.first_answer_s
+    if answer is None and record.reasoning_tokens is None:
+        answer = record.first_token_s
+    if answer is None and record.status == "timeout":
+        return record.done_s
+    return answer
 
 
 class LiveMetrics(Collector):
@@ -125,6 +139,10 @@ class LiveMetrics(Collector):
                 ttft_end = record.done_s  # a lower bound, as in the report
             if ttft_end is not None:
                 series.histograms[TTFT_SECONDS].observe(ttft_end - record.scheduled_s)
+            answer_end = _answer_end(record)
+            if answer_end is not None:
+                series.histograms[TTFAT_SECONDS].observe(answer_end - record.scheduled_s)
+            series.reasoning_tokens += record.reasoning_tokens or 0
             if record.done_s is not None and record.status != "cancelled":
                 series.histograms[E2E_SECONDS].observe(record.done_s - record.scheduled_s)
             if isinstance(record.itl_ms, list):
@@ -168,6 +186,7 @@ class LiveMetrics(Collector):
         requests = CounterMetricFamily(REQUESTS, HELP[REQUESTS], labels=[*REQUEST_LABELS, "status"])
         output = CounterMetricFamily(OUTPUT_TOKENS, HELP[OUTPUT_TOKENS], labels=REQUEST_LABELS)
         prompt = CounterMetricFamily(PROMPT_TOKENS, HELP[PROMPT_TOKENS], labels=REQUEST_LABELS)
+        reasoning = CounterMetricFamily(REASONING_TOKENS, HELP[REASONING_TOKENS], labels=REQUEST_LABELS)
         for (phase, request_class), series in sorted(self._series.items()):
             labels = [*run, phase, request_class]
             for name, histogram in series.histograms.items():
@@ -176,5 +195,6 @@ class LiveMetrics(Collector):
                 requests.add_metric([*labels, status], count)
             output.add_metric(labels, series.output_tokens)
             prompt.add_metric(labels, series.prompt_tokens)
+            reasoning.add_metric(labels, series.reasoning_tokens)
         yield from histograms.values()
-        yield from (requests, output, prompt)
+        yield from (requests, output, prompt, reasoning)

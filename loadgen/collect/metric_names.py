@@ -3,8 +3,8 @@
 Fixed: dashboards/ and the docker provisioning query these names, and tests/golden/metric_names.txt
 pins them. Changing one here is a breaking change for every dashboard built on the exporter.
 
-- histograms `loadtest_{ttft,itl,e2e}_seconds{scenario, run_id, phase, class}`;
-- counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt}_tokens_total`;
+- histograms `loadtest_{ttft,ttfat,itl,e2e}_seconds{scenario, run_id, phase, class}`;
+- counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt,reasoning}_tokens_total`;
 - gauges `{scenario, run_id}`: in-flight, target rate, phase index, search level, knee, capacity,
   the server's figures, `loadtest_slo_threshold{slo, unit}` and `loadtest_run_info{server_kind}`.
 """
@@ -12,15 +12,17 @@ pins them. Changing one here is a breaking change for every dashboard built on t
 from __future__ import annotations
 
 TTFT_SECONDS = "loadtest_ttft_seconds"
+TTFAT_SECONDS = "loadtest_ttfat_seconds"
 ITL_SECONDS = "loadtest_itl_seconds"
 E2E_SECONDS = "loadtest_e2e_seconds"
-HISTOGRAMS = (TTFT_SECONDS, ITL_SECONDS, E2E_SECONDS)
+HISTOGRAMS = (TTFT_SECONDS, TTFAT_SECONDS, ITL_SECONDS, E2E_SECONDS)
 
 # Counter names without the `_total` suffix the exposition adds.
 REQUESTS = "loadtest_requests"
 OUTPUT_TOKENS = "loadtest_output_tokens"
 PROMPT_TOKENS = "loadtest_prompt_tokens"
-COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS)
+REASONING_TOKENS = "loadtest_reasoning_tokens"
+COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, REASONING_TOKENS)
 
 IN_FLIGHT = "loadtest_in_flight"
 TARGET_RATE = "loadtest_target_rate"
@@ -57,12 +59,14 @@ LATENCY_BUCKETS: tuple[float, ...] = (
 )  # fmt: skip
 
 HELP = {
-    TTFT_SECONDS: "Time to first token, from the scheduled send time",
-    ITL_SECONDS: "Gaps between streamed content chunks",
+    TTFT_SECONDS: "Time to first token of any kind (reasoning, answer, tool call), from the scheduled send",
+    TTFAT_SECONDS: "Time to first answer token (after any reasoning), from the scheduled send time",
+    ITL_SECONDS: "Gaps between streamed token chunks of any kind",
     E2E_SECONDS: "Request latency, from the scheduled send time to the last byte",
     REQUESTS: "Finished requests by status",
     OUTPUT_TOKENS: "Output tokens received",
     PROMPT_TOKENS: "Prompt tokens sent (as the server counted them where it said)",
+    REASONING_TOKENS: "Reasoning tokens received (part of the output tokens)",
     IN_FLIGHT: "Requests in flight now",
     TARGET_RATE: "Target request rate of the current phase (NaN for a closed-loop level)",
     PHASE_INDEX: "Index of the current traffic phase or search level",

@@ -24,7 +24,7 @@ LevelRole = Literal["search", "verify", "verify_one_fewer"]
 MIN_DRIFT_COMPLETIONS = 20
 # SLOs that judge one load level. The rest judge the whole run: tokens/s and request-rate floors
 # would fail every low level by design; memory growth and cold start belong to the server.
-_LEVEL_SLO_FIELDS = ("ttft", "itl", "tpot", "e2e", "error_rate", "cancel_rate")
+_LEVEL_SLO_FIELDS = ("ttft", "ttfat", "itl", "tpot", "e2e", "error_rate", "cancel_rate")
 
 
 @dataclass(frozen=True)

@@ -63,11 +63,30 @@ def _key_numbers(report: Mapping[str, Any]) -> list[str]:
         f"{metrics.get('timeouts', 0)}) · error rate {_num(error_pct, '%')}",
         *cancelled,
         *_prefix_lines(metrics.get("prefix_cache")),
+        *_reasoning_lines(metrics),
         f"- Rate: {achieved} achieved of {target} target",
         f"- Output tokens: {_num(metrics['output_tokens_per_s'], 'tok/s')} "
         f"(counted from: {metrics.get('tokens_source') or 'no tokens'})",
         f"- Client: {trust}, schedule lag p99 {_num(client['schedule_lag_p99_ms'], 'ms')}",
         "",
+    ]
+
+
+def _reasoning_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """Reasoning streams (metrics.reasoning), where the run has them."""
+    reasoning = metrics.get("reasoning")
+    if not reasoning:
+        return []
+    share = reasoning.get("reasoning_share")
+    ttft, ttfat = metrics.get("ttft_ms") or {}, metrics.get("ttfat_ms") or {}
+    thinking = reasoning.get("reasoning_ms") or {}
+    return [
+        f"- Reasoning: {reasoning['requests']} requests reasoned · {reasoning['reasoning_tokens']} "
+        f"reasoning tokens ({_num(None if share is None else 100 * share, '%')} of output, "
+        f"{_num(reasoning.get('reasoning_tokens_per_s'), 'tok/s')}) · reasoning time p50 "
+        f"{_num(thinking.get('p50'), 'ms')}",
+        f"- First answer token (TTFAT): p50 {_num(ttfat.get('p50'), 'ms')} · p95 "
+        f"{_num(ttfat.get('p95'), 'ms')}; TTFT (first token of any kind) p50 {_num(ttft.get('p50'), 'ms')}",
     ]
 
 
@@ -117,9 +136,11 @@ def _slo_table(slos: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _latency_table(metrics: Mapping[str, Any]) -> list[str]:
+    shown = list(_LATENCY_ROWS)
+    if metrics.get("reasoning"):  # else the same as TTFT
+        shown.insert(2, ("TTFAT: first answer token", "ttfat_ms"))
     rows = [
-        [label, *(_num(metrics.get(key, {}).get(pct)) for pct in PERCENTILE_KEYS)]
-        for label, key in _LATENCY_ROWS
+        [label, *(_num(metrics.get(key, {}).get(pct)) for pct in PERCENTILE_KEYS)] for label, key in shown
     ]
     return _table(["ms", *PERCENTILE_KEYS], rows)
 

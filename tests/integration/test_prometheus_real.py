@@ -33,11 +33,13 @@ server: {kind: simulated, ttft: 20ms, itl: 5ms, slots: 16, port: SERVER_PORT}
 workload:
   prompt_tokens: {kind: fixed, value: 32}
   output_tokens: {kind: fixed, value: 16}
+  reasoning: {tokens: {kind: fixed, value: 8}}  # 8 × 5 ms of thinking before each answer
 traffic:
   - {kind: constant, rate: 10, duration: 10s}
 warmup: 1s
 slo:
   ttft: {p95: 200ms}
+  ttfat: {p95: 500ms}
   itl: {p95: 50ms}
   e2e: {p99: 2s}
   error_rate: {max: 1%}
@@ -277,6 +279,11 @@ def test_every_dashboard_query_returns_data(
     assert 0.02 <= one(ttft_p95) <= 0.035
     assert 20.0 <= traffic.report["metrics"]["ttft_ms"]["p95"] <= 35.0
     assert one(f'loadtest_slo_threshold{{{run}, slo="ttft_p95"}}') == pytest.approx(0.2)
+    # TTFAT: the 8 reasoning tokens later (20 + 8 × 5 = 60 ms at the server), in (50, 75] ms.
+    ttfat_p50 = f"histogram_quantile(0.5, sum by (le) (rate(loadtest_ttfat_seconds_bucket{{{run}}}[5s])))"
+    assert 0.05 <= one(ttfat_p50) <= 0.075
+    reasoning_rate = one(f"sum(rate(loadtest_reasoning_tokens_total{{{run}}}[{RATE_INTERVAL}]))")
+    assert 64.0 <= reasoning_rate <= 96.0  # 8 tokens × 10 req/s
     knee = one(f'loadtest_knee_level{{run_id="{search_id}"}}', search_end)
     assert knee == search.report["knee"]["level"]
     capacity = one(f'loadtest_capacity_rps{{run_id="{search_id}"}}', search_end)

@@ -109,7 +109,7 @@ def test_dashboard_shape() -> None:
         "run_id": 'label_values(loadtest_run_info{scenario=~"$scenario"}, run_id)',
     }
     rows = [panel["title"] for panel in dashboard["panels"] if panel["type"] == "row"]
-    assert rows == ["Traffic", "Latency", "Throughput", "Server", "Search"]
+    assert rows == ["Traffic", "Latency", "Throughput", "Server", "Search", "Reasoning"]
     ids = [panel["id"] for panel in dashboard["panels"]]
     assert len(ids) == len(set(ids))
     for panel in dashboard["panels"]:
@@ -119,7 +119,7 @@ def test_dashboard_shape() -> None:
         for target in panel["targets"]:
             assert target["datasource"] == panel["datasource"]
     exprs = dashboard_exprs(dashboard)
-    assert len(exprs) == 31
+    assert len(exprs) == 37
     for title, ref, expr in exprs:
         # Every selector is scoped to the chosen run; every rate window follows Grafana's.
         selectors = re.findall(r"loadtest_[a-z0-9_]+\{([^}]*)\}", expr)
@@ -128,7 +128,7 @@ def test_dashboard_shape() -> None:
         windows = re.findall(r"\[([^\]]+)\]", expr)
         assert all(window == "$__rate_interval" for window in windows), (title, ref, expr)
     latency = {title for title, _, expr in exprs if "histogram_quantile" in expr}
-    assert latency == {"TTFT", "ITL", "End to end"}
+    assert latency == {"TTFT", "ITL", "End to end", "TTFAT (first answer token)"}
     for title in latency:  # p50/p95/p99 and the SLO lines on each latency panel
         queries = [expr for t, _, expr in exprs if t == title]
         expected = [f"histogram_quantile({q}" for q in (0.5, 0.95, 0.99)]

@@ -20,6 +20,7 @@ from loadgen.report.html.charts import Chart
 from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
 from loadgen.report.html.prefix_section import prefix_body
+from loadgen.report.html.reasoning_section import reasoning_body
 from loadgen.report.html.series import Columns
 from loadgen.report.html.sessions_section import sessions_body
 from loadgen.report.html.summary_section import banner, first_screen, num
@@ -97,6 +98,9 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     metrics = report.get("metrics") or {}
     if metrics.get("sessions"):
         sections.append(Section("Sessions", sessions_body(metrics["sessions"]), "sessions"))
+    reasoning = reasoning_body(metrics, counted, slos)
+    if reasoning:
+        sections.append(Section("Reasoning", reasoning, "reasoning"))
     server_cache = ((report.get("server") or {}).get("metrics") or {}).get("prefix_cache")
     cache = prefix_body(metrics.get("prefix_cache"), server_cache)
     if cache:

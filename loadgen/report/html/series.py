@@ -35,6 +35,10 @@ class Columns:
     request_class: np.ndarray
     level: np.ndarray  # float, NaN outside a search
     itl: tuple[list[float], ...]  # per-token gaps; () for a record with an ITL summary
+    # The first answer token (reasoning streams): the first token unless reasoning or a tool
+    # call came first; NaN where no answer came.
+    answer: np.ndarray
+    reasoning_ms: np.ndarray  # NaN: no reasoning
 
     @classmethod
     def of(cls, records: Sequence[RequestRecord]) -> Columns:
@@ -54,6 +58,8 @@ class Columns:
             request_class=np.array([r.request_class for r in records], dtype=object),
             level=times([r.level for r in records]),
             itl=tuple(r.itl_ms if isinstance(r.itl_ms, list) else [] for r in records),
+            answer=times([_answer_s(r) for r in records]),
+            reasoning_ms=times([r.reasoning_ms for r in records]),
         )
 
     def __len__(self) -> int:
@@ -74,6 +80,8 @@ class Columns:
             request_class=self.request_class[picked],
             level=self.level[picked],
             itl=tuple(self.itl[i] for i in picked),
+            answer=self.answer[picked],
+            reasoning_ms=self.reasoning_ms[picked],
         )
 
     def counted(self, windows: Sequence[PhaseWindow]) -> Columns:
@@ -88,6 +96,11 @@ class Columns:
     def ttft_ms(self, from_send: bool = False) -> np.ndarray:
         return _finite((self.ttft_end() - (self.sent if from_send else self.scheduled)) * 1000.0)
 
+    def ttfat_ms(self) -> np.ndarray:
+        """Time to the first answer token from the schedule (as report.json's `ttfat_ms`)."""
+        end = np.where(np.isnan(self.answer) & (self.status == "timeout"), self.done, self.answer)
+        return _finite((end - self.scheduled) * 1000.0)
+
     def e2e_ms(self, from_send: bool = False) -> np.ndarray:
         # A cancelled request did not complete: no e2e (as in report.json).
         done = np.where(self.status == "cancelled", np.nan, self.done)
@@ -97,6 +110,14 @@ class Columns:
         """Every per-token gap, pooled (records with an ITL summary are skipped, as in stats)."""
         total = sum(len(gaps) for gaps in self.itl)
         return np.fromiter(itertools.chain.from_iterable(self.itl), dtype=float, count=total)
+
+
+def _answer_s(record: RequestRecord) -> float | None:
+    """As collect.columns reads it: named where it differs from the first token; none after
+    reasoning that never answered."""
+    if record.first_answer_s is not None or record.reasoning_tokens is not None:
+        return record.first_answer_s
+    return record.first_token_s
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

@@ -1,0 +1,94 @@
+"""report.html's "Reasoning" section (`metrics.reasoning`): how much of the output was thinking,
+and TTFT against TTFAT: a reasoning stream's first token is its first reasoning token, its first
+answer token comes after the thinking. Cards quote report.json; the CDFs read the records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from loadgen.report.html import slo_lines
+from loadgen.report.html.charts import Chart, line_chart
+from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
+from loadgen.report.html.page import Card, cards, grid
+from loadgen.report.html.series import Columns
+from loadgen.report.html.summary_section import num
+
+
+def _p(figures: Mapping[str, Any] | None, key: str) -> float | None:
+    value = (figures or {}).get(key)
+    return None if value is None else float(value)
+
+
+def reasoning_cards(metrics: Mapping[str, Any]) -> str:
+    reasoning = metrics.get("reasoning") or {}
+    ttft, ttfat = metrics.get("ttft_ms") or {}, metrics.get("ttfat_ms") or {}
+    thinking = reasoning.get("reasoning_ms") or {}
+    share = reasoning.get("reasoning_share")
+    items = [
+        Card("requests that reasoned", num(reasoning.get("requests")), f"of {num(metrics.get('requests'))}"),
+        Card(
+            "reasoning share",
+            num(None if share is None else float(share) * 100, "%"),
+            f"{num(reasoning.get('reasoning_tokens'))} reasoning, {num(reasoning.get('answer_tokens'))} "
+            "answer tokens",
+        ),
+        Card("reasoning tokens/s", num(reasoning.get("reasoning_tokens_per_s"), "tok/s"), "part of output"),
+        Card(
+            "TTFAT p95",
+            num(_p(ttfat, "p95"), "ms"),
+            f"first answer token · TTFT p95 {num(_p(ttft, 'p95'), 'ms')} (first token of any kind)",
+        ),
+        Card(
+            "reasoning time p50",
+            num(_p(thinking, "p50"), "ms"),
+            f"p95 {num(_p(thinking, 'p95'), 'ms')} · first reasoning → first answer token",
+        ),
+    ]
+    return cards(items)
+
+
+def ttfat_chart(counted: Columns, slos: Sequence[Mapping[str, Any]]) -> Chart | None:
+    ttft, ttfat = counted.ttft_ms(), counted.ttfat_ms()
+    if not len(ttft):
+        return None
+    series = [
+        cdf_series("ttft", "TTFT", ttft),
+        cdf_series("ttfat", "TTFAT", ttfat),
+    ]
+    return line_chart(
+        "ttfat-cdf",
+        "TTFT (first token) vs TTFAT (first answer token)",
+        "ms from the scheduled send (log)",
+        Y_LABEL,
+        series,
+        thresholds=slo_lines.thresholds(slos, ["ttft", "ttfat"], axis="x"),
+        log_x=True,
+        caption="The gap between the curves is the thinking: a reasoning stream's first token is its "
+        "first reasoning token, its answer starts after it.",
+    )
+
+
+def thinking_chart(counted: Columns) -> Chart | None:
+    thinking = counted.reasoning_ms[np.isfinite(counted.reasoning_ms)]
+    if not len(thinking):
+        return None
+    return line_chart(
+        "reasoning-time-cdf",
+        "Reasoning time",
+        "ms from the first reasoning token to the first answer token (log)",
+        Y_LABEL,
+        [cdf_series("reasoning-time", "reasoning time", thinking)],
+        log_x=True,
+        caption="How long each answer thought before answering (streams that reasoned only).",
+    )
+
+
+def reasoning_body(metrics: Mapping[str, Any], counted: Columns, slos: Sequence[Mapping[str, Any]]) -> str:
+    """The section's HTML; '' for a run without reasoning."""
+    if not metrics.get("reasoning"):
+        return ""
+    charts = [chart for chart in (ttfat_chart(counted, slos), thinking_chart(counted)) if chart is not None]
+    return reasoning_cards(metrics) + grid([chart.html() for chart in charts])
