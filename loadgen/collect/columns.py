@@ -60,6 +60,15 @@ class Columns:
     first_answer: np.ndarray  # float64
     reasoning_tokens: np.ndarray  # float64
     reasoning_ms: np.ndarray  # float64
+    # Requests that offered tools (loadgen.collect.tool_stats): calls made, and those whose
+    # arguments parse (NaN: no tools offered).
+    tool_calls: np.ndarray  # float64
+    tool_calls_valid: np.ndarray  # float64
+    # Agent sessions (loadgen.collect.session_stats): the step in its turn (0 elsewhere), the
+    # tool latency waited before it (NaN elsewhere), and whether another step followed it.
+    step: np.ndarray  # int64
+    tool_wait_ms: np.ndarray  # float64
+    followed: np.ndarray  # bool
 
     def __len__(self) -> int:
         return int(self.id.size)
@@ -82,6 +91,7 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
     gaps, counts = _chunk_gaps(chunk)
     first_token = _times(chunk, "first_token_s")
     reasoning_tokens = _times(chunk, "reasoning_tokens")
+    tool_calls = _times(chunk, "tool_calls")
     return Columns(
         id=np.fromiter((data.get("id", 0) for data in chunk), np.int64, len(chunk)),
         phase=np.fromiter((data.get("phase", 0) for data in chunk), np.int64, len(chunk)),
@@ -112,21 +122,27 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         turn=np.fromiter((data.get("turn") or 0 for data in chunk), np.int64, len(chunk)),
         session_turns=np.fromiter((data.get("session_turns") or 0 for data in chunk), np.int64, len(chunk)),
         session_start=_times(chunk, "session_start_s"),
-        first_answer=_first_answer(chunk, first_token, reasoning_tokens),
+        first_answer=_first_answer(chunk, first_token, reasoning_tokens, tool_calls),
         reasoning_tokens=reasoning_tokens,
         reasoning_ms=_times(chunk, "reasoning_ms"),
+        tool_calls=tool_calls,
+        tool_calls_valid=_times(chunk, "tool_calls_valid"),
+        step=np.fromiter((data.get("step") or 0 for data in chunk), np.int64, len(chunk)),
+        tool_wait_ms=_times(chunk, "tool_wait_ms"),
+        followed=np.fromiter((bool(data.get("followed")) for data in chunk), bool, len(chunk)),
     )
 
 
 def _first_answer(
-    chunk: Sequence[Mapping[str, Any]], first_token: np.ndarray, reasoning: np.ndarray
+    chunk: Sequence[Mapping[str, Any]], first_token: np.ndarray, reasoning: np.ndarray, calls: np.ndarray
 ) -> np.ndarray:
     """A record names its first answer only when it differs from its first token; one with
-    reasoning and no such time got no answer (NaN)."""
+    reasoning or tool calls and no such time got no answer (NaN) (records.first_answer_s)."""
     answer = _times(chunk, "first_answer_s")
-    if np.isnan(answer).all() and np.isnan(reasoning).all():
+    called = np.nan_to_num(calls) > 0
+    if np.isnan(answer).all() and np.isnan(reasoning).all() and not called.any():
         return first_token  # a plain run: every answer began with the first token
-    plain = np.isnan(answer) & np.isnan(reasoning)
+    plain = np.isnan(answer) & np.isnan(reasoning) & ~called
     return np.where(plain, first_token, answer)
 
 

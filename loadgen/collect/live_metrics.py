@@ -42,7 +42,7 @@ from loadgen.collect.metric_names import (
     TTFAT_SECONDS,
     TTFT_SECONDS,
 )
-from loadgen.collect.records import RequestRecord
+from loadgen.collect.records import RequestRecord, first_answer_s
 
 _BUCKETS_MS = tuple(round(edge * 1000.0, 6) for edge in LATENCY_BUCKETS)  # record.itl_ms is in ms
 
@@ -89,9 +89,7 @@ class _Series:
 def _answer_end(record: RequestRecord) -> float | None:
     """When TTFAT ends: the first answer token (the first token unless reasoning came first), or
     the timeout for a timed-out request without an answer; None when no answer came."""
-    answer = record.first_answer_s
-    if answer is None and record.reasoning_tokens is None:
-        answer = record.first_token_s
+    answer = first_answer_s(record)
     if answer is None and record.status == "timeout":
         return record.done_s
     return answer

@@ -81,8 +81,9 @@ def ttfat_percentiles(group: GroupStats, ttft: Percentiles) -> Percentiles:
 
 
 def reasoning_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | None:
-    """`metrics.reasoning`; None when no request of the group showed reasoning."""
-    if TTFAT not in group.digests:
+    """`metrics.reasoning`; None when no request of the group showed reasoning (a run of tool
+    calls tracks TTFAT without any)."""
+    if TTFAT not in group.digests or not group.reasoning_counts.get("requests"):
         return None
     counts = group.reasoning_counts
     reasoning = counts.get("reasoning_tokens", 0)

@@ -89,6 +89,16 @@ class RequestRecord:
     first_answer_s: float | None = None
     reasoning_tokens: int | None = None
     reasoning_ms: float | None = None
+    # Requests that offered tools (workload.tools): the tool calls the answer made, and how many
+    # of them had arguments that parse as a JSON object (None: no tools offered).
+    tool_calls: int | None = None
+    tool_calls_valid: int | None = None
+    # Agent sessions (workload.sessions.agent): the request's step in its turn (0: the user's
+    # message; k: after k tool results), the tool latency waited before it (ms), and whether
+    # another step of the turn followed this answer (it called a tool); None outside one.
+    step: int | None = None
+    tool_wait_ms: float | None = None
+    followed: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -127,6 +137,14 @@ class RequestRecord:
         return cls(**{key: value for key, value in data.items() if key in _FIELD_SET})
 
 
+def first_answer_s(record: RequestRecord) -> float | None:
+    """When the record's first answer token came: named where it is not the first token (reasoning
+    or a tool call came first); None where reasoning or tool calls came and no answer."""
+    if record.first_answer_s is not None or record.reasoning_tokens is not None or record.tool_calls:
+        return record.first_answer_s
+    return record.first_token_s
+
+
 _FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
 # Keys a line of requests.jsonl carries only when set (a missing one reads back as None).
 _LEFT_OUT_WHEN_NONE = (
@@ -139,6 +157,11 @@ _LEFT_OUT_WHEN_NONE = (
     "first_answer_s",
     "reasoning_tokens",
     "reasoning_ms",
+    "tool_calls",
+    "tool_calls_valid",
+    "step",
+    "tool_wait_ms",
+    "followed",
 )
 _FIELD_SET = frozenset(_FIELD_NAMES)
 

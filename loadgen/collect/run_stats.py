@@ -37,6 +37,7 @@ from loadgen.collect.reasoning_stats import (
     ttfat_percentiles,
 )
 from loadgen.collect.session_stats import add_sessions, later_sent, merge_sessions, session_metrics
+from loadgen.collect.tool_stats import add_tools, merge_tools, tool_metrics
 from loadgen.collect.windows import PhaseWindow, target_rate
 
 # The latency metrics of a `metrics` object, each a percentile dict.
@@ -73,6 +74,8 @@ class GroupStats:
     session_counts: dict[str, int] = field(default_factory=dict)
     # Reasoning streams' counts (loadgen.collect.reasoning_stats; its digests are in `digests`).
     reasoning_counts: dict[str, int] = field(default_factory=dict)
+    # Tools offered and called (loadgen.collect.tool_stats).
+    tool_counts: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.digests:
@@ -106,6 +109,7 @@ class GroupStats:
         latencies = latency_values(cols, rows, status)
         add_prefix(self, cols, rows, latencies["ttft_ms"])  # before ttft_ms takes this chunk
         add_reasoning(self, cols, rows, status)  # so does this
+        add_tools(self, cols, rows)
         add_sessions(self, cols, rows, latencies)
         for name, values in latencies.items():
             self.digests[name].add(values[~np.isnan(values)])
@@ -124,6 +128,7 @@ class GroupStats:
         self.sources |= other.sources
         merge_prefix(self, other)  # before ttft_ms takes other's
         merge_reasoning(self, other)  # so does this
+        merge_tools(self, other)
         merge_sessions(self, other)
         for name in LATENCY_METRICS:
             self.digests[name].merge(other.digests[name])
@@ -157,6 +162,9 @@ class GroupStats:
         reasoning = reasoning_metrics(self, elapsed)
         if reasoning is not None:  # only a run with reasoning streams reports them
             metrics["reasoning"] = reasoning
+        tools = tool_metrics(self, elapsed)
+        if tools is not None:  # only a run whose requests offered tools reports them
+            metrics["tools"] = tools
         sessions = session_metrics(self, elapsed)
         if sessions is not None:  # only a run with multi-turn sessions reports them
             metrics["sessions"] = sessions

@@ -2,9 +2,12 @@
 
 Kept in a GroupStats (loadgen.collect.run_stats) as simple mergeable values, made only once a
 session's record is seen (a run without sessions keeps nothing more):
-- `session_counts`: per turn index k, the records of turn k (`turn:k`) and those answered (`ok:k`);
-  sessions completed (their last planned turn answered), and the later turns sent (`later_sent`:
-  achieved_rate counts sessions, the rate the arrival process sets);
+- `session_counts`: per turn index k, the turns k sent (`turn:k`: their user messages), every
+  request of turn k (`requests:k`: with an agent's steps) and the turns k answered (`ok:k`: a
+  final answer, not one followed by another step); the failed requests (`failed`: each ends its
+  session); sessions completed (their last planned turn answered), the later requests sent
+  (`later_sent`: achieved_rate counts sessions, the rate the arrival process sets), and an agent's
+  steps and the calls they answered (`steps`, `followed`);
 - digests in `digests`: TTFT and e2e per turn index (`turn:k:ttft_ms`, `turn:k:e2e_ms`, from the
   turn's due time, as `ttft_ms`), and `session_e2e_ms`: from the session's turn 1 due time to its
   last turn's end, for each completed session. Every record carries its session's turn count and
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from loadgen.collect.run_stats import GroupStats
 
 SESSION_E2E = "session_e2e_ms"
+TOOL_WAIT = "tool_wait_ms"
 _TURN = "turn:"
 
 
@@ -44,26 +48,43 @@ def add_sessions(
     counts, digests, budget = group.session_counts, group.digests, group.budget
     ok = cols.status[rows] == OK
     sent = ~np.isnan(cols.sent[rows])
-    _count(counts, "later_sent", int((sent & (turn > 1)).sum()))
+    step, followed = cols.step[rows], cols.followed[rows]
+    # later requests: later turns, and an agent's steps (turn 1's too)
+    _count(counts, "later_sent", int((sent & ((turn > 1) | (step > 0))).sum()))
+    _count(counts, "failed", int((mine & ~ok).sum()))  # each failure ends its session
     for k in np.unique(turn[mine]).tolist():
         at = turn == k
-        _count(counts, f"turn:{k}", int(at.sum()))
-        _count(counts, f"ok:{k}", int((at & ok).sum()))
+        _count(counts, f"turn:{k}", int((at & (step == 0)).sum()))  # the turn's user message
+        _count(counts, f"requests:{k}", int(at.sum()))  # with an agent's steps
+        _count(counts, f"ok:{k}", int((at & ok & ~followed).sum()))  # the turn answered in the end
         for name in ("ttft_ms", "e2e_ms"):
             values = latencies[name][at]
             digests.setdefault(f"{_TURN}{k}:{name}", Digest(budget)).add(values[~np.isnan(values)])
-    last = mine & ok & (turn == cols.session_turns[rows])
+    if (step > 0).any() or followed.any():
+        _add_agent(group, cols, rows, step, followed)
+    last = mine & ok & ~followed & (turn == cols.session_turns[rows])
     _count(counts, "completed", int(last.sum()))
     if last.any() or SESSION_E2E in digests:
         took = (cols.done[rows][last] - cols.session_start[rows][last]) * 1000.0
         digests.setdefault(SESSION_E2E, Digest(budget)).add(took[~np.isnan(took)])
 
 
+def _add_agent(
+    group: GroupStats, cols: Columns, rows: np.ndarray, step: np.ndarray, followed: np.ndarray
+) -> None:
+    """An agent session's steps (requests after a tool result), the calls answered by one, and
+    the tool latencies waited."""
+    _count(group.session_counts, "steps", int((step > 0).sum()))
+    _count(group.session_counts, "followed", int(followed.sum()))
+    waits = cols.tool_wait_ms[rows]
+    group.digests.setdefault(TOOL_WAIT, Digest(group.budget)).add(waits[~np.isnan(waits)])
+
+
 def merge_sessions(group: GroupStats, other: GroupStats) -> None:
     for key, count in other.session_counts.items():
         _count(group.session_counts, key, count)
     for name, digest in other.digests.items():
-        if name.startswith(_TURN) or name == SESSION_E2E:
+        if name.startswith(_TURN) or name in (SESSION_E2E, TOOL_WAIT):
             group.digests.setdefault(name, Digest(group.budget)).merge(digest)
 
 
@@ -80,10 +101,17 @@ def session_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | Non
     turns = sorted(int(key[len("turn:") :]) for key in counts if key.startswith("turn:"))
     started = counts.get("turn:1", 0)
     answered = {k: counts.get(f"ok:{k}", 0) for k in turns}
-    ended = sum(counts.get(f"turn:{k}", 0) - answered[k] for k in turns)  # each failure ends one
+    ended = counts.get("failed", 0)
     completed = counts.get("completed", 0)
     exactly = {0: started - answered.get(1, 0)} | {k: answered[k] - answered.get(k + 1, 0) for k in turns}
     requests_sent = group.sent
+    agent = None
+    if "steps" in counts or "followed" in counts:
+        agent = {
+            "steps": counts.get("steps", 0),
+            "steps_per_session": counts.get("steps", 0) / started if started else None,
+            "tool_wait_ms": group.digests.get(TOOL_WAIT, Digest(group.budget)).percentiles(),
+        }
     return {
         "started": started,
         "completed": completed,
@@ -96,12 +124,13 @@ def session_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | Non
         "per_turn": [
             {
                 "turn": k,
-                "requests": counts.get(f"turn:{k}", 0),
+                "requests": counts.get(f"requests:{k}", counts.get(f"turn:{k}", 0)),
                 "ttft_ms": _short(group.digests[f"{_TURN}{k}:ttft_ms"]),
                 "e2e_ms": _short(group.digests[f"{_TURN}{k}:e2e_ms"]),
             }
             for k in turns
         ],
+        **({"agent": agent} if agent is not None else {}),
     }
 
 

@@ -121,6 +121,14 @@ class TurnLatency(ReportPart):
     e2e_ms: TtftSplit = Field(description="request latency to the end")
 
 
+class Agent(ReportPart):
+    """Agent loops (`workload.sessions.agent`): tool calls answered within the turns."""
+
+    steps: int = Field(description="requests that sent tool results (an agent's steps)")
+    steps_per_session: float | None = Field(description="steps per session started")
+    tool_wait_ms: Percentiles = Field(description="the tool latency waited before each step")
+
+
 class Sessions(ReportPart):
     """Multi-turn sessions (`workload.sessions`): each arrival starts one; a turn is due its think
     time after the previous answer ended, sending the whole history."""
@@ -143,7 +151,10 @@ class Sessions(ReportPart):
     session_e2e_ms: Percentiles = Field(
         description="completed sessions: from turn 1's due time to the last turn's end (SLO `session_e2e`)"
     )
-    per_turn: list[TurnLatency] = Field(description="latency by turn index, from 1")
+    per_turn: list[TurnLatency] = Field(
+        description="latency by turn index, from 1 (an agent's steps included)"
+    )
+    agent: Agent | None = Field(default=None, description="agent loops' figures; only with `sessions.agent`")
 
 
 class Reasoning(ReportPart):
@@ -163,6 +174,18 @@ class Reasoning(ReportPart):
         description="reasoning time: first reasoning token → first answer token (or the last reasoning "
         "token, when no answer came)"
     )
+
+
+class Tools(ReportPart):
+    """Requests that offered tools (`workload.tools`) and the tool calls their answers made."""
+
+    requests: int = Field(description="requests that offered tools")
+    requests_with_calls: int = Field(description="of those, answered with one or more tool calls")
+    call_share: float = Field(description="requests_with_calls / requests, a fraction")
+    calls: int = Field(description="tool calls made")
+    valid_calls: int = Field(description="calls whose arguments parse as a JSON object")
+    tool_call_valid: float | None = Field(description="valid_calls / calls, a fraction; null without calls")
+    calls_per_s: float | None = Field(description="tool calls per second over the measured time")
 
 
 class Metrics(ReportPart):
@@ -233,6 +256,9 @@ class Metrics(ReportPart):
     )
     reasoning: Reasoning | None = Field(
         default=None, description="reasoning streams' figures; only in a run where an answer reasoned"
+    )
+    tools: Tools | None = Field(
+        default=None, description="tool calls' figures; only in a run whose requests offered tools"
     )
 
 

@@ -64,6 +64,7 @@ def _key_numbers(report: Mapping[str, Any]) -> list[str]:
         *cancelled,
         *_prefix_lines(metrics.get("prefix_cache")),
         *_reasoning_lines(metrics),
+        *_tool_lines(metrics.get("tools")),
         f"- Rate: {achieved} achieved of {target} target",
         f"- Output tokens: {_num(metrics['output_tokens_per_s'], 'tok/s')} "
         f"(counted from: {metrics.get('tokens_source') or 'no tokens'})",
@@ -87,6 +88,19 @@ def _reasoning_lines(metrics: Mapping[str, Any]) -> list[str]:
         f"{_num(thinking.get('p50'), 'ms')}",
         f"- First answer token (TTFAT): p50 {_num(ttfat.get('p50'), 'ms')} · p95 "
         f"{_num(ttfat.get('p95'), 'ms')}; TTFT (first token of any kind) p50 {_num(ttft.get('p50'), 'ms')}",
+    ]
+
+
+def _tool_lines(tools: Mapping[str, Any] | None) -> list[str]:
+    """Tool calls (metrics.tools), where the requests offered tools."""
+    if not tools:
+        return []
+    valid = tools.get("tool_call_valid")
+    return [
+        f"- Tool calls: {tools['requests_with_calls']} of {tools['requests']} requests answered with a "
+        "call · "
+        f"{tools['calls']} calls ({_num(tools.get('calls_per_s'), 'calls/s')}), "
+        f"{_num(None if valid is None else 100 * valid, '%')} with valid JSON arguments"
     ]
 
 

@@ -30,9 +30,20 @@ def session_lines(sessions: Mapping[str, Any] | None) -> list[str]:
         f"{_num(sessions.get('turns_completed_mean'))}",
         f"- Session duration (turn 1 due → last answer): p50 {_num(e2e.get('p50'), 'ms')} · "
         f"p95 {_num(e2e.get('p95'), 'ms')} · p99 {_num(e2e.get('p99'), 'ms')}",
+        *_agent_lines(sessions.get("agent")),
         "",
     ]
     return lines + _turn_table(sessions.get("per_turn") or [])
+
+
+def _agent_lines(agent: Mapping[str, Any] | None) -> list[str]:
+    if not agent:
+        return []
+    wait = agent.get("tool_wait_ms") or {}
+    return [
+        f"- Agent: {agent['steps']} steps (tool results sent), {_num(agent.get('steps_per_session'))} "
+        f"per session · tool wait p50 {_num(wait.get('p50'), 'ms')} · p95 {_num(wait.get('p95'), 'ms')}"
+    ]
 
 
 def _turn_table(turns: Sequence[Mapping[str, Any]]) -> list[str]:

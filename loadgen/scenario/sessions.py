@@ -24,9 +24,14 @@ Semantics (carried out by loadgen.traffic.sessions and the runner):
   against the phase's max_concurrency; a later turn's wait for a slot counts in its latency, and
   its lag and latencies count from its due time.
 - After the schedule's end, turns due later than `linger` are not sent: their sessions are cut.
-- Ids: turn 1 keeps its plan id (the session's id); turn k ≥ 2 is
-  SESSION_ID_BASE + session × MAX_TURNS + k − 2, unique across a run and across distributed
-  workers without coordination (a plan holds far fewer than SESSION_ID_BASE requests).
+- Ids: turn 1 keeps its plan id (the session's id); the session's k-th request (k ≥ 2, turns and
+  agent steps counted together) is SESSION_ID_BASE + session × MAX_TURNS + k − 2, unique across a
+  run and across distributed workers without coordination (a plan holds far fewer than
+  SESSION_ID_BASE requests). A session that would send more than MAX_TURNS requests is cut.
+- `agent:` (needs `workload.tools`): within a turn, an answer that calls tools is followed,
+  `tool_latency` later, by a request that sends the history with the assistant's calls and one
+  `tool` message per call (`result_tokens` words), until the model answers in text or the turn
+  made `max_steps` calls; then the session goes on to its next turn.
 
 Sessions need `api: chat` (a history is a list of messages) and prompts of `prompt_tokens` words
 (no dataset, no shared prefix). Turn counts are written as the workload's lengths (fixed, uniform,
@@ -40,6 +45,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from loadgen.scenario.durations import DurationDistribution
+from loadgen.scenario.lengths import FixedLength, Length
 from servers.config import StrictModel
 from servers.units import PositiveDuration
 
@@ -82,6 +88,16 @@ class LognormalTurns(StrictModel):
 Turns = Annotated[FixedTurns | UniformTurns | NormalTurns | LognormalTurns, Field(discriminator="kind")]
 
 
+class AgentSpec(StrictModel):
+    """An agent loop in each turn: an answer that calls a tool is followed, `tool_latency` later,
+    by a request sending the call and the tool's result, until the model answers in text or the
+    turn has made `max_steps` calls (loadgen.traffic.sessions)."""
+
+    tool_latency: DurationDistribution
+    result_tokens: Length = FixedLength(kind="fixed", value=64)  # words of each tool result
+    max_steps: int = Field(default=5, ge=1, le=100)
+
+
 class SessionsSpec(StrictModel):
     # None: only with a ShareGPT dataset, whose conversation gives each session's turns (given
     # there, the drawn count caps them)
@@ -89,6 +105,8 @@ class SessionsSpec(StrictModel):
     think_time: DurationDistribution
     # After the schedule's end, turns not due by then are not sent (their sessions are cut).
     linger: PositiveDuration = DEFAULT_LINGER_S
+    # Tool calls answered within each turn (needs workload.tools).
+    agent: AgentSpec | None = None
 
 
 def later_turn_id(session: int, turn: int) -> int:

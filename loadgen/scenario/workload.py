@@ -42,6 +42,7 @@ from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.reasoning import ReasoningSpec
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
+from loadgen.scenario.tools import ToolsSpec
 from servers.config import StrictModel
 from servers.units import PositiveDuration, Size
 
@@ -169,6 +170,8 @@ class Workload(StrictModel):
     # Reasoning streams: how inline thinking is found, and a reasoning length to ask for
     # (loadgen/scenario/reasoning.py).
     reasoning: ReasoningSpec | None = None
+    # Tools offered with every request (loadgen/scenario/tools.py).
+    tools: ToolsSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -242,6 +245,15 @@ class Workload(StrictModel):
             fmt = self.reasoning.format
             message = f"format {fmt} is a chat delta's field: with api: completions give think_tags"
             raise field_error(("reasoning", "format"), message, None)
+        return self
+
+    @model_validator(mode="after")
+    def _tools_need_chat(self) -> Workload:
+        if self.tools is not None and self.api != "chat":
+            raise field_error("tools", "tools need api: chat (a completion cannot call one)", None)
+        if self.sessions is not None and self.sessions.agent is not None and self.tools is None:
+            message = "an agent loop answers tool calls: give workload.tools"
+            raise field_error(("sessions", "agent"), message, None)
         return self
 
     @property

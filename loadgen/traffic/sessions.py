@@ -31,10 +31,17 @@ import numpy as np
 from loadgen.collect.records import RequestRecord
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.model import Workload
-from loadgen.scenario.sessions import DEFAULT_LINGER_S, MAX_TURNS, SessionsSpec, Turns, later_turn_id
+from loadgen.scenario.sessions import (
+    DEFAULT_LINGER_S,
+    MAX_TURNS,
+    AgentSpec,
+    SessionsSpec,
+    Turns,
+    later_turn_id,
+)
 from loadgen.scenario.workload import DatasetEntry
 from loadgen.traffic.durations import sample_durations
-from loadgen.traffic.openai_api import prompt_text
+from loadgen.traffic.openai_api import ToolCall, prompt_text
 from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.plan_draws import sample_counts, sample_lengths
 from loadgen.traffic.prompts import request_prompt
@@ -43,7 +50,9 @@ from loadgen.traffic.schedule import PlannedRequest
 # Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.
 SESSIONS_STREAM = 0x73657373
 
-Message = dict[str, str]
+Message = dict[str, Any]
+# Mixed into the seed of an agent session's step draws ("agnt"): tool latencies, result lengths.
+AGENT_STREAM = 0x61676E74
 
 
 def sample_turns(spec: Turns, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -136,6 +145,14 @@ class _Session:
     start_s: float  # turn 1's due time on the run clock
     first: PlannedRequest  # turn 1: its phase, cap, class, warm-up and level go to every turn
     linger_end_s: float  # later turns due after this are not sent
+    # Agent loops (sessions.agent): requests sent so far (turns and steps: the id scheme's
+    # count), this turn's step (0: the user's message), the wait before the step in flight, the
+    # step draws' generator, and this turn's output length (its steps ask for the same).
+    sent: int = 1
+    step: int = 0
+    waited_s: float = 0.0
+    agent_rng: np.random.Generator | None = None
+    output_tokens: int = 0
 
 
 @dataclass
@@ -192,7 +209,11 @@ class SessionBook:
                 start_s=round(planned.scheduled_s, 6),
                 first=planned,
                 linger_end_s=self._end_s + linger,
+                output_tokens=planned.output_tokens,
             )
+            if spec is not None and spec.agent is not None:
+                seeds = [planned.session_seed or 0, AGENT_STREAM, planned.id]
+                session.agent_rng = np.random.default_rng(seeds)
             self._open[planned.id] = session
             self.counts.started += 1
             if planned.dataset_row is not None:  # a ShareGPT conversation's first human message
@@ -203,36 +224,57 @@ class SessionBook:
                 text = opening.prompt or ""
             else:
                 text = planned.prompt or request_prompt(planned, workload)
+        elif session.step:  # an agent's step: the calls and their results are the news
+            return session.history
         else:
             text = planned.prompt or prompt_text(planned.prompt_tokens, planned.id)
         session.history.append({"role": "user", "content": text})
         return session.history
 
-    def answered(self, planned: PlannedRequest, record: RequestRecord, answer: str) -> PlannedRequest | None:
-        """Note `record` (the answer to `planned`, whose text is `answer`): mark it with its
-        session and turn, and return the next turn (due think time after record.done_s), or
-        None when the session ended."""
+    def answered(
+        self,
+        planned: PlannedRequest,
+        record: RequestRecord,
+        answer: str,
+        calls: Mapping[int, ToolCall] | None = None,
+    ) -> PlannedRequest | None:
+        """Note `record` (the answer to `planned`, whose text is `answer` and tool calls `calls`):
+        mark it with its session and turn, and return the session's next request (an agent's
+        step, due its tool latency after record.done_s, or the next turn, due think time after),
+        or None when the session ended."""
         session = self._open.pop(planned.id, None)
         if session is None:
             return None
         draws, turn = session.draws, session.turn
         record.session, record.turn = session.session, turn
         record.session_turns, record.session_start_s = draws.turns, session.start_s
+        agent = self._agent(session)
+        if agent is not None:
+            record.step = session.step
+            if session.step:
+                record.tool_wait_ms = round(session.waited_s * 1000.0, 3)
         if record.status != "ok":
             self.counts.ended += 1
             return None
+        called = agent is not None and bool(calls)
+        if called and agent is not None and calls and session.step < agent.max_steps:
+            return self._step(session, record, answer, calls, agent)
+        if called and agent is not None and calls:  # the turn's last call: its results go in the history
+            self._add_calls(session, answer, calls, agent)
         if turn >= draws.turns:
             self.counts.completed += 1
             return None
         due_s = round((record.done_s or planned.scheduled_s) + draws.think_s[turn - 1], 6)
-        if due_s > session.linger_end_s:
+        if due_s > session.linger_end_s or session.sent >= MAX_TURNS:
             self.counts.cut += 1
             return None
-        session.history.append({"role": "assistant", "content": answer})
-        session.turn = turn + 1
+        if not called:
+            session.history.append({"role": "assistant", "content": answer})
+        session.turn, session.step, session.sent = turn + 1, 0, session.sent + 1
+        session.output_tokens = draws.output_tokens[turn - 1]
         following = replace(
             session.first,
-            id=later_turn_id(session.session, turn + 1),
+            id=later_turn_id(session.session, session.sent),
             scheduled_s=due_s,
             prompt_tokens=draws.prompt_tokens[turn - 1],
             output_tokens=draws.output_tokens[turn - 1],
@@ -247,6 +289,68 @@ class SessionBook:
         )
         self._open[following.id] = session
         return following
+
+    def _agent(self, session: _Session) -> AgentSpec | None:
+        spec = self._workloads.get(session.first.request_class)
+        sessions = spec.sessions if spec is not None else None
+        return sessions.agent if sessions is not None and session.agent_rng is not None else None
+
+    def _step(
+        self,
+        session: _Session,
+        record: RequestRecord,
+        answer: str,
+        calls: Mapping[int, ToolCall],
+        agent: AgentSpec,
+    ) -> PlannedRequest | None:
+        """The request that answers the record's tool calls, due their tool latency after it."""
+        results = self._add_calls(session, answer, calls, agent)
+        assert session.agent_rng is not None
+        wait_s = float(sample_durations(agent.tool_latency, 1, session.agent_rng)[0])
+        due_s = round((record.done_s or record.scheduled_s) + wait_s, 6)
+        if due_s > session.linger_end_s or session.sent >= MAX_TURNS:
+            self.counts.cut += 1
+            return None
+        record.followed = True
+        session.step, session.sent, session.waited_s = session.step + 1, session.sent + 1, wait_s
+        following = replace(
+            session.first,
+            id=later_turn_id(session.session, session.sent),
+            scheduled_s=due_s,
+            prompt_tokens=results,
+            output_tokens=session.output_tokens,
+            prompt=None,
+            dataset_row=None,
+            cancel_after_s=None,
+            cancel_after_tokens=None,
+            prefix_group=session.first.prefix_group,
+            prefix_blocks=None,
+            session_seed=None,
+            session_script=None,
+        )
+        self._open[following.id] = session
+        return following
+
+    def _add_calls(
+        self, session: _Session, answer: str, calls: Mapping[int, ToolCall], agent: AgentSpec
+    ) -> int:
+        """The assistant's calls and one tool result per call (drawn lengths) into the history;
+        the results' words."""
+        assert session.agent_rng is not None
+        lengths = sample_lengths(agent.result_tokens, len(calls), session.agent_rng).tolist()
+        made = [
+            {
+                "id": call.id or f"call_{index}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": "".join(call.arguments)},
+            }
+            for index, call in sorted(calls.items())
+        ]
+        session.history.append({"role": "assistant", "content": answer or None, "tool_calls": made})
+        for number, (call, length) in enumerate(zip(made, lengths, strict=True)):
+            text = prompt_text(int(length), later_turn_id(session.session, session.sent) * 8 + number)
+            session.history.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+        return int(sum(lengths))
 
     def abandon(self, planned: PlannedRequest) -> None:
         """`planned` ended without an answer noted (the run stopped, a client bug): its session

@@ -45,6 +45,7 @@ from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.reasoning_request import reasoning_fields, reasoning_tokens_of
 from loadgen.traffic.schedule import PlannedRequest
 from loadgen.traffic.sessions import SessionBook
+from loadgen.traffic.tool_request import calls_tool, tool_fields
 from servers.base import Endpoint
 
 ERROR_TEXT_LIMIT = 200
@@ -130,6 +131,9 @@ class OpenAIUser(FastHttpUser):
         history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
         reasoning = workload.reasoning
         thinking = reasoning_tokens_of(workload, planned.request_class, planned.id) if reasoning else 0
+        extra = reasoning_fields(workload, thinking) if reasoning else {}
+        if workload.tools is not None:
+            extra.update(tool_fields(workload, calls_tool(workload, planned.request_class, planned.id)))
         path, body = request_body(
             api=workload.api,
             model=ctx.endpoint.model,
@@ -138,15 +142,15 @@ class OpenAIUser(FastHttpUser):
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
             messages=entry.messages if entry else history,
-            extra=reasoning_fields(workload, thinking) if reasoning else None,
+            extra=extra,
         )
         url = path
         if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
             # Round robin over sessions: a session's turns stay on one replica, as behind a load
             # balancer with session affinity (its prefix cache holds the history).
             url = ctx.spread[session_of(planned.id) % len(ctx.spread)].base_url + path
-        think = reasoning.format if reasoning else "auto"
-        parser = StreamParser(think) if history is None else TextStreamParser(think)
+        think, calls = reasoning.format if reasoning else "auto", workload.tools is not None
+        parser = StreamParser(think, calls) if history is None else TextStreamParser(think, calls)
         status: Status = "ok"
         error: str | None = None
         kind: ErrorKind | None = None
@@ -242,6 +246,9 @@ class OpenAIUser(FastHttpUser):
             cached_tokens=result.usage_cached_tokens,
             prefix_group=planned.prefix_group,
         )
+        if calls:
+            record.tool_calls = len(result.tool_calls)
+            record.tool_calls_valid = sum(call.valid for call in result.tool_calls.values())
         if result.reasoning_chunks or result.usage_reasoning_tokens or result.tool_call_chunks:
             record.reasoning_tokens = result.reasoning_tokens
             if streamed:
@@ -249,7 +256,7 @@ class OpenAIUser(FastHttpUser):
                 record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
                 record.reasoning_ms = result.reasoning_ms()
         if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
-            following = ctx.sessions.answered(planned, record, parser.text)
+            following = ctx.sessions.answered(planned, record, parser.text, result.tool_calls)
             if following is not None and ctx.next_turn is not None:
                 ctx.next_turn(following)
         return record

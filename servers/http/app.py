@@ -114,7 +114,8 @@ class OpenAIFront:
             max_tokens=body.output_limit,
             ignore_eos=body.ignore_eos,
         )
-        shape = shape_type(self.engine.model_name, body.simulate_reasoning)
+        tool = body.called_tool() if isinstance(body, ChatBody) else None
+        shape = shape_type(self.engine.model_name, body.simulate_reasoning, tool, req.max_tokens)
         # aclosing: if the client goes away mid-stream, the engine frees the slot now, not
         # whenever the generator happens to be garbage-collected.
         async with aclosing(self._observed(req, started)) as pieces:
@@ -148,7 +149,7 @@ class OpenAIFront:
             await response.write(sse(shape.token_chunk(len(written), piece)))
             written.append(loop.time())
         count = len(written)
-        await response.write(sse(shape.chunk("", _finish_reason(count, req.max_tokens))))
+        await response.write(sse(shape.chunk("", shape.finish(_finish_reason(count, req.max_tokens)))))
         if include_usage:
             await response.write(sse(shape.usage_chunk(req.prompt_tokens, count, req.timing.cached_tokens)))
         await response.write(SSE_DONE)

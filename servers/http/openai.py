@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 DEFAULT_MAX_TOKENS = 16
 
-FinishReason = Literal["stop", "length"]
+FinishReason = Literal["stop", "length", "tool_calls"]
 
 
 class StreamOptions(BaseModel):
@@ -75,16 +75,35 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     role: str
     content: str | list[TextPart] | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # an assistant's calls, sent back by an agent
 
     def text(self) -> str:
         if isinstance(self.content, list):
             return "".join(part.text for part in self.content if part.type == "text")
+        if self.content is None and self.tool_calls:  # the calls' arguments are in the context
+            calls = (call.get("function") or {} for call in self.tool_calls)
+            return " ".join(str(function.get("arguments") or "") for function in calls)
         return self.content or ""
 
 
 class ChatBody(RequestBody):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    # loadtest's extension: answer with a call of the offered tool (the chosen one, else the first)
+    simulate_tool_call: bool = False
+
+    def called_tool(self) -> str | None:
+        """The tool this answer calls (simulate_tool_call), None for a text answer."""
+        if not self.simulate_tool_call or not self.tools or self.tool_choice == "none":
+            return None
+        if isinstance(self.tool_choice, dict):
+            function = self.tool_choice.get("function")
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                return str(function["name"])
+        function = self.tools[0].get("function")
+        return str(function.get("name") or "tool") if isinstance(function, dict) else "tool"
 
     @property
     def output_limit(self) -> int:
@@ -98,7 +117,17 @@ class ChatBody(RequestBody):
         return "\n".join(message.text() for message in self.messages)
 
     def conversation(self) -> list[tuple[str, str]]:
-        return [(message.role, message.text()) for message in self.messages]
+        turns = [(message.role, message.text()) for message in self.messages]
+        if self.tools:  # as chat templates do: the tools' schemas are part of the prompt
+            turns.insert(0, ("system", " ".join(_tool_text(tool) for tool in self.tools)))
+        return turns
+
+
+def _tool_text(tool: dict[str, Any]) -> str:
+    function = tool.get("function")
+    if not isinstance(function, dict):
+        return ""
+    return f"{function.get('name') or ''} {function.get('description') or ''}"
 
 
 class BadRequest(Exception):
@@ -158,23 +187,35 @@ class Shape:
     object_name = "text_completion"
     chunk_object = "text_completion"
 
-    def __init__(self, model: str, reasoning: SimulateReasoning | None = None) -> None:
+    def __init__(
+        self, model: str, reasoning: SimulateReasoning | None = None, tool: str | None = None, total: int = 0
+    ) -> None:
+        """`tool`: the answer is a call of it (chat only), its arguments the pieces after the
+        reasoning, `total` pieces in all, forming one JSON object."""
         self.model = model
+        self.tool = tool
+        self.total = total
         self.id = f"{self.prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
         # The first `reasoning_tokens` pieces are reasoning (a client's simulate_reasoning).
         self.reasoning_tokens = reasoning.tokens if reasoning is not None else 0
         self.reasoning_form: ReasoningForm = reasoning.format if reasoning is not None else "think_tags"
 
+    def finish(self, reason: FinishReason) -> FinishReason:
+        return reason
+
     def token_chunk(self, k: int, piece: str) -> dict[str, Any]:
         """The chunk of output piece k: reasoning (in its form) before reasoning_tokens."""
         if k >= self.reasoning_tokens:
-            return self.chunk(piece)
+            return self.answer_chunk(k - self.reasoning_tokens, piece)
         if self.reasoning_form == "think_tags" or not self.has_delta_fields:
             return self.chunk(self._tagged(k, piece))
         return self.reasoning_chunk(piece)
 
     has_delta_fields = False  # a completion streams text only: its reasoning is inline
+
+    def answer_chunk(self, j: int, piece: str) -> dict[str, Any]:
+        return self.chunk(piece)
 
     def reasoning_chunk(self, piece: str) -> dict[str, Any]:
         return self.chunk(piece)
@@ -252,6 +293,32 @@ class ChatShape(Shape):
 
     has_delta_fields = True
 
+    def finish(self, reason: FinishReason) -> FinishReason:
+        return "tool_calls" if self.tool is not None else reason
+
+    def answer_chunk(self, j: int, piece: str) -> dict[str, Any]:
+        if self.tool is None:
+            return self.chunk(piece)
+        call: dict[str, Any] = {"index": 0, "function": {"arguments": self._argument(j, piece)}}
+        if j == 0:
+            call.update(id=self.call_id, type="function")
+            call["function"]["name"] = self.tool
+        return self._chunk({"tool_calls": [call]}, None)
+
+    @property
+    def call_id(self) -> str:
+        return "call_" + self.id[-24:]
+
+    def _argument(self, j: int, piece: str) -> str:
+        """Argument piece j of the call: together one JSON object {"query": "..."}."""
+        last = self.total - self.reasoning_tokens - 1
+        text = piece.strip() if j == 0 else piece
+        if j == 0:
+            text = '{"query": "' + text
+        if j >= last:
+            text += '"}'
+        return text
+
     def reasoning_chunk(self, piece: str) -> dict[str, Any]:
         return self._chunk({self.reasoning_form: piece}, None)
 
@@ -268,12 +335,20 @@ class ChatShape(Shape):
         cached_tokens: int | None = None,
     ) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant"}
+        thinking, answer = self.reasoned(parts)
         if self.reasoning_form == "think_tags":
-            message["content"] = self.inline(parts)
+            message["content"] = f"<think>{thinking}</think>" if thinking else ""
+        elif thinking:
+            message[self.reasoning_form] = thinking
+        if self.tool is None:
+            message["content"] = (message.get("content") or "") + answer
         else:
-            thinking, message["content"] = self.reasoned(parts)
-            if thinking:
-                message[self.reasoning_form] = thinking
+            cut = min(self.reasoning_tokens, len(parts))
+            arguments = "".join(self._argument(j, piece) for j, piece in enumerate(parts[cut:]))
+            function = {"name": self.tool, "arguments": arguments}
+            message["content"] = message.get("content") or None
+            message["tool_calls"] = [{"id": self.call_id, "type": "function", "function": function}]
+            finish_reason = "tool_calls"
         body = self._envelope(
             self.object_name, [{"index": 0, "message": message, "finish_reason": finish_reason}]
         )

@@ -104,3 +104,14 @@ def test_a_whole_chat_answer_with_reasoning_is_counted_from_its_usage() -> None:
     parser = StreamParser()
     parser.feed_body(body, 1000)
     assert parser.result.done and parser.result.reasoning_tokens == 4 and parser.result.output_tokens == 5
+
+
+def test_parallel_tool_calls_are_kept_apart_and_their_arguments_checked() -> None:
+    result = parse("tool_calls_parallel.sse", parser=StreamParser(calls=True))
+    assert len(result.chunk_ns) == 5  # the first call's name chunk, then four argument chunks
+    calls = result.tool_calls
+    assert sorted(calls) == [0, 1]
+    assert (calls[0].id, calls[0].name, "".join(calls[0].arguments)) == ("call_a", "lookup", '{"q": "x"}')
+    assert (calls[1].id, calls[1].name) == ("call_b", "fetch")
+    assert calls[0].valid and not calls[1].valid  # cut JSON
+    assert not parse("tool_calls_parallel.sse").tool_calls  # kept only when asked

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadgen.collect.records import RequestRecord
+from loadgen.collect.records import RequestRecord, first_answer_s
 from loadgen.collect.stats import PhaseWindow
 
 CDF_POINTS = 300
@@ -58,7 +58,7 @@ class Columns:
             request_class=np.array([r.request_class for r in records], dtype=object),
             level=times([r.level for r in records]),
             itl=tuple(r.itl_ms if isinstance(r.itl_ms, list) else [] for r in records),
-            answer=times([_answer_s(r) for r in records]),
+            answer=times([first_answer_s(r) for r in records]),
             reasoning_ms=times([r.reasoning_ms for r in records]),
         )
 
@@ -110,14 +110,6 @@ class Columns:
         """Every per-token gap, pooled (records with an ITL summary are skipped, as in stats)."""
         total = sum(len(gaps) for gaps in self.itl)
         return np.fromiter(itertools.chain.from_iterable(self.itl), dtype=float, count=total)
-
-
-def _answer_s(record: RequestRecord) -> float | None:
-    """As collect.columns reads it: named where it differs from the first token; none after
-    reasoning that never answered."""
-    if record.first_answer_s is not None or record.reasoning_tokens is not None:
-        return record.first_answer_s
-    return record.first_token_s
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

@@ -22,6 +22,16 @@ def _p(figures: Mapping[str, Any] | None, key: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _agent_cards(agent: Mapping[str, Any] | None) -> list[Card]:
+    if not agent:
+        return []
+    wait = agent.get("tool_wait_ms") or {}
+    return [
+        Card("agent steps", num(agent.get("steps")), f"{num(agent.get('steps_per_session'))} per session"),
+        Card("tool wait p50", num(_p(wait, "p50"), "ms"), f"p95 {num(_p(wait, 'p95'), 'ms')} before a step"),
+    ]
+
+
 def session_cards(sessions: Mapping[str, Any]) -> str:
     e2e = sessions.get("session_e2e_ms") or {}
     started = int(sessions.get("started") or 0)
@@ -38,6 +48,7 @@ def session_cards(sessions: Mapping[str, Any]) -> str:
         Card("cut", num(cut), "a turn would have been due after the run's end"),
         Card("requests/s", num(sessions.get("requests_per_s"), "req/s"), "every turn, all sessions"),
         Card("turns answered", num(sessions.get("turns_completed_mean")), "per session started"),
+        *_agent_cards(sessions.get("agent")),
         Card(
             "session duration p50",
             num(_p(e2e, "p50"), "ms"),

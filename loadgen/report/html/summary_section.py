@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import short_number
@@ -83,6 +83,23 @@ def _cancel_card(metrics: Mapping[str, Any], server: Mapping[str, Any]) -> list[
     ]
 
 
+def _tool_card(tools: Mapping[str, Any] | None) -> list[Card]:
+    """Tool calls (metrics.tools): how many answers called, and whether their arguments parse."""
+    if not tools:
+        return []
+    valid = tools.get("tool_call_valid")
+    status: Literal["none", "warn"] = "none" if valid is None or valid >= 1.0 else "warn"
+    return [
+        Card(
+            "tool calls valid",
+            _pct(valid),
+            f"{num(tools.get('calls'))} calls in {num(tools.get('requests_with_calls'))} of "
+            f"{num(tools.get('requests'))} answers",
+            status=status,
+        )
+    ]
+
+
 def key_cards(report: Mapping[str, Any]) -> str:
     metrics = report.get("metrics") or {}
     server = report.get("server") or {}
@@ -105,6 +122,7 @@ def key_cards(report: Mapping[str, Any]) -> str:
         Card("output tokens/s", num(metrics.get("output_tokens_per_s"), "tok/s")),
         Card("error rate", _pct(metrics.get("error_rate")), status="fail" if errors else "none"),
         *_cancel_card(metrics, server),
+        *_tool_card(metrics.get("tools")),
         Card(
             "cold start",
             num(cold.get("first_token"), "s"),
