@@ -54,6 +54,9 @@ class Columns:
     turn: np.ndarray  # int64
     session_turns: np.ndarray  # int64
     session_start: np.ndarray  # float64
+    # LoRA adapters (workload.adapters): int32 index into `adapter_names`, -1: none named.
+    adapter: np.ndarray
+    adapter_names: tuple[str, ...]
 
     def __len__(self) -> int:
         return int(self.id.size)
@@ -71,6 +74,7 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
     """Columns of records as read from a file, a field at a time (the one-pass report's reader:
     one comprehension per field costs a fraction of appending each record's fields in turn)."""
     classes: dict[str, int] = {}
+    adapters: dict[str, int] = {}
     status = [data.get("status", "ok") for data in chunk]
     kinds = [data.get("error_kind") for data in chunk]
     gaps, counts = _chunk_gaps(chunk)
@@ -104,6 +108,15 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         turn=np.fromiter((data.get("turn") or 0 for data in chunk), np.int64, len(chunk)),
         session_turns=np.fromiter((data.get("session_turns") or 0 for data in chunk), np.int64, len(chunk)),
         session_start=_times(chunk, "session_start_s"),
+        adapter=np.fromiter(
+            (
+                -1 if (name := data.get("adapter")) is None else adapters.setdefault(name, len(adapters))
+                for data in chunk
+            ),
+            np.int32,
+            len(chunk),
+        ),
+        adapter_names=tuple(adapters),
     )
 
 

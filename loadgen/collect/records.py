@@ -82,6 +82,7 @@ class RequestRecord:
     turn: int | None = None
     session_turns: int | None = None
     session_start_s: float | None = None
+    adapter: str | None = None  # the LoRA adapter it named as its model (workload.adapters)
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -122,7 +123,15 @@ class RequestRecord:
 
 _FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
 # Keys a line of requests.jsonl carries only when set (a missing one reads back as None).
-_LEFT_OUT_WHEN_NONE = ("cached_tokens", "prefix_group", "session", "turn", "session_turns", "session_start_s")
+_LEFT_OUT_WHEN_NONE = (
+    "cached_tokens",
+    "prefix_group",
+    "session",
+    "turn",
+    "session_turns",
+    "session_start_s",
+    "adapter",
+)
 _FIELD_SET = frozenset(_FIELD_NAMES)
 
 

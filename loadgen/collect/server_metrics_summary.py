@@ -32,7 +32,11 @@ HISTOGRAM_MS = {
     "queue_wait_seconds": "queue_wait_ms",
 }
 # Counters reported as their increase over the window (counts, not rates).
-COUNTER_DELTAS = {"requests_aborted_total": "requests_aborted"}
+COUNTER_DELTAS = {
+    "requests_aborted_total": "requests_aborted",
+    "lora_hits_total": "lora_hits",  # LoRA adapters' requests whose adapter was resident
+    "lora_misses_total": "lora_misses",  # ... and those that had to load it first
+}
 METHOD = "histogram buckets"
 # A client-vs-server TTFT gap at p95 above max(this, GAP_SHARE × server p95) is worth a line.
 GAP_MIN_MS = 5.0

@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from loadgen.scenario.adapters import AdaptersSpec
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.files import field_error, resolve
 from loadgen.scenario.prefix import PrefixSpec
@@ -199,6 +200,8 @@ class Workload(StrictModel):
     sessions: SessionsSpec | None = None
     # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
     prefix: PrefixSpec | None = None
+    # Each request names one of several LoRA adapters as its model (loadgen/scenario/adapters.py).
+    adapters: AdaptersSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")

@@ -129,7 +129,7 @@ class OpenAIUser(FastHttpUser):
         history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
         path, body = request_body(
             api=workload.api,
-            model=ctx.endpoint.model,
+            model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
             max_tokens=planned.output_tokens,
             ignore_eos=workload.ignore_eos,
@@ -236,6 +236,7 @@ class OpenAIUser(FastHttpUser):
             request_class=planned.request_class,
             cached_tokens=result.usage_cached_tokens,
             prefix_group=planned.prefix_group,
+            adapter=planned.adapter,
         )
         if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
             following = ctx.sessions.answered(planned, record, parser.text)
@@ -268,6 +269,7 @@ class OpenAIUser(FastHttpUser):
             level=ticket.planned.level,
             request_class=ticket.planned.request_class,
             prefix_group=ticket.planned.prefix_group,
+            adapter=ticket.planned.adapter,
         )
         if ctx.sessions is not None:  # a failed turn ends its session: the record says which
             ctx.sessions.answered(ticket.planned, record, "")
