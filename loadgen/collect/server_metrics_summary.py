@@ -275,6 +275,10 @@ def notable_ttft_gap(server_metrics: Mapping[str, Any] | None) -> bool:
     return bool(gap > max(GAP_MIN_MS, GAP_SHARE * server_p95))
 
 
+WATCHED = (*GAUGES, "lora_misses_total")
+
+
 def values_for_watchers(values: Mapping[str, float]) -> dict[str, float]:
-    """The live figures a RunObserver takes (`server_sample`): running, waiting, KV cache."""
-    return {name: values[name] for name in GAUGES if name in values}
+    """The live figures a RunObserver takes (`server_sample`): running, waiting, KV cache, and
+    the LoRA adapter misses counted so far."""
+    return {name: values[name] for name in WATCHED if name in values}
