@@ -229,7 +229,10 @@ def test_the_lora_adapters_rebuild_byte_for_byte_and_fit_the_model(tmp_path):
     config = json.loads((TINY_MODEL_DIR / "config.json").read_text())
     for name in ADAPTERS:
         for file in ("adapter_config.json", "adapter_model.safetensors"):
-            assert (tmp_path / name / file).read_bytes() == (LORA_DIR / name / file).read_bytes(), (name, file)
+            assert (tmp_path / name / file).read_bytes() == (LORA_DIR / name / file).read_bytes(), (
+                name,
+                file,
+            )
         tensors = load_file(str(LORA_DIR / name / "adapter_model.safetensors"))
         assert len(tensors) == 2 * 2 * config["num_hidden_layers"]  # q and v, A and B, per layer
         first = "base_model.model.model.layers.0.self_attn.q_proj"
