@@ -131,3 +131,31 @@ def test_the_bundled_lora_scenario_shows_the_rare_adapters_misses(tmp_path: Path
     server = report["server"]["metrics"]
     assert server["lora_misses"] > 0 and server["lora_hits"] > server["lora_misses"]
     assert server["lora_hits"] + server["lora_misses"] >= report["metrics"]["requests"]
+
+
+def test_a_sessions_later_turns_name_turn_ones_adapter(tmp_path: Path) -> None:
+    scenario = f"""name: lora-sessions
+seed: 4
+server:
+  kind: simulated
+  ttft: 5ms
+  itl: 1ms
+  lora: {{adapters: [{", ".join(NAMES)}], max_loras: 3}}
+workload:
+  api: chat
+  prompt_tokens: {{kind: fixed, value: 8}}
+  output_tokens: {{kind: fixed, value: 4}}
+  sessions: {{turns: {{kind: fixed, value: 3}}, think_time: {{kind: fixed, value: 50ms}}}}
+  adapters: {{names: [{", ".join(NAMES)}]}}
+traffic: [{{kind: constant, rate: 5, duration: 3s}}]
+report: {{formats: [json]}}
+"""
+    run = run_cli(tmp_path, scenario, timeout=90)
+    assert run.code == 0, run.stderr
+    records = run.records()
+    by_session: dict[int, set[str]] = {}
+    for record in records:
+        by_session.setdefault(record["session"], set()).add(record["adapter"])
+    assert len(records) == 3 * len(by_session) == 45
+    assert all(len(adapters) == 1 for adapters in by_session.values())
+    assert set().union(*by_session.values()) == set(NAMES)
