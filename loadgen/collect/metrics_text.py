@@ -60,6 +60,9 @@ SERIES: tuple[Series, ...] = (
     Series("loadtest_server_prefix_cache_queries_total", "prefix_cache_queries_total", "counter", "builtin"),
     Series("loadtest_server_prefix_cache_hits_total", "prefix_cache_hits_total", "counter", "builtin"),
     Series("loadtest_server_requests_aborted_total", "requests_aborted_total", "counter", "builtin"),
+    # LoRA adapters' requests (every adapter's summed): resident, or loaded first (a miss)
+    Series("loadtest_server_lora_hits_total", "lora_hits_total", "counter", "builtin"),
+    Series("loadtest_server_lora_misses_total", "lora_misses_total", "counter", "builtin"),
     Series("loadtest_server_ttft_seconds", "ttft_seconds", "histogram", "builtin"),
     Series("loadtest_server_queue_wait_seconds", "queue_wait_seconds", "histogram", "builtin"),
 )

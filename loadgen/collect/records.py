@@ -99,6 +99,7 @@ class RequestRecord:
     step: int | None = None
     tool_wait_ms: float | None = None
     followed: bool | None = None
+    adapter: str | None = None  # the LoRA adapter it named as its model (workload.adapters)
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -162,6 +163,7 @@ _LEFT_OUT_WHEN_NONE = (
     "step",
     "tool_wait_ms",
     "followed",
+    "adapter",
 )
 _FIELD_SET = frozenset(_FIELD_NAMES)
 

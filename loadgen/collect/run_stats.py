@@ -236,6 +236,8 @@ class RunStats:
         self.classes: dict[str, GroupStats] = {}
         self.first_id: dict[str, int] = {}  # each class's first request id (the classes' order)
         self._split = False
+        # Each LoRA adapter's counted records (workload.adapters); empty: no request named one.
+        self.adapters: dict[str, GroupStats] = {}
         self.lag = Digest(budget)  # every record past warm-up, measured phase or not
         self.records = 0
 
@@ -269,6 +271,10 @@ class RunStats:
             self.first_id[name] = min(self.first_id.get(name, first), first)
             if self._split:
                 self.classes.setdefault(name, GroupStats(self.budget)).add(cols, counted & mine)
+        for position, name in enumerate(cols.adapter_names):
+            self.adapters.setdefault(name, GroupStats(self.budget)).add(
+                cols, counted & (cols.adapter == position)
+            )
 
     def merge(self, other: RunStats) -> None:
         """Take in another RunStats over the same windows (a distributed worker's share): the
@@ -285,6 +291,8 @@ class RunStats:
                 self.classes.setdefault(name, GroupStats(self.budget)).merge(group)
         for index, group in other.phases.items():
             self.phases.setdefault(index, GroupStats(self.budget)).merge(group)
+        for name, group in other.adapters.items():
+            self.adapters.setdefault(name, GroupStats(self.budget)).merge(group)
         for name, first in other.first_id.items():
             self.first_id[name] = min(self.first_id.get(name, first), first)
 
@@ -314,6 +322,15 @@ class RunStats:
         return {
             name: {**groups.get(name, empty).metrics(self.windows), "target_rate": None}
             for name in self.class_names(named)
+        }
+
+    def adapter_metrics(self, named: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+        """Metrics of each LoRA adapter's counted records, by name (then `named` ones without any).
+        `target_rate` is None: adapters are drawn per request."""
+        empty = GroupStats(self.budget)
+        return {
+            name: {**self.adapters.get(name, empty).metrics(self.windows), "target_rate": None}
+            for name in dict.fromkeys([*sorted(self.adapters), *named])
         }
 
     def phase_list(self, overall: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -32,7 +32,11 @@ HISTOGRAM_MS = {
     "queue_wait_seconds": "queue_wait_ms",
 }
 # Counters reported as their increase over the window (counts, not rates).
-COUNTER_DELTAS = {"requests_aborted_total": "requests_aborted"}
+COUNTER_DELTAS = {
+    "requests_aborted_total": "requests_aborted",
+    "lora_hits_total": "lora_hits",  # LoRA adapters' requests whose adapter was resident
+    "lora_misses_total": "lora_misses",  # ... and those that had to load it first
+}
 METHOD = "histogram buckets"
 # A client-vs-server TTFT gap at p95 above max(this, GAP_SHARE × server p95) is worth a line.
 GAP_MIN_MS = 5.0
@@ -271,6 +275,10 @@ def notable_ttft_gap(server_metrics: Mapping[str, Any] | None) -> bool:
     return bool(gap > max(GAP_MIN_MS, GAP_SHARE * server_p95))
 
 
+WATCHED = (*GAUGES, "lora_misses_total")
+
+
 def values_for_watchers(values: Mapping[str, float]) -> dict[str, float]:
-    """The live figures a RunObserver takes (`server_sample`): running, waiting, KV cache."""
-    return {name: values[name] for name in GAUGES if name in values}
+    """The live figures a RunObserver takes (`server_sample`): running, waiting, KV cache, and
+    the LoRA adapter misses counted so far."""
+    return {name: values[name] for name in WATCHED if name in values}

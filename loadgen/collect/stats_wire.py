@@ -119,6 +119,7 @@ def dump_run_stats(stats: RunStats) -> dict[str, Any]:
         "classes": {name: dump_group(group) for name, group in stats.classes.items()},
         "split": stats._split,
         "first_id": dict(stats.first_id),
+        "adapters": {name: dump_group(group) for name, group in stats.adapters.items()},
         "lag": dump_digest(stats.lag),
     }
 
@@ -134,6 +135,7 @@ def load_run_stats(data: dict[str, Any], windows: Sequence[PhaseWindow]) -> RunS
     stats.classes = {str(name): load_group(group) for name, group in data["classes"].items()}
     stats._split = bool(data["split"])
     stats.first_id = {str(name): int(first) for name, first in data["first_id"].items()}
+    stats.adapters = {str(name): load_group(group) for name, group in data.get("adapters", {}).items()}
     stats.lag = load_digest(data["lag"])
     return stats
 

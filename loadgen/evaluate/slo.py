@@ -97,6 +97,8 @@ class SLOSpec(ClassSLOSpec):
     memory_growth: MaxGrowth | None = None
     cold_start: MaxDuration | None = None
     classes: dict[str, ClassSLOSpec] = Field(default_factory=dict)
+    # Each LoRA adapter's (workload.adapters), on its requests only, named 'adapter <name>: <check>'.
+    adapters: dict[str, ClassSLOSpec] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,7 @@ def check_slos(
     metrics: Mapping[str, Any],
     server: Mapping[str, Any],
     class_metrics: Mapping[str, Mapping[str, Any]] | None = None,
+    adapter_metrics: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[SLOResult]:
     """One result per SLO entry. `metrics` is report.json's `metrics`; `server` its `server`;
     `class_metrics` the metrics of each class's requests (a class without any: not measured)."""
@@ -217,6 +220,10 @@ def check_slos(
         own = (class_metrics or {}).get(name) or {}
         checks = _request_checks(class_spec, own)
         results += [replace(result, name=f"{name}: {result.name}") for result in checks]
+    for name, adapter_spec in spec.adapters.items():
+        own = (adapter_metrics or {}).get(name) or {}
+        checks = _request_checks(adapter_spec, own)
+        results += [replace(result, name=f"adapter {name}: {result.name}") for result in checks]
     return results
 
 

@@ -35,9 +35,16 @@ class Report(ReportPart):
     classes: dict[str, Metrics] | None = Field(
         default=None, description="per workload class, when there are several (`target_rate` null)"
     )
+    adapters: dict[str, Metrics] | None = Field(
+        default=None,
+        description="per LoRA adapter (`workload.adapters`), by name, when requests named any "
+        "(`target_rate` null)",
+    )
     phases: list[Phase] = Field(description="each traffic phase, or each level run of a search")
     server: Server = Field(description="the server under test")
-    slo: list[SLOCheck] = Field(description="one entry per SLO, in the scenario's order, then each class's")
+    slo: list[SLOCheck] = Field(
+        description="one entry per SLO, in the scenario's order, then each class's, then each adapter's",
+    )
     client: Client = Field(description="the load generator")
     knee: Knee | None = Field(description="search runs; null otherwise")
     capacity: Capacity | None = Field(description="search runs; null otherwise")

@@ -119,6 +119,14 @@ class ServerMetrics(ReportPart):
     prefix_cache: ServerPrefixCache | None = Field(
         default=None, description="the server's prefix cache over the window; null when it reports none"
     )
+    lora_hits: int | None = Field(
+        default=None,
+        description="LoRA adapters' requests whose adapter was resident (built-in engines with `lora`)",
+    )
+    lora_misses: int | None = Field(
+        default=None,
+        description="LoRA adapters' requests that had to load their adapter first (built-in engines)",
+    )
     ttft_ms: ServerHistogram | None = Field(default=None, description="the server's time to first token")
     itl_ms: ServerHistogram | None = Field(default=None, description="the server's inter-token latency")
     e2e_ms: ServerHistogram | None = Field(default=None, description="the server's request latency")

@@ -140,7 +140,8 @@ def build_report(
     # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
     several = bool(named) or len(stats.first_id) > 1
     classes = stats.class_metrics(named) if several else {}
-    slos = check_slos(slo_spec, metrics, server_info, classes) if slo_spec is not None else []
+    adapters = stats.adapter_metrics(list(slo_spec.adapters) if slo_spec is not None else [])
+    slos = check_slos(slo_spec, metrics, server_info, classes, adapters) if slo_spec is not None else []
     client = client_trust(
         stats.lag.percentiles()["p99"] or 0.0,
         judging.max_lag_p99_ms,
@@ -161,6 +162,7 @@ def build_report(
         "duration_s": duration_s,
         "metrics": metrics,
         **({"classes": classes} if len(classes) > 1 else {}),
+        **({"adapters": adapters} if adapters else {}),
         "phases": stats.phase_list(overall=metrics),
         "server": server_info,
         "slo": [result.to_dict() for result in slos],

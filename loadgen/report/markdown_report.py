@@ -179,8 +179,11 @@ def _phase_table(phases: Sequence[Mapping[str, Any]], sessions: bool = False) ->
     return _table([*header, "TTFT p95 ms", "e2e p95 ms"], rows)
 
 
-def _class_table(classes: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
-    """One row per workload class (report.json `classes`, present with more than one class)."""
+def _class_table(
+    classes: Mapping[str, Mapping[str, Any]] | None, title: str = "Workload classes", label: str = "class"
+) -> list[str]:
+    """One row per workload class (report.json `classes`, present with more than one class), or
+    per LoRA adapter (`adapters`)."""
     if not classes:
         return []
     rows = [
@@ -197,8 +200,8 @@ def _class_table(classes: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
         ]
         for name, metrics in classes.items()
     ]
-    header = ["class", "requests", "errors", "req/s", "tok/s", "TTFT p50 ms", "TTFT p95 ms"]
-    return ["## Workload classes", "", *_table([*header, "ITL p95 ms", "e2e p95 ms"], rows)]
+    header = [label, "requests", "errors", "req/s", "tok/s", "TTFT p50 ms", "TTFT p95 ms"]
+    return [f"## {title}", "", *_table([*header, "ITL p95 ms", "e2e p95 ms"], rows)]
 
 
 def _server_lines(server: Mapping[str, Any]) -> list[str]:
@@ -279,6 +282,12 @@ def _server_metrics_lines(server_metrics: Mapping[str, Any] | None, metrics: Map
             f"- Prefix cache: {_num(cache['hit_ratio'] * 100)}% of {cache['queried_tokens']:,} prompt tokens "
             "looked up were found cached (the server's own counters)"
         )
+    if server_metrics.get("lora_misses") is not None:
+        hits, misses = server_metrics.get("lora_hits") or 0, server_metrics["lora_misses"]
+        lines.append(
+            f"- LoRA adapters: {misses} requests had to load their adapter first (misses), "
+            f"{hits} found it resident (the server's own counters)"
+        )
     if server_metrics.get("requests_aborted"):
         lines.append(f"- Aborted: {server_metrics['requests_aborted']} requests whose client left mid-answer")
     if notable_ttft_gap(server_metrics):
@@ -311,6 +320,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         *_latency_table(report["metrics"]),
         *_class_table(report.get("classes")),
+        *_class_table(report.get("adapters"), "LoRA adapters", "adapter"),
         *session_lines(report["metrics"].get("sessions")),
         "## Phases",
         "",

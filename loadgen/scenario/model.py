@@ -235,6 +235,28 @@ class Scenario(StrictModel):
             raise field_error(("slo", "classes", unknown[0]), message, unknown[0])
         return self
 
+    @model_validator(mode="after")
+    def _adapters_known(self) -> Scenario:
+        """SLOs name adapters the workload sends; a simulated server serves every one it sends."""
+        sent = [
+            name for _, _, w in self.classes if w.adapters is not None for name in w.adapters.adapter_names
+        ]
+        unknown = [name for name in self.slo.adapters if name not in sent]
+        if unknown:
+            message = f"unknown adapter '{unknown[0]}'; the workload's adapters: {', '.join(sent) or 'none'}"
+            raise field_error(("slo", "adapters", unknown[0]), message, unknown[0])
+        if getattr(self.server, "kind", None) == "simulated" and sent:
+            lora = getattr(self.server, "lora", None)
+            served = list(lora.adapters) if lora is not None else []
+            missing = [name for name in dict.fromkeys(sent) if name not in served]
+            if missing:
+                message = (
+                    f"the simulated server serves no adapter '{missing[0]}': "
+                    "list every adapter the workload names in server.lora.adapters"
+                )
+                raise field_error(("server", "lora", "adapters"), message, served)
+        return self
+
     @property
     def classes(self) -> list[tuple[str, float, Workload]]:
         """(name, weight, workload) of every workload class (one workload: "default")."""

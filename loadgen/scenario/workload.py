@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from loadgen.scenario.adapters import AdaptersSpec
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.files import field_error, resolve
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
@@ -172,6 +173,8 @@ class Workload(StrictModel):
     reasoning: ReasoningSpec | None = None
     # Tools offered with every request (loadgen/scenario/tools.py).
     tools: ToolsSpec | None = None
+    # Each request names one of several LoRA adapters as its model (loadgen/scenario/adapters.py).
+    adapters: AdaptersSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")

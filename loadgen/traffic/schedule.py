@@ -33,6 +33,7 @@ import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
 from loadgen.scenario.model import Scenario, Workload
+from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelPlan, Decided, cancel_entropy
 from loadgen.traffic.plan_draws import DrawPlan, plan_draws, sample_lengths
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixPlan, prefix_entropy
@@ -83,6 +84,7 @@ class PlannedRequest:
     # prompt tokens, output tokens, prompt text or None), given instead of drawn. On the request
     # itself, not a side table, so a distributed worker's share carries it.
     session_script: tuple[tuple[float, int, int, str | None], ...] | None = None
+    adapter: str | None = None  # the LoRA adapter it names as its model (workload.adapters)
 
 
 class PlannedRequests:
@@ -144,9 +146,13 @@ def build_schedule(
     prefixes = PrefixPlan.of(scenario.classes, prefix_entropy(scenario.seed))
     blocks = [getattr(phase, "block_tokens", 0) for phase in scenario.traffic]  # trace phases'
     sessions = _session_seeds(scenario)
+    adapters = AdapterPlan.of(scenario.classes, adapter_entropy(scenario.seed))
 
     def make() -> Iterator[PlannedRequest]:
-        return _requests(arrivals, draws, cancels, scenario.warmup, caps, chunk, prefixes, blocks, sessions)
+        requests = _requests(
+            arrivals, draws, cancels, scenario.warmup, caps, chunk, prefixes, blocks, sessions
+        )
+        return requests if adapters is None else _with_adapters(requests, adapters.cursor(), draws, chunk)
 
     return Schedule(
         requests=PlannedRequests(arrivals.count, make),
@@ -234,6 +240,33 @@ def _requests(
                         planned = replace(planned, session_seed=sessions[classes[j]])
                     yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
             next_id += len(due)
+
+
+def _with_adapters(
+    requests: Iterator[PlannedRequest], cursor: AdapterCursor, draws: DrawPlan, chunk: int
+) -> Iterator[PlannedRequest]:
+    """`requests` with each one's adapter, drawn a chunk at a time in schedule order (a trace's
+    rows are the first class's)."""
+    names = [streams.name for streams in draws.classes]
+    batch: list[PlannedRequest] = []
+    for planned in requests:
+        batch.append(planned)
+        if len(batch) == chunk:
+            yield from _named(batch, cursor, names)
+            batch = []
+    yield from _named(batch, cursor, names)
+
+
+def _named(batch: list[PlannedRequest], cursor: AdapterCursor, names: list[str]) -> list[PlannedRequest]:
+    if not batch:
+        return []
+    index = {name: position for position, name in enumerate(names)}
+    classes = np.array([index[planned.request_class] for planned in batch], dtype=int)
+    adapters = cursor.take(classes)
+    return [
+        planned if adapter is None else replace(planned, adapter=adapter)
+        for planned, adapter in zip(batch, adapters, strict=True)
+    ]
 
 
 def _entry_outputs(workloads: Sequence[Workload]) -> list[list[int | None]]:

@@ -136,7 +136,7 @@ class OpenAIUser(FastHttpUser):
             extra.update(tool_fields(workload, calls_tool(workload, planned.request_class, planned.id)))
         path, body = request_body(
             api=workload.api,
-            model=ctx.endpoint.model,
+            model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
             max_tokens=planned.output_tokens + thinking,  # servers count reasoning in the budget
             ignore_eos=workload.ignore_eos,
@@ -245,6 +245,7 @@ class OpenAIUser(FastHttpUser):
             request_class=planned.request_class,
             cached_tokens=result.usage_cached_tokens,
             prefix_group=planned.prefix_group,
+            adapter=planned.adapter,
         )
         if calls:
             record.tool_calls = len(result.tool_calls)
@@ -286,6 +287,7 @@ class OpenAIUser(FastHttpUser):
             level=ticket.planned.level,
             request_class=ticket.planned.request_class,
             prefix_group=ticket.planned.prefix_group,
+            adapter=ticket.planned.adapter,
         )
         if ctx.sessions is not None:  # a failed turn ends its session: the record says which
             ctx.sessions.answered(ticket.planned, record, "")

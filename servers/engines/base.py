@@ -27,6 +27,8 @@ class RequestTiming:
     queue_wait_s: float | None = None  # arrival → admitted into the running batch
     # Prompt tokens the prefix cache held at admission; None: the engine has no prefix cache.
     cached_tokens: int | None = None
+    # A LoRA adapter's request: whether the engine had to load the adapter (a miss); None: no adapter.
+    adapter_miss: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class GenerationRequest:
     prompt_tokens: int
     max_tokens: int
     ignore_eos: bool = False
+    adapter: str | None = None  # the LoRA adapter the request named (None: the base model)
     timing: RequestTiming = field(default_factory=RequestTiming, compare=False)
 
 
@@ -50,8 +53,9 @@ class EngineStats:
 class Engine(ABC):
     """One model behind one scheduler. Construct cheaply; heavy loading goes in `start()`."""
 
-    def __init__(self, model_name: str) -> None:
+    def __init__(self, model_name: str, adapters: Sequence[str] = ()) -> None:
         self.model_name = model_name
+        self.adapters = tuple(adapters)  # LoRA adapters served besides the base model, by name
 
     async def start(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Begin loading (weights, warm-up). Runs as a background task while the server

@@ -7,6 +7,10 @@ targets that absolute deadline, so a late wake-up never pushes later tokens back
 
 With `prefix_cache_blocks` > 0 the engine keeps a `PrefixCache` (prompt tokens are words): the
 lookup happens at admission, the insert once prefill ends (when the first token is due).
+
+With `lora_adapters`, a request may name one of them as its model: at admission the engine's
+`LoraCache` (at most `max_loras` resident, LRU) says when the adapter is usable; a miss loads it,
+so that request's first token is due `lora_load_time` later (the TTFT spike of multi-LoRA serving).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from contextlib import suppress
 import psutil
 
 from servers.engines.base import Engine, EngineStats, GenerationRequest
+from servers.engines.lora_cache import LoraCache
 from servers.engines.prefix_cache import PrefixCache
 
 # Each piece is one whitespace-separated word, so `count_tokens` of the output equals the
@@ -98,12 +103,15 @@ class SimulatedEngine(Engine):
         prefill_per_token: float = 0.0,
         prefix_cache_blocks: int = 0,
         block_tokens: int = 16,
+        lora_adapters: tuple[str, ...] = (),
+        max_loras: int = 1,
+        lora_load_time: float = 0.0,
     ) -> None:
         """`spawned_at` is a `time.monotonic()` value; by default this process's creation, so
         interpreter start-up and imports count towards `startup` like a real cold start.
         `prefill_per_token`: seconds per uncached prompt token, added to TTFT;
         `prefix_cache_blocks`: the prefix cache's size in blocks of `block_tokens` (0: none)."""
-        super().__init__(model_name)
+        super().__init__(model_name, lora_adapters)
         if slots < 1:
             raise ValueError("slots must be at least 1")
         if prefill_per_token < 0:
@@ -115,6 +123,7 @@ class SimulatedEngine(Engine):
         self.prefill_per_token = prefill_per_token
         self.prefix_cache = PrefixCache(prefix_cache_blocks, block_tokens) if prefix_cache_blocks else None
         self.leak_per_request = leak_per_request
+        self.lora = LoraCache(self.adapters, max_loras, lora_load_time) if lora_adapters else None
         born = time.monotonic() - process_age_s() if spawned_at is None else spawned_at
         self._ready_at = born + startup
         self.slots = slots
@@ -158,7 +167,10 @@ class SimulatedEngine(Engine):
                 # identical prompts admitted together both miss, as in a real engine.
                 cached = self.prefix_cache.lookup(words)
                 req.timing.cached_tokens = cached
-            first_due = slot_start + self.ttft + self.prefill_per_token * (len(words) - cached)
+            start = slot_start
+            if req.adapter is not None and self.lora is not None:
+                start, req.timing.adapter_miss = self.lora.acquire(req.adapter, slot_start)
+            first_due = start + self.ttft + self.prefill_per_token * (len(words) - cached)
             for k in range(req.max_tokens):
                 delay = first_due + k * self.itl - loop.time()
                 await asyncio.sleep(max(delay, 0.0))

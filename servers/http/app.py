@@ -55,7 +55,9 @@ class OpenAIFront:
         if not self.engine.ready():
             return _error(503, "the model is still loading", "service_unavailable")
         model = {"id": self.engine.model_name, "object": "model", "created": 0, "owned_by": "loadtest"}
-        return web.json_response({"object": "list", "data": [model]})
+        # LoRA adapters as vLLM lists them: after the base model, each with its parent.
+        adapters = [{**model, "id": name, "parent": self.engine.model_name} for name in self.engine.adapters]
+        return web.json_response({"object": "list", "data": [model, *adapters]})
 
     async def health(self, request: web.Request) -> web.Response:
         if self.engine.ready():
@@ -97,7 +99,8 @@ class OpenAIFront:
             body = parse_body(await request.read(), body_type)
         except BadRequest as exc:
             return _error(400, str(exc), "invalid_request_error")
-        if body.model is not None and body.model != self.engine.model_name:
+        adapter = body.model if body.model in self.engine.adapters else None
+        if body.model is not None and body.model != self.engine.model_name and adapter is None:
             message = (
                 f"The model `{body.model}` does not exist; this server serves `{self.engine.model_name}`"
             )
@@ -113,9 +116,10 @@ class OpenAIFront:
             prompt_tokens=self.engine.count_tokens(prompt),
             max_tokens=body.output_limit,
             ignore_eos=body.ignore_eos,
+            adapter=adapter,
         )
         tool = body.called_tool() if isinstance(body, ChatBody) else None
-        shape = shape_type(self.engine.model_name, body.simulate_reasoning, tool, req.max_tokens)
+        shape = shape_type(adapter or self.engine.model_name, body.simulate_reasoning, tool, req.max_tokens)
         # aclosing: if the client goes away mid-stream, the engine frees the slot now, not
         # whenever the generator happens to be garbage-collected.
         async with aclosing(self._observed(req, started)) as pieces:
@@ -172,17 +176,24 @@ class OpenAIFront:
                         if req.timing.queue_wait_s is not None:
                             self.metrics.queue_wait.observe(req.timing.queue_wait_s)
                         self._count_prefix_lookup(req)
+                        self._count_adapter(req)
                     self.metrics.generated_tokens.inc()
                     yield piece
         finally:
             if first:  # admitted (so looked up) but gone before its first token
                 self._count_prefix_lookup(req)
+                self._count_adapter(req)
 
     def _count_prefix_lookup(self, req: GenerationRequest) -> None:
         cached = req.timing.cached_tokens
         if cached is not None:  # None: no prefix cache, or never admitted
             self.metrics.prefix_cache_queries.inc(req.prompt_tokens)
             self.metrics.prefix_cache_hits.inc(cached)
+
+    def _count_adapter(self, req: GenerationRequest) -> None:
+        miss = req.timing.adapter_miss
+        if miss is not None and req.adapter is not None:  # None: no adapter, or never admitted
+            (self.metrics.lora_misses if miss else self.metrics.lora_hits).labels(adapter=req.adapter).inc()
 
 
 def _finish_reason(generated: int, limit: int) -> FinishReason:

@@ -31,6 +31,16 @@ class ServerMetrics:
         self.prefix_cache_hits = Counter(
             PREFIX + "prefix_cache_hits", "Prompt tokens found in the prefix cache", registry=r
         )
+        # LoRA adapters (engines serving some): requests whose adapter was resident, or was loaded.
+        self.lora_hits = Counter(
+            PREFIX + "lora_hits", "Requests whose LoRA adapter was resident", ["adapter"], registry=r
+        )
+        self.lora_misses = Counter(
+            PREFIX + "lora_misses", "Requests whose LoRA adapter had to be loaded", ["adapter"], registry=r
+        )
+        for name in engine.adapters:  # every adapter's series from the start, at 0
+            self.lora_hits.labels(adapter=name)
+            self.lora_misses.labels(adapter=name)
         self.requests_aborted = Counter(
             PREFIX + "requests_aborted",
             "Requests whose client went away before the answer ended",

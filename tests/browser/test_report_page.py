@@ -82,6 +82,23 @@ def test_a_run_report_opens_offline_with_every_chart_and_slo_line(tmp_path: Path
     assert (run_dir / "report.html").read_text() == first
 
 
+def test_a_lora_report_draws_ttft_by_adapter_with_the_adapters_slo(tmp_path: Path) -> None:
+    """scenarios/lora.yaml: the per-adapter table and the TTFT CDF per adapter, `slo.adapters`'
+    line drawn on it."""
+    folder = tmp_path / "lora"
+    folder.mkdir()
+    run = run_cli(folder, ROOT / "scenarios" / "lora.yaml", "--progress", "never", timeout=180)
+    assert run.code in (0, 1), run.stderr
+    facts = check_report_page(
+        run.run_dir / "report.html",
+        tmp_path / "report-lora.png",
+        expect_slo_lines=["adapter sql: ttft p50"],
+        expect_charts=["ttft-cdf", "ttft-by-adapter"],
+    )
+    assert facts.verdict in ("pass", "fail")
+    assert "LoRA adapters" in (run.run_dir / "report.html").read_text()
+
+
 def test_a_search_report_shows_the_verdict_knee_and_capacity_on_the_first_screen(tmp_path: Path) -> None:
     run_dir = _run(tmp_path, SEARCH_SCENARIO, "search")
     facts = check_report_page(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from servers.base import Adapter
+from servers.base import Adapter, ServerStartError
 from servers.models import TINY_MODEL_DIR
 from servers.registry import make_adapter
 from servers.vllm import VllmAdapter, VllmServerConfig
@@ -148,3 +148,21 @@ def test_gpu_adds_nothing_and_a_name_is_passed_as_is() -> None:
 
 def test_default_model_is_the_bundled_one() -> None:
     assert Path(__file__).resolve().parents[2] / "servers" / "models" / "tiny" == TINY_MODEL_DIR
+
+
+def test_lora_modules_enable_lora_with_absolute_adapter_dirs(tmp_path: Path) -> None:
+    from servers.models.build_lora import LORA_DIR
+
+    argv = _argv(
+        model="org/m", device="gpu", lora_modules={"a": str(LORA_DIR / "a"), "b": str(LORA_DIR / "b")}
+    )
+    at = argv.index("--lora-modules")
+    assert argv[at - 1] == "--enable-lora" and argv[at + 1 : at + 3] == [
+        f"a={LORA_DIR / 'a'}",
+        f"b={LORA_DIR / 'b'}",
+    ]
+    # --enable-lora already in args is not repeated; a folder without adapter_config.json is refused
+    argv = _argv(model="org/m", device="gpu", lora_modules={"a": str(LORA_DIR / "a")}, args=["--enable-lora"])
+    assert argv.count("--enable-lora") == 1
+    with pytest.raises(ServerStartError, match=r"LoRA adapter x: no adapter_config.json in"):
+        _argv(model="org/m", device="gpu", lora_modules={"x": str(tmp_path)})

@@ -26,14 +26,22 @@ PROMETHEUS = Path("/usr/bin/prometheus")
 RATE_INTERVAL = "5s"  # what Grafana's $__rate_interval is at a 1 s scrape interval (4 × 1 s), rounded up
 
 # A phased run: traffic, latency, throughput and server rows are checked on it, mid-traffic.
+# Its requests name two LoRA adapters, one resident at a time: the adapter panels have data.
 TRAFFIC = """
 name: prom-traffic
 seed: 5
-server: {kind: simulated, ttft: 20ms, itl: 5ms, slots: 16, port: SERVER_PORT}
+server:
+  kind: simulated
+  ttft: 20ms
+  itl: 5ms
+  slots: 16
+  port: SERVER_PORT
+  lora: {adapters: [a, b], max_loras: 1, load_time: 0ms}  # misses counted, TTFT unchanged
 workload:
   prompt_tokens: {kind: fixed, value: 32}
   output_tokens: {kind: fixed, value: 16}
   reasoning: {tokens: {kind: fixed, value: 8}}  # 8 × 5 ms of thinking before each answer
+  adapters: {names: [a, b]}
 traffic:
   - {kind: constant, rate: 10, duration: 10s}
 warmup: 1s

@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from loadgen.collect.exporter import LiveExporter
-from loadgen.collect.metric_names import HISTOGRAMS, METRIC_NAMES
+from loadgen.collect.metric_names import ADAPTER_TTFT_SECONDS, HISTOGRAMS, METRIC_NAMES
 from loadgen.collect.records import RequestRecord
 from loadgen.run.observers import PhaseInfo
 
@@ -62,9 +62,18 @@ def emitted() -> dict[str, str]:
     live.metrics.start_run("golden", "run", "simulated", [("ttft_p95", "seconds", 1.0)])  # no HTTP needed
     live.phase_started(PhaseInfo(index=0, kind="concurrency", target_rate=None, level=4))
     live.traffic_started(lambda: 1)
-    record = RequestRecord(id=0, phase=0, scheduled_s=0, first_token_s=0.1, done_s=0.2, itl_ms=[1.0])
+    record = RequestRecord(
+        id=0, phase=0, scheduled_s=0, first_token_s=0.1, done_s=0.2, itl_ms=[1.0], adapter="sql"
+    )
     live.request_done(record)
-    keys = ("rss_bytes", "gpu_bytes", "requests_running", "requests_waiting", "kv_cache_usage")
+    keys = (
+        "rss_bytes",
+        "gpu_bytes",
+        "requests_running",
+        "requests_waiting",
+        "kv_cache_usage",
+        "lora_misses_total",
+    )
     live.server_sample(dict.fromkeys(keys, 1.0))
     live.evaluation(4, 10.0)
     families = registry.collect()
@@ -93,7 +102,7 @@ def test_every_dashboard_metric_is_one_the_exporter_emits() -> None:
 
 def test_histograms_are_only_queried_through_quantiles_of_their_buckets() -> None:
     for title, ref, expr in dashboard_exprs():
-        for name in HISTOGRAMS:
+        for name in (*HISTOGRAMS, ADAPTER_TTFT_SECONDS):
             if name in expr:
                 assert f"{name}_bucket" in expr and "histogram_quantile(" in expr, (title, ref)
 
@@ -119,7 +128,7 @@ def test_dashboard_shape() -> None:
         for target in panel["targets"]:
             assert target["datasource"] == panel["datasource"]
     exprs = dashboard_exprs(dashboard)
-    assert len(exprs) == 37
+    assert len(exprs) == 40
     for title, ref, expr in exprs:
         # Every selector is scoped to the chosen run; every rate window follows Grafana's.
         selectors = re.findall(r"loadtest_[a-z0-9_]+\{([^}]*)\}", expr)
@@ -128,8 +137,8 @@ def test_dashboard_shape() -> None:
         windows = re.findall(r"\[([^\]]+)\]", expr)
         assert all(window == "$__rate_interval" for window in windows), (title, ref, expr)
     latency = {title for title, _, expr in exprs if "histogram_quantile" in expr}
-    assert latency == {"TTFT", "ITL", "End to end", "TTFAT (first answer token)"}
-    for title in latency:  # p50/p95/p99 and the SLO lines on each latency panel
+    assert latency == {"TTFT", "ITL", "End to end", "TTFAT (first answer token)", "TTFT by LoRA adapter"}
+    for title in latency - {"TTFT by LoRA adapter"}:  # p50/p95/p99 and the SLO lines on each latency panel
         queries = [expr for t, _, expr in exprs if t == title]
         expected = [f"histogram_quantile({q}" for q in (0.5, 0.95, 0.99)]
         assert [query.split(",")[0] for query in queries[:3]] == expected

@@ -223,8 +223,11 @@ def test_metrics_are_served_over_http_with_the_run_labels(exporter: LiveExporter
     assert rate.labels == run_labels() and rate.value == 5.0
     served = set(families)
     expected = {name.removesuffix("_total") for name in METRIC_NAMES}
-    # Not yet known: in-flight, search level, knee, capacity and the server's figures.
+    # Not yet known: in-flight, search level, knee, capacity and the server's figures; no
+    # request named a LoRA adapter.
     assert expected - served == {
+        "loadtest_adapter_ttft_seconds",
+        "loadtest_upstream_lora_misses",
         "loadtest_in_flight",
         "loadtest_search_level",
         "loadtest_knee_level",
@@ -235,6 +238,23 @@ def test_metrics_are_served_over_http_with_the_run_labels(exporter: LiveExporter
         "loadtest_upstream_requests_waiting",
         "loadtest_upstream_kv_cache_usage_ratio",
     }
+
+
+def test_each_lora_adapters_ttft_and_the_servers_misses(
+    exporter: LiveExporter, registry: CollectorRegistry
+) -> None:
+    for i, (adapter, ttft) in enumerate([("a", 0.004), ("b", 0.3), ("a", 0.02), (None, 0.001)]):
+        exporter.request_done(record(id=i, first_token_s=ttft, adapter=adapter))
+    name = "loadtest_adapter_ttft_seconds"
+    assert value(registry, name + "_count", **run_labels(adapter="a")) == 2.0
+    assert value(registry, name + "_bucket", **run_labels(adapter="a", le="0.005")) == 1.0
+    assert value(registry, name + "_sum", **run_labels(adapter="a")) == pytest.approx(0.024)
+    assert value(registry, name + "_count", **run_labels(adapter="b")) == 1.0
+    assert (
+        value(registry, "loadtest_ttft_seconds_count", **run_labels(phase="0", **{"class": "default"})) == 4.0
+    )
+    exporter.server_sample({"lora_misses_total": 7.0, "requests_running": 1.0})
+    assert value(registry, "loadtest_upstream_lora_misses", **run_labels()) == 7.0
 
 
 def test_close_lingers_then_the_port_refuses(registry: CollectorRegistry, tmp_path: Path) -> None:

@@ -217,3 +217,26 @@ def test_onnx_matches_torch():
             pos = pos[:, -1:] + 1
     np.testing.assert_array_equal(ort_tokens, torch.stack(tokens, dim=1).numpy())
     np.testing.assert_allclose(ort_logits, np.stack(logits, axis=1), atol=1e-3, rtol=0)
+
+
+def test_the_lora_adapters_rebuild_byte_for_byte_and_fit_the_model(tmp_path):
+    pytest.importorskip("torch")
+    from safetensors.numpy import load_file
+
+    from servers.models.build_lora import ADAPTERS, LORA_DIR, RANK, build
+
+    build(tmp_path)
+    config = json.loads((TINY_MODEL_DIR / "config.json").read_text())
+    for name in ADAPTERS:
+        for file in ("adapter_config.json", "adapter_model.safetensors"):
+            assert (tmp_path / name / file).read_bytes() == (LORA_DIR / name / file).read_bytes(), (
+                name,
+                file,
+            )
+        tensors = load_file(str(LORA_DIR / name / "adapter_model.safetensors"))
+        assert len(tensors) == 2 * 2 * config["num_hidden_layers"]  # q and v, A and B, per layer
+        first = "base_model.model.model.layers.0.self_attn.q_proj"
+        assert tensors[f"{first}.lora_A.weight"].shape == (RANK, config["hidden_size"])
+        assert tensors[f"{first}.lora_B.weight"].shape == (config["hidden_size"], RANK)
+    a, b = (load_file(str(LORA_DIR / n / "adapter_model.safetensors")) for n in ADAPTERS)
+    assert any((a[key] != b[key]).any() for key in a)  # two different adapters

@@ -1,4 +1,5 @@
-"""Latency distributions as CDFs (log x), from the schedule and from the send; per class."""
+"""Latency distributions as CDFs (log x), from the schedule and from the send; per class and
+per LoRA adapter."""
 
 from __future__ import annotations
 
@@ -104,12 +105,32 @@ def class_charts(counted: Columns, classes: Sequence[str], slos: Sequence[Mappin
     return charts
 
 
+def adapter_chart(
+    counted: Columns, adapters: Sequence[str], slos: Sequence[Mapping[str, Any]]
+) -> list[Chart]:
+    """A TTFT CDF with one curve per LoRA adapter (and each adapter's TTFT SLOs): a rarely used
+    adapter's misses (its load time) show as a step."""
+    series, thresholds = [], []
+    for name in adapters:
+        values = counted.select(counted.adapter == name).ttft_ms()
+        if len(values):
+            series.append(cdf_series(f"ttft-adapter-{name}", name, values))
+        thresholds += slo_lines.thresholds(slos, ["ttft"], axis="x", request_class=f"adapter {name}")
+    if not series:
+        return []
+    caption = "From the scheduled send; dashed red lines are each adapter's SLOs."
+    return [
+        _cdf_chart("ttft-by-adapter", "TTFT by LoRA adapter", series, thresholds, caption, "TTFT (ms, log)")
+    ]
+
+
 def _percent(rate: Any) -> str:
     return "–" if rate is None else num(rate * 100, "%")
 
 
-def class_table(classes: Mapping[str, Mapping[str, Any]]) -> str:
-    """One row per class; a `cancelled` column only when some class had cancellations."""
+def class_table(classes: Mapping[str, Mapping[str, Any]], label: str = "class") -> str:
+    """One row per class (or LoRA adapter: `label`); a `cancelled` column only when some had
+    cancellations."""
     cancels = any(metrics.get("cancelled") for metrics in classes.values())
     rows = []
     for name, metrics in classes.items():
@@ -128,6 +149,6 @@ def class_table(classes: Mapping[str, Mapping[str, Any]]) -> str:
                 ),
             ]
         )
-    headers = ["class", "requests", "rate", "tokens/s", "errors", *(["cancelled"] if cancels else [])]
+    headers = [label, "requests", "rate", "tokens/s", "errors", *(["cancelled"] if cancels else [])]
     headers += [f"{m} {p} (ms)" for m in ("TTFT", "ITL", "e2e") for p in ("p50", "p95")]
     return table(headers, rows)

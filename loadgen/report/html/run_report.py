@@ -109,6 +109,11 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     if len(classes) > 1:
         body = dist.class_table(classes) + sampled + _charts(dist.class_charts(counted, list(classes), slos))
         sections.append(Section("Workload classes", body, "classes"))
+    adapters = report.get("adapters") or {}
+    if adapters:
+        charts = dist.adapter_chart(counted, list(adapters), slos)
+        body = dist.class_table(adapters, "adapter") + sampled + _charts(charts)
+        sections.append(Section("LoRA adapters", body, "adapters"))
     sections.append(Section("Server", _server_body(report, inputs), "server"))
     if is_search:
         sections.append(Section("Load levels", search.level_table(report), "levels"))

@@ -33,6 +33,7 @@ class Columns:
     warmup: np.ndarray  # bool
     phase: np.ndarray
     request_class: np.ndarray
+    adapter: np.ndarray  # the LoRA adapter's name, None where the request named none
     level: np.ndarray  # float, NaN outside a search
     itl: tuple[list[float], ...]  # per-token gaps; () for a record with an ITL summary
     # The first answer token (reasoning streams): the first token unless reasoning or a tool
@@ -56,6 +57,7 @@ class Columns:
             warmup=np.array([r.warmup for r in records], dtype=bool),
             phase=np.array([r.phase for r in records], dtype=int),
             request_class=np.array([r.request_class for r in records], dtype=object),
+            adapter=np.array([r.adapter for r in records], dtype=object),
             level=times([r.level for r in records]),
             itl=tuple(r.itl_ms if isinstance(r.itl_ms, list) else [] for r in records),
             answer=times([first_answer_s(r) for r in records]),
@@ -78,6 +80,7 @@ class Columns:
             warmup=self.warmup[picked],
             phase=self.phase[picked],
             request_class=self.request_class[picked],
+            adapter=self.adapter[picked],
             level=self.level[picked],
             itl=tuple(self.itl[i] for i in picked),
             answer=self.answer[picked],
