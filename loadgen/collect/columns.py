@@ -54,6 +54,10 @@ class Columns:
     turn: np.ndarray  # int64
     session_turns: np.ndarray  # int64
     session_start: np.ndarray  # float64
+    # Image inputs (loadgen.collect.image_stats): the images a record carried (-1: its class sends
+    # none) and its body's bytes (NaN where not recorded).
+    images: np.ndarray  # int64
+    request_bytes: np.ndarray  # float64
 
     def __len__(self) -> int:
         return int(self.id.size)
@@ -104,7 +108,13 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         turn=np.fromiter((data.get("turn") or 0 for data in chunk), np.int64, len(chunk)),
         session_turns=np.fromiter((data.get("session_turns") or 0 for data in chunk), np.int64, len(chunk)),
         session_start=_times(chunk, "session_start_s"),
+        images=np.fromiter((_or_none(data.get("images")) for data in chunk), np.int64, len(chunk)),
+        request_bytes=_times(chunk, "request_bytes"),
     )
+
+
+def _or_none(value: int | None) -> int:
+    return -1 if value is None else value
 
 
 def _times(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:

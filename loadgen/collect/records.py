@@ -82,6 +82,10 @@ class RequestRecord:
     turn: int | None = None
     session_turns: int | None = None
     session_start_s: float | None = None
+    # Image inputs (workload.images; None for a class without): the images its message carried,
+    # and the request body's size in bytes as sent.
+    images: int | None = None
+    request_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -122,7 +126,16 @@ class RequestRecord:
 
 _FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
 # Keys a line of requests.jsonl carries only when set (a missing one reads back as None).
-_LEFT_OUT_WHEN_NONE = ("cached_tokens", "prefix_group", "session", "turn", "session_turns", "session_start_s")
+_LEFT_OUT_WHEN_NONE = (
+    "cached_tokens",
+    "prefix_group",
+    "session",
+    "turn",
+    "session_turns",
+    "session_start_s",
+    "images",
+    "request_bytes",
+)
 _FIELD_SET = frozenset(_FIELD_NAMES)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Columns
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
+from loadgen.collect.image_stats import add_images, image_metrics, merge_images
 from loadgen.collect.prefix_stats import add_prefix, merge_prefix, prefix_metrics
 from loadgen.collect.session_stats import add_sessions, later_sent, merge_sessions, session_metrics
 from loadgen.collect.windows import PhaseWindow, target_rate
@@ -65,6 +66,8 @@ class GroupStats:
     prefix_counts: dict[str, int] = field(default_factory=dict)
     # Multi-turn sessions' counts (loadgen.collect.session_stats; its digests are in `digests`).
     session_counts: dict[str, int] = field(default_factory=dict)
+    # Image inputs' counts (loadgen.collect.image_stats; its digests are in `digests`).
+    image_counts: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.digests:
@@ -98,6 +101,7 @@ class GroupStats:
         latencies = latency_values(cols, rows, status)
         add_prefix(self, cols, rows, latencies["ttft_ms"])  # before ttft_ms takes this chunk
         add_sessions(self, cols, rows, latencies)
+        add_images(self, cols, rows, latencies["ttft_ms"])
         for name, values in latencies.items():
             self.digests[name].add(values[~np.isnan(values)])
 
@@ -115,6 +119,7 @@ class GroupStats:
         self.sources |= other.sources
         merge_prefix(self, other)  # before ttft_ms takes other's
         merge_sessions(self, other)
+        merge_images(self, other)
         for name in LATENCY_METRICS:
             self.digests[name].merge(other.digests[name])
 
@@ -146,6 +151,9 @@ class GroupStats:
         sessions = session_metrics(self, elapsed)
         if sessions is not None:  # only a run with multi-turn sessions reports them
             metrics["sessions"] = sessions
+        images = image_metrics(self)
+        if images is not None:  # only a run that sent images reports them
+            metrics["images"] = images
         return metrics
 
     def measured_time_s(self, windows: Sequence[PhaseWindow]) -> float:

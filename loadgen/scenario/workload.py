@@ -32,6 +32,7 @@ from pydantic import (
 
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.files import field_error, resolve
+from loadgen.scenario.images import ImagesSpec
 from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
@@ -199,6 +200,8 @@ class Workload(StrictModel):
     sessions: SessionsSpec | None = None
     # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
     prefix: PrefixSpec | None = None
+    # Chat requests carry images (loadgen/scenario/images.py).
+    images: ImagesSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -260,6 +263,18 @@ class Workload(StrictModel):
         if self.prefix is not None and self.dataset is not None:
             message = "prefix: goes before synthetic prompts (prompt_tokens:); a dataset's are sent as given"
             raise field_error("prefix", message, None)
+        return self
+
+    @model_validator(mode="after")
+    def _images_need_chat(self) -> Workload:
+        if self.images is None:
+            return self
+        if self.api != "chat":
+            message = "images need api: chat (they are content parts of a chat message)"
+            raise field_error("images", message, None)
+        if self.sessions is not None:
+            message = "images are not sent with sessions: (a history would send them again each turn)"
+            raise field_error("images", message, None)
         return self
 
     @property

@@ -1,5 +1,6 @@
 """What the client does to a search level's requests besides sending them: which it cancels
-(`workload.cancel`) and which start with a shared prefix (`workload.prefix`).
+(`workload.cancel`), which start with a shared prefix (`workload.prefix`) and how many images
+each carries (`workload.images`).
 
 Drawn as the main plan draws them (loadgen.traffic.plan_cancel, plan_prefix), from streams of
 their own seeded from the scenario's seed and the level's index: a level's cancellations and
@@ -17,6 +18,7 @@ import numpy as np
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
+from loadgen.traffic.plan_images import ImageCursor, ImagePlan, image_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
 from loadgen.traffic.schedule import PlannedRequest
 
@@ -31,10 +33,12 @@ class LevelBehaviour:
         prefixes = PrefixPlan.of(classes, prefix_entropy(seed, level_index))
         self._cancel: CancelCursor | None = cancels.cursor() if cancels is not None else None
         self._prefix: PrefixCursor | None = prefixes.cursor() if prefixes is not None else None
+        images = ImagePlan.of(classes, image_entropy(seed, level_index))
+        self._images: ImageCursor | None = images.cursor() if images is not None else None
 
     @property
     def active(self) -> bool:
-        return self._cancel is not None or self._prefix is not None
+        return self._cancel is not None or self._prefix is not None or self._images is not None
 
     def apply(self, requests: Sequence[PlannedRequest]) -> list[PlannedRequest]:
         if not self.active or not requests:
@@ -42,6 +46,7 @@ class LevelBehaviour:
         classes = np.array([self._names.index(request.request_class) for request in requests])
         cancelled = self._cancel.take(classes) if self._cancel is not None else {}
         groups = self._prefix.take(classes).tolist() if self._prefix is not None else None
+        counts = self._images.take(classes).tolist() if self._images is not None else None
         shaped = []
         for position, request in enumerate(requests):
             changes: dict[str, Any] = {}
@@ -50,5 +55,7 @@ class LevelBehaviour:
             # A dataset line is sent as written (the scenario refuses prefix: with dataset:).
             if groups is not None and groups[position] != NO_GROUP and request.dataset_row is None:
                 changes["prefix_group"] = groups[position]
+            if counts is not None and counts[position]:
+                changes["images"] = counts[position]
             shaped.append(replace(request, **changes) if changes else request)
         return shaped

@@ -35,6 +35,7 @@ class GenerationRequest:
     prompt_tokens: int
     max_tokens: int
     ignore_eos: bool = False
+    images: int = 0  # image parts of a chat's messages (counted in prompt_tokens already)
     timing: RequestTiming = field(default_factory=RequestTiming, compare=False)
 
 
@@ -49,6 +50,10 @@ class EngineStats:
 
 class Engine(ABC):
     """One model behind one scheduler. Construct cheaply; heavy loading goes in `start()`."""
+
+    # Prompt tokens each image part of a chat counts as; None: a text-only model, whose front
+    # answers a request with images 400 (as vLLM does for a model that takes no images).
+    image_tokens: int | None = None
 
     def __init__(self, model_name: str) -> None:
         self.model_name = model_name
