@@ -1,0 +1,103 @@
+"""`workload.images` through the real CLI against the simulated server: each image is counted as
+`image_tokens` prompt tokens in usage, exactly; TTFT grows by image_tokens × prefill_per_token
+per image (the configured truth, within the timer's few ms); each record's request_bytes is the
+size of the body the server was sent, to the byte; report.json's `metrics.images` says what the
+records say."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from loadgen.scenario.images import POOL_SIZE
+from loadgen.traffic.images import generated_image
+from loadgen.traffic.openai_api import prompt_text
+from tests.cli_helpers import run_cli
+
+TTFT_MS, PER_TOKEN_MS, IMAGE_TOKENS, TEXT, OUTPUT, SIDE = 10.0, 0.2, 100, 32, 4, 48
+PER_IMAGE_MS = IMAGE_TOKENS * PER_TOKEN_MS  # 20 ms of prefill per image
+SCENARIO = f"""name: images
+seed: 9
+server:
+  kind: simulated
+  ttft: {TTFT_MS}ms
+  itl: 1ms
+  prefill_per_token: {PER_TOKEN_MS}ms
+  image_tokens: {IMAGE_TOKENS}
+workload:
+  prompt_tokens: {{kind: fixed, value: {TEXT}}}
+  output_tokens: {{kind: fixed, value: {OUTPUT}}}
+  images: {{count: {{kind: uniform, min: 0, max: 3}}, width: {SIDE}, height: {SIDE}}}
+traffic: [{{kind: poisson, rate: 12, duration: 4s}}]
+report: {{formats: [json, markdown, html]}}
+"""
+
+
+def _ttft_from_send(record: dict[str, Any]) -> float:
+    return float((record["first_token_s"] - record["sent_s"]) * 1000)
+
+
+def _body_bytes(record: dict[str, Any]) -> int:
+    """The body of the request, written out here from the scenario: its text (the request's
+    words), then its images (the pool's, from its id on) as data URLs; compact JSON. Without
+    images the content is the text alone, as ever."""
+    text = prompt_text(TEXT, record["id"])
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    for j in range(record["images"]):
+        data = generated_image(SIDE, SIDE, "png", (record["id"] + j) % POOL_SIZE)
+        url = "data:image/png;base64," + base64.b64encode(data).decode()
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    body = {
+        "model": "simulated",
+        "max_tokens": OUTPUT,
+        "stream": True,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": parts if record["images"] else text}],
+    }
+    return len(orjson.dumps(body))
+
+
+def test_images_cost_their_prefill_and_their_bytes_are_counted(tmp_path: Path) -> None:
+    run = run_cli(tmp_path, SCENARIO, timeout=60)
+    assert run.code == 0, run.stderr
+    records = run.records()
+    assert len(records) >= 30 and all(r["status"] == "ok" for r in records)
+    assert {r["images"] for r in records} == {0, 1, 2, 3}
+    # usage: the text's words and each image's tokens, exactly
+    assert all(r["prompt_tokens"] == TEXT + IMAGE_TOKENS * r["images"] for r in records)
+    # the bytes sent: the body, to the byte
+    assert [r["request_bytes"] for r in records] == [_body_bytes(r) for r in records]
+
+    # Each request's truth: ttft + prefill_per_token × its prompt tokens (images' included); the
+    # client and HTTP add about the same to every request (a few ms).
+    def truth(r: dict[str, Any]) -> float:
+        return TTFT_MS + PER_TOKEN_MS * r["prompt_tokens"]
+
+    deviations = [_ttft_from_send(r) - truth(r) for r in records]
+    overhead = float(np.median(deviations))
+    assert 0 <= overhead < 10
+    assert np.percentile([abs(d - overhead) for d in deviations], 90) < 3
+    medians = {k: np.median([_ttft_from_send(r) for r in records if r["images"] == k]) for k in range(4)}
+    slope = np.polyfit(list(medians), list(medians.values()), 1)[0]
+    print(f"TTFT p50 by image count: {medians}; {slope:.2f} ms per image, truth {PER_IMAGE_MS} ms")
+    assert slope == pytest.approx(PER_IMAGE_MS, abs=2)
+
+    images = run.report["metrics"]["images"]
+    assert images["requests"] == len(records)
+    assert images["images"] == sum(r["images"] for r in records)
+    assert images["bytes_sent"] == sum(r["request_bytes"] for r in records)
+    assert images["request_bytes"]["max"] == max(r["request_bytes"] for r in records)
+    for row in images["by_count"]:
+        mine = [r for r in records if r["images"] == row["images"]]
+        assert row["requests"] == len(mine)
+        expected = np.median([(r["first_token_s"] - r["scheduled_s"]) * 1000 for r in mine])
+        assert row["ttft_ms"]["p50"] == pytest.approx(expected, abs=1e-3)  # report.json rounds
+    assert "Images" in (run.run_dir / "report.md").read_text()
+    assert "TTFT by image count" in (run.run_dir / "report.html").read_text()
