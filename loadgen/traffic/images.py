@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from loadgen.scenario.images import IMAGE_SUFFIXES, POOL_SIZE, ImagesSpec, image_files
+from loadgen.scenario.workload import DatasetEntry, Workload
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
@@ -79,6 +80,31 @@ def _folder_files(folder: str) -> tuple[str, ...]:
 
 def data_url(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def sends_images(workload: Workload) -> bool:
+    """Whether a class sends images: drawn (`images:`), or named by its dataset's lines."""
+    return workload.images is not None or any(e.images or e.image_parts for e in workload.entries)
+
+
+def warm_workload(workload: Workload) -> None:
+    """Make or read every image a class can send, before the schedule starts."""
+    if workload.images is not None:
+        warm_images(workload.images)
+    for entry in workload.entries:
+        for path in entry.images:
+            file_url(path)
+
+
+def attached_images(
+    workload: Workload, planned_images: int, request_id: int, entry: DatasetEntry | None
+) -> tuple[list[str], int]:
+    """The data URLs to attach to a request (its dataset line's files, then its drawn ones), and
+    its image count (the image parts its line's messages carry as written included)."""
+    urls = [file_url(path) for path in entry.images] if entry is not None else []
+    if workload.images is not None and planned_images:
+        urls += request_images(workload.images, request_id, planned_images)
+    return urls, len(urls) + (entry.image_parts if entry is not None else 0)
 
 
 def warm_images(spec: ImagesSpec) -> None:

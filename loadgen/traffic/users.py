@@ -34,7 +34,7 @@ from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import session_of
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.dispatch import Dispatcher, Ticket
-from loadgen.traffic.images import request_images, warm_images
+from loadgen.traffic.images import attached_images, sends_images, warm_workload
 from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
 from loadgen.traffic.openai_api import (
     StreamParser,
@@ -74,14 +74,15 @@ class RunContext:
     sessions: SessionBook | None = None
     next_turn: Callable[[PlannedRequest], None] | None = None
     classes: dict[str, Workload] = field(init=False, default_factory=dict)
+    imaged: frozenset[str] = field(init=False, default=frozenset())  # classes that send images
     headers: dict[str, str] = field(init=False, default_factory=dict)
     secrets: tuple[str, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         self.classes = {name: workload for name, _, workload in workload_classes(self.workload)}
-        for workload in self.classes.values():
-            if workload.images is not None:
-                warm_images(workload.images)
+        self.imaged = frozenset(name for name, workload in self.classes.items() if sends_images(workload))
+        for name in self.imaged:
+            warm_workload(self.classes[name])
         # identity: a compressed SSE stream could not be read line by line as it lands
         self.headers = {"Accept-Encoding": "identity"}
         if self.endpoint.api_key:
@@ -132,7 +133,10 @@ class OpenAIUser(FastHttpUser):
         workload = ctx.classes.get(planned.request_class, ctx.workload)
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
         history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
-        images = request_images(workload.images, planned.id, planned.images) if workload.images else []
+        imaged = planned.request_class in ctx.imaged
+        images, image_count = (
+            attached_images(workload, planned.images, planned.id, entry) if imaged else ([], 0)
+        )
         path, body = request_body(
             api=workload.api,
             model=ctx.endpoint.model,
@@ -145,7 +149,7 @@ class OpenAIUser(FastHttpUser):
         )
         # With images, the body is serialized here so its size is known (orjson: a tenth of
         # json's time on megabytes of base64); a class without them sends as ever.
-        data = dumps(body) if workload.images else None
+        data = dumps(body) if imaged else None
         url = path
         if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
             # Round robin over sessions: a session's turns stay on one replica, as behind a load
@@ -254,7 +258,7 @@ class OpenAIUser(FastHttpUser):
             prefix_group=planned.prefix_group,
         )
         if data is not None:
-            record.images, record.request_bytes = len(images), len(data)
+            record.images, record.request_bytes = image_count, len(data)
         if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
             following = ctx.sessions.answered(planned, record, parser.text)
             if following is not None and ctx.next_turn is not None:
