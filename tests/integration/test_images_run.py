@@ -101,3 +101,37 @@ def test_images_cost_their_prefill_and_their_bytes_are_counted(tmp_path: Path) -
         assert row["ttft_ms"]["p50"] == pytest.approx(expected, abs=1e-3)  # report.json rounds
     assert "Images" in (run.run_dir / "report.md").read_text()
     assert "TTFT by image count" in (run.run_dir / "report.html").read_text()
+
+
+def test_a_sharegpt4v_dataset_sends_the_images_beside_it(tmp_path: Path) -> None:
+    """Three conversations: one image, two images, and one whose image is not beside the dataset
+    (sent as text, `<image>` and all). Each request's usage is its words and its images' tokens."""
+    from loadgen.traffic.images import noise_pixels, png_bytes
+
+    for name in ("a.png", "b.png", "c.png"):
+        (tmp_path / name).write_bytes(png_bytes(noise_pixels(16, 16, len(name))))
+    conversations = [
+        {"image": "a.png", "conversations": [{"from": "human", "value": "<image>\none two three four five"},
+                                             {"from": "gpt", "value": "w " * 6}]},
+        {"image": ["b.png", "c.png"], "conversations": [{"from": "human", "value": "<image>\n" + "x " * 7},
+                                                        {"from": "gpt", "value": "w " * 6}]},
+        {"image": "gone.png", "conversations": [{"from": "human", "value": "<image>\nand here?"},
+                                                {"from": "gpt", "value": "w " * 6}]},
+    ]  # fmt: skip
+    (tmp_path / "sharegpt4v.json").write_text(orjson.dumps(conversations).decode())
+    scenario = SCENARIO.replace(
+        f"  prompt_tokens: {{kind: fixed, value: {TEXT}}}\n", f"  dataset: {tmp_path / 'sharegpt4v.json'}\n"
+    ).replace(f"  images: {{count: {{kind: uniform, min: 0, max: 3}}, width: {SIDE}, height: {SIDE}}}\n", "")
+    run = run_cli(tmp_path, scenario, timeout=60)
+    assert run.code == 0, run.stderr
+    records = run.records()
+    assert len(records) >= 30 and all(r["status"] == "ok" for r in records)
+    # (images, text words) of each conversation: the usage tells which one a request sent
+    sent = {(r["images"], r["prompt_tokens"] - IMAGE_TOKENS * r["images"]) for r in records}
+    assert sent == {(1, 5), (2, 7), (0, 3)}
+    assert all(r["output_tokens"] == 6 for r in records)  # the gpt reply's length, as without images
+    deviations = [_ttft_from_send(r) - TTFT_MS - PER_TOKEN_MS * r["prompt_tokens"] for r in records]
+    assert np.percentile([abs(d - np.median(deviations)) for d in deviations], 90) < 3
+    images = run.report["metrics"]["images"]
+    assert images["images"] == sum(r["images"] for r in records)
+    assert images["bytes_sent"] == sum(r["request_bytes"] for r in records)
