@@ -135,3 +135,19 @@ def test_a_sharegpt4v_dataset_sends_the_images_beside_it(tmp_path: Path) -> None
     images = run.report["metrics"]["images"]
     assert images["images"] == sum(r["images"] for r in records)
     assert images["bytes_sent"] == sum(r["request_bytes"] for r in records)
+
+
+def test_workers_send_the_same_images_and_their_summaries_merge(tmp_path: Path) -> None:
+    """The plan is the seed's: two workers shipping statistics (no records) send the images and
+    bytes one process sends, and report them alike."""
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    one = run_cli(tmp_path / "one", SCENARIO, timeout=60)
+    two = run_cli(tmp_path / "two", SCENARIO, "--workers", "2", "--records", "summary", timeout=120)
+    assert one.code == 0 and two.code == 0, (one.stderr, two.stderr)
+    alone, merged = one.report["metrics"]["images"], two.report["metrics"]["images"]
+    for key in ("requests", "images", "bytes_sent"):
+        assert merged[key] == alone[key], key
+    assert merged["request_bytes"]["max"] == alone["request_bytes"]["max"]
+    counts = [(row["images"], row["requests"]) for row in merged["by_count"]]
+    assert counts == [(row["images"], row["requests"]) for row in alone["by_count"]]
