@@ -49,6 +49,9 @@ class SimulatedServerConfig(StrictModel):
     prefill_per_token: Duration = 0.0
     prefix_cache_blocks: int = Field(default=0, ge=0, le=100_000_000)
     block_tokens: int = Field(default=16, ge=1, le=1_000_000)
+    # Image inputs (issue 22): each image part of a chat message counts as this many prompt
+    # tokens, in usage and in prefill (prefill_per_token each), as a vision model's encoder adds.
+    image_tokens: int = Field(default=256, ge=0, le=1_000_000)
     port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = "auto"
     host: str = "127.0.0.1"
     model: str = "simulated"
@@ -76,6 +79,7 @@ class SimulatedAdapter(ProcessAdapter):
             f"--prefill-per-token={cfg.prefill_per_token}",
             f"--prefix-cache-blocks={cfg.prefix_cache_blocks}",
             f"--block-tokens={cfg.block_tokens}",
+            f"--image-tokens={cfg.image_tokens}",
             f"--model={cfg.model}",
             f"--keepalive-timeout={cfg.keepalive_timeout}",
         ]
@@ -159,6 +163,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=16,
         help="prompt tokens (words) per prefix cache block (%(default)s)",
     )
+    parser.add_argument(
+        "--image-tokens",
+        type=_at_least(0, "image-tokens"),
+        default=256,
+        help="prompt tokens each image of a chat message counts as (%(default)s)",
+    )
     parser.add_argument("--model", default="simulated", help="served model name (%(default)s)")
     parser.add_argument(
         "--keepalive-timeout",
@@ -210,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lora_adapters=args.lora_adapters,
         max_loras=args.max_loras,
         lora_load_time=args.lora_load_time,
+        image_tokens=args.image_tokens,
     )
     app = build_app(engine, record_timings=args.record_timings)
     return run(app, args.host, args.port, keepalive_timeout=args.keepalive_timeout)

@@ -72,6 +72,10 @@ class Columns:
     # LoRA adapters (workload.adapters): int32 index into `adapter_names`, -1: none named.
     adapter: np.ndarray
     adapter_names: tuple[str, ...]
+    # Image inputs (loadgen.collect.image_stats): the images a record carried (-1: its class sends
+    # none) and its body's bytes (NaN where not recorded).
+    images: np.ndarray  # int64
+    request_bytes: np.ndarray  # float64
 
     def __len__(self) -> int:
         return int(self.id.size)
@@ -143,6 +147,8 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
             len(chunk),
         ),
         adapter_names=tuple(adapters),
+        images=np.fromiter((_or_none(data.get("images")) for data in chunk), np.int64, len(chunk)),
+        request_bytes=_times(chunk, "request_bytes"),
     )
 
 
@@ -157,6 +163,10 @@ def _first_answer(
         return first_token  # a plain run: every answer began with the first token
     plain = np.isnan(answer) & np.isnan(reasoning) & ~called
     return np.where(plain, first_token, answer)
+
+
+def _or_none(value: int | None) -> int:
+    return -1 if value is None else value
 
 
 def _times(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:

@@ -100,6 +100,10 @@ class RequestRecord:
     tool_wait_ms: float | None = None
     followed: bool | None = None
     adapter: str | None = None  # the LoRA adapter it named as its model (workload.adapters)
+    # Image inputs (workload.images; None for a class without): the images its message carried,
+    # and the request body's size in bytes as sent.
+    images: int | None = None
+    request_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -164,6 +168,8 @@ _LEFT_OUT_WHEN_NONE = (
     "tool_wait_ms",
     "followed",
     "adapter",
+    "images",
+    "request_bytes",
 )
 _FIELD_SET = frozenset(_FIELD_NAMES)
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Columns
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
+from loadgen.collect.image_stats import add_images, image_metrics, merge_images
 from loadgen.collect.prefix_stats import add_prefix, merge_prefix, prefix_metrics
 from loadgen.collect.reasoning_stats import (
     add_reasoning,
@@ -76,6 +77,8 @@ class GroupStats:
     reasoning_counts: dict[str, int] = field(default_factory=dict)
     # Tools offered and called (loadgen.collect.tool_stats).
     tool_counts: dict[str, int] = field(default_factory=dict)
+    # Image inputs' counts (loadgen.collect.image_stats; its digests are in `digests`).
+    image_counts: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.digests:
@@ -111,6 +114,7 @@ class GroupStats:
         add_reasoning(self, cols, rows, status)  # so does this
         add_tools(self, cols, rows)
         add_sessions(self, cols, rows, latencies)
+        add_images(self, cols, rows, latencies["ttft_ms"])
         for name, values in latencies.items():
             self.digests[name].add(values[~np.isnan(values)])
 
@@ -130,6 +134,7 @@ class GroupStats:
         merge_reasoning(self, other)  # so does this
         merge_tools(self, other)
         merge_sessions(self, other)
+        merge_images(self, other)
         for name in LATENCY_METRICS:
             self.digests[name].merge(other.digests[name])
 
@@ -168,6 +173,9 @@ class GroupStats:
         sessions = session_metrics(self, elapsed)
         if sessions is not None:  # only a run with multi-turn sessions reports them
             metrics["sessions"] = sessions
+        images = image_metrics(self)
+        if images is not None:  # only a run that sent images reports them
+            metrics["images"] = images
         return metrics
 
     def measured_time_s(self, windows: Sequence[PhaseWindow]) -> float:

@@ -11,6 +11,7 @@ from loadgen.collect.stats import PERCENTILE_KEYS
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.fmt import format_number
 from loadgen.report.evaluation_markdown import evaluation_lines
+from loadgen.report.markdown_images import image_lines
 from loadgen.report.markdown_sessions import session_lines
 
 FILENAME = "report.md"
@@ -322,6 +323,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         *_class_table(report.get("classes")),
         *_class_table(report.get("adapters"), "LoRA adapters", "adapter"),
         *session_lines(report["metrics"].get("sessions")),
+        *image_lines(report["metrics"].get("images")),
         "## Phases",
         "",
         *_phase_table(report["phases"], sessions=report["metrics"].get("sessions") is not None),

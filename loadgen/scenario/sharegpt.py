@@ -14,6 +14,8 @@ a JSONL file whose first object has `conversations`.
   replies), each asking for its own gpt reply's length; its turns are its human messages
   (`sessions.turns`, if given, caps them).
 - Conversations without a human message are skipped; a file with none left is an error.
+- A conversation's `"image"` (ShareGPT-4V, LLaVA: a file or a list of files beside the dataset)
+  is sent with its first human message (loadgen.scenario.dataset_images).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from loadgen.scenario.dataset_images import named_images, without_placeholders
 
 # Counts each text's tokens: words without a tokenizer (what the simulated server counts).
 Counter = Callable[[list[str]], list[int]]
@@ -121,11 +125,18 @@ def read_sharegpt(path: Path, api: str, count: Counter = count_words, limit: int
             raise ShareGPTError(f"more than {limit} conversations")
         try:
             system, turns = _conversation(item)
-        except ShareGPTError as exc:
+            images = named_images(item, path.parent)
+        except (ShareGPTError, ValueError) as exc:
             raise ShareGPTError(f"{where}: {exc}") from None
+        if images and api != "chat":
+            raise ShareGPTError(
+                f'{where}: "image" needs api: chat (images are content parts of a chat message)'
+            )
         if not turns:
             continue
         humans = [human for human, _ in turns]
+        if images:  # the parts say where the images are
+            humans[0] = without_placeholders(humans[0]) or humans[0]
         replies = [reply or "" for _, reply in turns]
         human_counts, reply_counts = count(humans), count(replies)
         outputs = [
@@ -148,6 +159,7 @@ def read_sharegpt(path: Path, api: str, count: Counter = count_words, limit: int
                     (text, max(1, n), out)
                     for text, n, out in zip(humans[1:], human_counts[1:], outputs[1:], strict=True)
                 ),
+                images=images,
             )
         )
     if not entries:

@@ -32,7 +32,9 @@ from pydantic import (
 
 from loadgen.scenario.adapters import AdaptersSpec
 from loadgen.scenario.cancel import CancelSpec
+from loadgen.scenario.dataset_images import content_images, content_text, named_images, without_placeholders
 from loadgen.scenario.files import field_error, resolve
+from loadgen.scenario.images import ImagesSpec
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
 from loadgen.scenario.lengths import FixedLength as FixedLength
 from loadgen.scenario.lengths import Length as Length
@@ -64,13 +66,17 @@ class DatasetEntry:
     # output_tokens), and its later human messages as (text, length, its reply's length or None).
     output_tokens: int | None = None
     later: tuple[tuple[str, int, int | None], ...] | None = None  # None: not a conversation
+    # Images (loadgen.scenario.dataset_images): files beside the dataset sent with its first user
+    # message, and the image parts its messages carry as written.
+    images: tuple[str, ...] = ()
+    image_parts: int = 0
 
     @property
     def text(self) -> str:
         """The prompt, or the messages' contents one a line (what a tokenizer counts)."""
         if self.prompt is not None:
             return self.prompt
-        return "\n".join(str(message["content"]) for message in self.messages or ())
+        return "\n".join(content_text(message["content"]) for message in self.messages or ())
 
 
 class DatasetError(ValueError):
@@ -90,7 +96,7 @@ def read_dataset(path: Path, api: str) -> list[DatasetEntry]:
         if number > DATASET_MAX_LINES:
             raise DatasetError(f"dataset {path.name}: more than {DATASET_MAX_LINES} lines")
         try:
-            entries.append(_entry(line, api))
+            entries.append(_entry(line, api, path.parent))
         except DatasetError as exc:
             raise DatasetError(f"dataset {path.name}:{number}: {exc}") from None
     if not entries:
@@ -98,30 +104,38 @@ def read_dataset(path: Path, api: str) -> list[DatasetEntry]:
     return entries
 
 
-def _entry(line: str, api: str) -> DatasetEntry:
+def _entry(line: str, api: str, folder: Path) -> DatasetEntry:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"not JSON: {exc.msg}") from None
     if not isinstance(data, dict) or ("prompt" in data) == ("messages" in data):
         raise DatasetError('expected an object with one of "prompt" or "messages"')
+    try:
+        images = named_images(data, folder)
+    except ValueError as exc:
+        raise DatasetError(str(exc)) from None
+    if images and api != "chat":
+        raise DatasetError('"image" needs api: chat (images are content parts of a chat message)')
     if "prompt" in data:
         if not isinstance(data["prompt"], str) or not data["prompt"].strip():
             raise DatasetError('"prompt" must be a non-empty string')
-        return DatasetEntry(prompt=data["prompt"], messages=None, tokens=None)
+        prompt = without_placeholders(data["prompt"]) if images else data["prompt"]
+        return DatasetEntry(prompt=prompt, messages=None, tokens=None, images=images)
     messages = data["messages"]
     if api != "chat":
         raise DatasetError('"messages" needs api: chat (completions take a "prompt")')
     if not isinstance(messages, list) or not messages:
         raise DatasetError('"messages" must be a non-empty list')
+    parts = 0
     for index, message in enumerate(messages):
-        if not (
-            isinstance(message, dict)
-            and isinstance(message.get("role"), str)
-            and isinstance(message.get("content"), str)
-        ):
+        if not (isinstance(message, dict) and isinstance(message.get("role"), str) and "content" in message):
             raise DatasetError(f'messages[{index}] must be an object with string "role" and "content"')
-    return DatasetEntry(prompt=None, messages=tuple(messages), tokens=None)
+        try:
+            parts += content_images(message["content"], f"messages[{index}]")
+        except ValueError as exc:
+            raise DatasetError(str(exc)) from None
+    return DatasetEntry(prompt=None, messages=tuple(messages), tokens=None, images=images, image_parts=parts)
 
 
 def token_counter(tokenizer_path: Path) -> Callable[[list[str]], list[int]]:
@@ -175,6 +189,8 @@ class Workload(StrictModel):
     tools: ToolsSpec | None = None
     # Each request names one of several LoRA adapters as its model (loadgen/scenario/adapters.py).
     adapters: AdaptersSpec | None = None
+    # Chat requests carry images (loadgen/scenario/images.py).
+    images: ImagesSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -257,6 +273,18 @@ class Workload(StrictModel):
         if self.sessions is not None and self.sessions.agent is not None and self.tools is None:
             message = "an agent loop answers tool calls: give workload.tools"
             raise field_error(("sessions", "agent"), message, None)
+        return self
+
+    @model_validator(mode="after")
+    def _images_need_chat(self) -> Workload:
+        if self.images is None:
+            return self
+        if self.api != "chat":
+            message = "images need api: chat (they are content parts of a chat message)"
+            raise field_error("images", message, None)
+        if self.sessions is not None:
+            message = "images are not sent with sessions: (a history would send them again each turn)"
+            raise field_error("images", message, None)
         return self
 
     @property

@@ -71,9 +71,12 @@ def request_body(
     stream: bool,
     messages: Sequence[Mapping[str, Any]] | None = None,
     extra: Mapping[str, Any] | None = None,
+    images: Sequence[str] = (),
 ) -> tuple[str, dict[str, Any]]:
     """The path and JSON body of one request. `messages` (chat only): sent as given instead of
-    `prompt` as one user message; `extra`: more top-level fields (a reasoning request's)."""
+    `prompt` as one user message; `extra`: more top-level fields (a reasoning request's, tools).
+    `images` (chat only): data URLs sent as `image_url` content parts after the text of the
+    (last) user message."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": stream, "temperature": 0}
     if extra:
         body.update(extra)
@@ -83,11 +86,23 @@ def request_body(
         body["stream_options"] = {"include_usage": True}
     if api == "chat":
         body["messages"] = list(messages) if messages else [{"role": "user", "content": prompt}]
+        if images:
+            body["messages"] = with_images(body["messages"], images)
         return "/v1/chat/completions", body
-    if messages:
-        raise ValueError("chat messages need api: chat")
+    if messages or images:
+        raise ValueError("chat messages and images need api: chat")
     body["prompt"] = prompt
     return "/v1/completions", body
+
+
+def with_images(messages: list[Any], images: Sequence[str]) -> list[Any]:
+    """`messages` with `images` as content parts of the last user message (its text first)."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
+    message = dict(messages[last])
+    text = message.get("content") or ""
+    parts = text if isinstance(text, list) else [{"type": "text", "text": text}]
+    message["content"] = [*parts, *({"type": "image_url", "image_url": {"url": url}} for url in images)]
+    return [*messages[:last], message, *messages[last + 1 :]]
 
 
 def parse_retry_after(value: str | None, now_s: float | None = None) -> float | None:

@@ -31,8 +31,10 @@ class CountSpec(Protocol):
 _MOST = np.iinfo(np.int64).max // 2  # far past any valid count; a lognormal's tail stays finite
 
 
-def sample_counts(spec: CountSpec, count: int, rng: np.random.Generator, most: int = _MOST) -> np.ndarray:
-    """Whole numbers drawn from `spec` (fixed, uniform, normal, lognormal), rounded, in 1..most."""
+def sample_counts(
+    spec: CountSpec, count: int, rng: np.random.Generator, most: int = _MOST, least: int = 1
+) -> np.ndarray:
+    """Whole numbers drawn from `spec` (fixed, uniform, normal, lognormal), rounded, in least..most."""
     fields: Any = spec  # each kind carries its own keys (value; min, max; mean, std; mean, sigma)
     if spec.kind == "fixed":
         values = np.full(count, fields.value, dtype=float)
@@ -43,7 +45,7 @@ def sample_counts(spec: CountSpec, count: int, rng: np.random.Generator, most: i
     else:  # lognormal with the requested mean: E[X] = exp(mu + sigma²/2)
         mu = np.log(fields.mean) - fields.sigma**2 / 2
         values = rng.lognormal(mu, fields.sigma, size=count)
-    counts: np.ndarray = np.clip(np.rint(values), 1, most).astype(np.int64)
+    counts: np.ndarray = np.clip(np.rint(values), least, most).astype(np.int64)
     return counts
 
 

@@ -13,6 +13,7 @@ Which requests the client cancels (`workload.cancel`), and when, is drawn from s
 (loadgen.traffic.plan_cancel): it changes nothing else of the plan.
 Likewise which requests start with a shared prefix (`workload.prefix`), and whose, from streams
 of their own (loadgen.traffic.plan_prefix); a Mooncake trace row carries its blocks (`hash_ids`).
+Likewise each request's image count (`workload.images`, loadgen.traffic.plan_images).
 
 The plan is not held in memory: `build_schedule` walks the seeded generator once, drawing and
 discarding in bounded chunks, to learn the counts, the windows and where each random stream
@@ -36,6 +37,7 @@ from loadgen.scenario.model import Scenario, Workload
 from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelPlan, Decided, cancel_entropy
 from loadgen.traffic.plan_draws import DrawPlan, plan_draws, sample_lengths
+from loadgen.traffic.plan_images import ImagePlan, image_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixPlan, prefix_entropy
 from loadgen.traffic.plan_streams import ArrivalPlan, Ticker, plan_arrivals
 from loadgen.traffic.traces import TraceRow
@@ -85,6 +87,7 @@ class PlannedRequest:
     # itself, not a side table, so a distributed worker's share carries it.
     session_script: tuple[tuple[float, int, int, str | None], ...] | None = None
     adapter: str | None = None  # the LoRA adapter it names as its model (workload.adapters)
+    images: int = 0  # images its chat message carries (workload.images)
 
 
 class PlannedRequests:
@@ -147,10 +150,11 @@ def build_schedule(
     blocks = [getattr(phase, "block_tokens", 0) for phase in scenario.traffic]  # trace phases'
     sessions = _session_seeds(scenario)
     adapters = AdapterPlan.of(scenario.classes, adapter_entropy(scenario.seed))
+    images = ImagePlan.of(scenario.classes, image_entropy(scenario.seed))
 
     def make() -> Iterator[PlannedRequest]:
         requests = _requests(
-            arrivals, draws, cancels, scenario.warmup, caps, chunk, prefixes, blocks, sessions
+            arrivals, draws, cancels, scenario.warmup, caps, chunk, prefixes, blocks, sessions, images
         )
         return requests if adapters is None else _with_adapters(requests, adapters.cursor(), draws, chunk)
 
@@ -172,12 +176,14 @@ def _requests(
     prefixes: PrefixPlan | None = None,
     blocks: Sequence[int] = (),
     sessions: Sequence[int | None] = (),
+    images: ImagePlan | None = None,
 ) -> Iterator[PlannedRequest]:
     """Every request in order: each source's times a chunk at a time, with that many draws (and
     cancel decisions and prefix groups, from their own streams, when a class has them)."""
     cursor = draws.cursor()
     cancel_cursor = cancels.cursor() if cancels is not None else None
     prefix_cursor = prefixes.cursor() if prefixes is not None else None
+    image_cursor = images.cursor() if images is not None else None
     names = [streams.name for streams in draws.classes]
     first_class = names[0]
     # ShareGPT entries' own output lengths (their first gpt reply's), per class; empty: none has
@@ -195,6 +201,11 @@ def _requests(
                 cancelled = cancel_cursor.take(
                     np.zeros(len(due), dtype=int) if rows is not None else drawn.classes
                 )
+            counts: list[int] = []
+            if image_cursor is not None:  # a trace's rows are the first class's
+                counts = image_cursor.take(
+                    np.zeros(len(due), dtype=int) if rows is not None else drawn.classes
+                ).tolist()
             groups: list[int] = []
             if prefix_cursor is not None and rows is None:  # a trace's rows carry their own blocks
                 groups = prefix_cursor.take(drawn.classes).tolist()
@@ -215,6 +226,8 @@ def _requests(
                         planned = _blocks(planned, row.hash_ids, blocks[phase], shared)
                     if row.script is not None:  # a conversation trace's session
                         planned = replace(planned, session_script=row.script)
+                    if counts and counts[j]:
+                        planned = replace(planned, images=counts[j])
                     yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
             else:
                 classes = drawn.classes.tolist()
@@ -238,6 +251,8 @@ def _requests(
                         planned = replace(planned, prefix_group=groups[j])
                     if sessions and sessions[classes[j]] is not None:  # turn 1 of a session
                         planned = replace(planned, session_seed=sessions[classes[j]])
+                    if counts and counts[j]:
+                        planned = replace(planned, images=counts[j])
                     yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
             next_id += len(due)
 

@@ -26,6 +26,7 @@ from geventhttpclient.response import HTTPConnectionClosed
 from locust import constant, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser
+from orjson import dumps
 
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
 from loadgen.redact import redact
@@ -33,6 +34,7 @@ from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import session_of
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.dispatch import Dispatcher, Ticket
+from loadgen.traffic.images import attached_images, sends_images, warm_workload
 from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
 from loadgen.traffic.openai_api import (
     StreamParser,
@@ -74,11 +76,15 @@ class RunContext:
     sessions: SessionBook | None = None
     next_turn: Callable[[PlannedRequest], None] | None = None
     classes: dict[str, Workload] = field(init=False, default_factory=dict)
+    imaged: frozenset[str] = field(init=False, default=frozenset())  # classes that send images
     headers: dict[str, str] = field(init=False, default_factory=dict)
     secrets: tuple[str, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         self.classes = {name: workload for name, _, workload in workload_classes(self.workload)}
+        self.imaged = frozenset(name for name, workload in self.classes.items() if sends_images(workload))
+        for name in self.imaged:
+            warm_workload(self.classes[name])
         # identity: a compressed SSE stream could not be read line by line as it lands
         self.headers = {"Accept-Encoding": "identity"}
         if self.endpoint.api_key:
@@ -134,6 +140,10 @@ class OpenAIUser(FastHttpUser):
         extra = reasoning_fields(workload, thinking) if reasoning else {}
         if workload.tools is not None:
             extra.update(tool_fields(workload, calls_tool(workload, planned.request_class, planned.id)))
+        imaged = planned.request_class in ctx.imaged
+        images, image_count = (
+            attached_images(workload, planned.images, planned.id, entry) if imaged else ([], 0)
+        )
         path, body = request_body(
             api=workload.api,
             model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
@@ -143,7 +153,11 @@ class OpenAIUser(FastHttpUser):
             stream=workload.stream,
             messages=entry.messages if entry else history,
             extra=extra,
+            images=images,
         )
+        # With images, the body is serialized here so its size is known (orjson: a tenth of
+        # json's time on megabytes of base64); a class without them sends as ever.
+        data = dumps(body) if imaged else None
         url = path
         if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
             # Round robin over sessions: a session's turns stay on one replica, as behind a load
@@ -168,9 +182,15 @@ class OpenAIUser(FastHttpUser):
             cancel.start()
         try:
             # stream=True always: Locust would read a whole body unbounded, without yielding
-            response = self.client.request(
-                "POST", url, json=body, stream=True, headers=ctx.headers, name=path
-            )
+            if data is None:
+                response = self.client.request(
+                    "POST", url, json=body, stream=True, headers=ctx.headers, name=path
+                )
+            else:
+                headers = {**ctx.headers, "Content-Type": "application/json", "Accept": "application/json"}
+                # bytes: Locust hands them on as is to geventhttpclient (its hint says str)
+                send: Any = self.client.request
+                response = send("POST", url, data=data, stream=True, headers=headers, name=path)
             http_status = response.status_code or None
             if not http_status:
                 reason = _cause(getattr(response, "error", None))
@@ -256,6 +276,8 @@ class OpenAIUser(FastHttpUser):
                 answer = result.answer_ns
                 record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
                 record.reasoning_ms = result.reasoning_ms()
+        if data is not None:
+            record.images, record.request_bytes = image_count, len(data)
         if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
             following = ctx.sessions.answered(planned, record, parser.text, result.tool_calls)
             if following is not None and ctx.next_turn is not None:

@@ -38,6 +38,7 @@ class GenerationRequest:
     max_tokens: int
     ignore_eos: bool = False
     adapter: str | None = None  # the LoRA adapter the request named (None: the base model)
+    images: int = 0  # image parts of a chat's messages (counted in prompt_tokens already)
     timing: RequestTiming = field(default_factory=RequestTiming, compare=False)
 
 
@@ -52,6 +53,10 @@ class EngineStats:
 
 class Engine(ABC):
     """One model behind one scheduler. Construct cheaply; heavy loading goes in `start()`."""
+
+    # Prompt tokens each image part of a chat counts as; None: a text-only model, whose front
+    # answers a request with images 400 (as vLLM does for a model that takes no images).
+    image_tokens: int | None = None
 
     def __init__(self, model_name: str, adapters: Sequence[str] = ()) -> None:
         self.model_name = model_name

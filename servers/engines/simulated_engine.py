@@ -2,7 +2,8 @@
 
 Up to `slots` requests decode together; later ones wait FIFO for a slot. Once admitted at
 slot_start, token k (k = 0..N-1) is due at slot_start + ttft + prefill + k·itl, where prefill is
-`prefill_per_token` × the prompt tokens the prefix cache does not hold (0 by default). Every sleep
+`prefill_per_token` × the prompt tokens the prefix cache does not hold (0 by default), each image's
+`image_tokens` included (images are never cached). Every sleep
 targets that absolute deadline, so a late wake-up never pushes later tokens back (no drift).
 
 With `prefix_cache_blocks` > 0 the engine keeps a `PrefixCache` (prompt tokens are words): the
@@ -106,11 +107,14 @@ class SimulatedEngine(Engine):
         lora_adapters: tuple[str, ...] = (),
         max_loras: int = 1,
         lora_load_time: float = 0.0,
+        image_tokens: int = 256,
     ) -> None:
         """`spawned_at` is a `time.monotonic()` value; by default this process's creation, so
         interpreter start-up and imports count towards `startup` like a real cold start.
         `prefill_per_token`: seconds per uncached prompt token, added to TTFT;
-        `prefix_cache_blocks`: the prefix cache's size in blocks of `block_tokens` (0: none)."""
+        `prefix_cache_blocks`: the prefix cache's size in blocks of `block_tokens` (0: none);
+        `image_tokens`: the prompt tokens each image counts as (never cached); `lora_adapters`:
+        the LoRA adapters served, at most `max_loras` resident, a miss costing `lora_load_time`."""
         super().__init__(model_name, lora_adapters)
         if slots < 1:
             raise ValueError("slots must be at least 1")
@@ -121,6 +125,9 @@ class SimulatedEngine(Engine):
         self.ttft = ttft
         self.itl = itl
         self.prefill_per_token = prefill_per_token
+        if image_tokens < 0:
+            raise ValueError("image_tokens cannot be negative")
+        self.image_tokens = image_tokens
         self.prefix_cache = PrefixCache(prefix_cache_blocks, block_tokens) if prefix_cache_blocks else None
         self.leak_per_request = leak_per_request
         self.lora = LoraCache(self.adapters, max_loras, lora_load_time) if lora_adapters else None
@@ -170,7 +177,9 @@ class SimulatedEngine(Engine):
             start = slot_start
             if req.adapter is not None and self.lora is not None:
                 start, req.timing.adapter_miss = self.lora.acquire(req.adapter, slot_start)
-            first_due = start + self.ttft + self.prefill_per_token * (len(words) - cached)
+            # An image's tokens are prefilled (encoded) every time: the cache holds text blocks only.
+            uncached = len(words) - cached + req.images * (self.image_tokens or 0)
+            first_due = start + self.ttft + self.prefill_per_token * uncached
             for k in range(req.max_tokens):
                 delay = first_due + k * self.itl - loop.time()
                 await asyncio.sleep(max(delay, 0.0))

@@ -111,12 +111,17 @@ class OpenAIFront:
         prompt = (
             self.engine.chat_prompt(body.conversation()) if isinstance(body, ChatBody) else body.prompt_text()
         )
+        images = body.images() if isinstance(body, ChatBody) else 0
+        if images and self.engine.image_tokens is None:
+            return _error(400, "this model takes no images (a text-only model)", "invalid_request_error")
         req = GenerationRequest(
             prompt=prompt,
-            prompt_tokens=self.engine.count_tokens(prompt),
+            # As vLLM's usage: the image tokens the encoder adds count as prompt tokens.
+            prompt_tokens=self.engine.count_tokens(prompt) + images * (self.engine.image_tokens or 0),
             max_tokens=body.output_limit,
             ignore_eos=body.ignore_eos,
             adapter=adapter,
+            images=images,
         )
         tool = body.called_tool() if isinstance(body, ChatBody) else None
         shape = shape_type(adapter or self.engine.model_name, body.simulate_reasoning, tool, req.max_tokens)

@@ -66,9 +66,14 @@ class CompletionBody(RequestBody):
 
 
 class TextPart(BaseModel):
+    """A content part: text, or an image (`image_url`, its `text` empty), read but not decoded."""
+
     model_config = ConfigDict(extra="ignore", frozen=True)
     type: str = "text"
     text: str = ""
+
+
+IMAGE_PART = "image_url"
 
 
 class ChatMessage(BaseModel):
@@ -84,6 +89,12 @@ class ChatMessage(BaseModel):
             calls = (call.get("function") or {} for call in self.tool_calls)
             return " ".join(str(function.get("arguments") or "") for function in calls)
         return self.content or ""
+
+    def images(self) -> int:
+        """The image parts of its content."""
+        if isinstance(self.content, list):
+            return sum(part.type == IMAGE_PART for part in self.content)
+        return 0
 
 
 class ChatBody(RequestBody):
@@ -115,6 +126,9 @@ class ChatBody(RequestBody):
     def prompt_text(self) -> str:
         # Without an engine's chat template: the messages' contents, one a line.
         return "\n".join(message.text() for message in self.messages)
+
+    def images(self) -> int:
+        return sum(message.images() for message in self.messages)
 
     def conversation(self) -> list[tuple[str, str]]:
         turns = [(message.role, message.text()) for message in self.messages]

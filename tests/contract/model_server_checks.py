@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from servers.base import Adapter, ServerStartError
+from servers.base import Adapter, Endpoint, ServerStartError
 from servers.engines.base import GenerationRequest
 from servers.engines.batching import BatchingEngine
 from servers.engines.decoder import Decoder, FloatArray
@@ -27,7 +27,7 @@ from servers.engines.kvbatch import KVBatch
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.engines.tokenizer import TextTokenizer
 from servers.registry import make_adapter
-from tests.contract.adapter_contract import REQUESTS, AdapterContract, FailingStart
+from tests.contract.adapter_contract import REQUESTS, AdapterContract, FailingStart, post
 
 # --- start-up failures ---------------------------------------------------------------------------
 
@@ -213,6 +213,19 @@ class ModelServerContract(AdapterContract):
         with pytest.raises(ServerStartError) as caught:
             adapter.start(tmp_path / "server.log")
         assert f"model directory {tmp_path / 'nowhere'} does not exist" in caught.value.log_tail
+
+    def test_a_chat_with_an_image_is_refused_as_text_only(self, endpoint: Endpoint) -> None:
+        """The bundled model reads text only: an image part is a 400, as vLLM answers for a model
+        that takes no images (a run with `workload.images` fails its requests, visibly)."""
+        image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+        parts = [{"type": "text", "text": "one two"}, image]
+        body = self._body(endpoint, "/v1/chat/completions", messages=[{"role": "user", "content": parts}])
+        status, answer = post(endpoint, "/v1/chat/completions", body)
+        assert status == 400 and "this model takes no images" in answer["error"]["message"]
+        status, _ = post(
+            endpoint, "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": parts[:1]}]}
+        )
+        assert status == 200  # text parts alone are served
 
     def test_served_model_name_defaults_to_the_directory_name(self) -> None:
         config = self.config_class.model_validate({"kind": self.kind})

@@ -32,7 +32,8 @@ seed: 1
 cold_starts: 2
 server: {kind: simulated, ttft: 10ms, itl: 2ms, slots: 16, cpus: auto}
 workload:
-  - {class: chat, weight: 2, prompt_tokens: {kind: fixed, value: 8}, output_tokens: {kind: fixed, value: 4}}
+  - {class: chat, weight: 2, prompt_tokens: {kind: fixed, value: 8}, output_tokens: {kind: fixed, value: 4},
+     images: {count: {kind: uniform, min: 0, max: 2}, width: 16, height: 16}}
   - {class: batch, api: completions, stream: false, output_tokens: {kind: fixed, value: 4}}
 traffic:
   - {kind: poisson, rate: 20, duration: 1s}
@@ -104,6 +105,8 @@ def test_the_runs_wrote_the_optional_parts_the_model_describes(run_dirs: dict[st
     # Otherwise the test above would prove nothing about them.
     plain, search = report_of(run_dirs["plain"]), report_of(run_dirs["search"])
     assert set(plain["classes"]) == {"chat", "batch"}
+    assert plain["metrics"]["images"]["requests"] == plain["classes"]["chat"]["images"]["requests"] > 0
+    assert "images" not in plain["classes"]["batch"]
     assert len(plain["server"]["cold_start_s"]["samples"]) == 2
     assert "pinning" in plain["server"] and plain["server"]["metrics"]["scrapes"] > 0
     assert [phase["kind"] for phase in plain["phases"]] == ["poisson", "ramp"]

@@ -38,9 +38,9 @@ LARGE = 50_000  # example plans beyond this many requests are compared at one ch
 
 
 # Fields the eager planner predates, drawn from streams of their own apart from the plan's
-# generator (cancellations, prefixes, sessions) or read from a trace's rows (Mooncake blocks).
+# generator (cancellations, prefixes, sessions, images) or read from a trace's rows (Mooncake blocks).
 # Their own tests check them (test_cancel_plan, test_prefix_plan, test_trace_blocks,
-# test_sessions, test_adapter_plan); here they must leave every other field as it was.
+# test_sessions, test_adapter_plan, test_image_plan); here they must leave every other field as it was.
 _OWN_STREAMS = {
     "cancel_after_s": None,
     "cancel_after_tokens": None,
@@ -50,6 +50,7 @@ _OWN_STREAMS = {
     "session_seed": None,
     "session_script": None,
     "adapter": None,
+    "images": 0,
 }
 
 

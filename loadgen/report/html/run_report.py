@@ -17,6 +17,7 @@ from loadgen.report.html import distribution_section as dist
 from loadgen.report.html import search_section as search
 from loadgen.report.html import server_section as server
 from loadgen.report.html.charts import Chart
+from loadgen.report.html.images_section import images_body
 from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
 from loadgen.report.html.prefix_section import prefix_body
@@ -101,6 +102,8 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     reasoning = reasoning_body(metrics, counted, slos)
     if reasoning:
         sections.append(Section("Reasoning", reasoning, "reasoning"))
+    if metrics.get("images"):
+        sections.append(Section("Images", images_body(metrics["images"]), "images"))
     server_cache = ((report.get("server") or {}).get("metrics") or {}).get("prefix_cache")
     cache = prefix_body(metrics.get("prefix_cache"), server_cache)
     if cache:

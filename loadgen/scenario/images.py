@@ -1,0 +1,124 @@
+"""`workload.images`: chat requests carry images, as users of a vision model send them.
+
+```yaml
+workload:
+  api: chat
+  images:
+    count: {kind: uniform, min: 0, max: 4}   # images per request (whole numbers ≥ 0)
+    width: 512                               # generated images: noise pixels of this size
+    height: 512
+    format: png                              # or jpeg
+    # folder: photos/                        # or: the image files of a folder, sent as they are
+```
+
+Semantics (carried out by loadgen.traffic.plan_images, loadgen.traffic.images and the user):
+
+- Each request's image count is drawn from `count` (written as the workload's lengths: fixed,
+  uniform, normal, lognormal; rounded, clipped to 0..MAX_IMAGES) from the plan's own seeded
+  streams: a scenario without `images:` plans exactly as before, and adding one changes nothing
+  else of the plan.
+- The user message becomes OpenAI content parts: its text, then one `image_url` part per image,
+  a `data:` URL of the image's bytes in base64 (as vLLM and the OpenAI API accept).
+- Generated images are noise (so their compressed size is that of a photo, not of a flat colour),
+  made from a seed, the same bytes for the same (size, format, index) in every run; a pool of
+  POOL_SIZE distinct images per size and format is made once and reused, so the client spends no
+  CPU encoding per request. A request's images are the pool's consecutive entries from its id on.
+- `folder`: the image files of a folder (.png, .jpg, .jpeg, .webp, .gif), in name order, checked
+  when the scenario loads (the folder exists and holds at least one); a request's images are the
+  files from its id on, read once and kept.
+
+Images need `api: chat` and are not sent with multi-turn sessions (a history would re-send them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationInfo, model_validator
+
+from loadgen.scenario.files import base_dir
+from servers.config import StrictModel
+
+MAX_IMAGES = 100  # per request; more is a typo (vLLM's per-prompt limits are a few)
+MAX_SIDE = 8192  # pixels; a generated image is held in memory for the run
+POOL_SIZE = 16  # distinct generated images per (size, format)
+IMAGE_SUFFIXES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".gif": "image/gif",
+}
+
+
+class FixedImages(StrictModel):
+    kind: Literal["fixed"]
+    value: int = Field(ge=0, le=MAX_IMAGES)
+
+
+class UniformImages(StrictModel):
+    kind: Literal["uniform"]
+    min: int = Field(ge=0, le=MAX_IMAGES)
+    max: int = Field(ge=0, le=MAX_IMAGES)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformImages:
+        if self.max < self.min:
+            raise ValueError("max must be >= min")
+        return self
+
+
+class NormalImages(StrictModel):
+    kind: Literal["normal"]
+    mean: float = Field(ge=0, le=MAX_IMAGES)
+    std: float = Field(ge=0, le=MAX_IMAGES)
+
+
+class LognormalImages(StrictModel):
+    """`mean` is the mean image count; `sigma` the spread of its logarithm."""
+
+    kind: Literal["lognormal"]
+    mean: float = Field(gt=0, le=MAX_IMAGES)
+    sigma: float = Field(ge=0, le=10)
+
+
+ImageCount = Annotated[
+    FixedImages | UniformImages | NormalImages | LognormalImages, Field(discriminator="kind")
+]
+
+
+class ImagesSpec(StrictModel):
+    count: ImageCount
+    width: int = Field(default=512, ge=1, le=MAX_SIDE)
+    height: int = Field(default=512, ge=1, le=MAX_SIDE)
+    format: Literal["png", "jpeg"] = "png"
+    # The files of this folder instead of generated images (relative: from the scenario's folder).
+    folder: str | None = None
+
+    @model_validator(mode="after")
+    def _read_folder(self, info: ValidationInfo) -> ImagesSpec:
+        if self.folder is None:
+            return self
+        given = Path(self.folder).expanduser()
+        folder = base_dir(info)
+        if not given.is_absolute() and folder is not None:
+            given = folder / given
+        resolved = given.resolve()
+        if not resolved.is_dir():
+            raise ValueError(f"folder {self.folder}: no such folder")
+        if not image_files(resolved):
+            suffixes = ", ".join(sorted(IMAGE_SUFFIXES))
+            raise ValueError(f"folder {self.folder}: no image files ({suffixes}) in it")
+        # Absolute, so the run folder's copy of the scenario reloads from anywhere.
+        object.__setattr__(self, "folder", str(resolved))
+        return self
+
+
+def image_files(folder: Path) -> list[Path]:
+    """The image files of `folder`, in name order (not its subfolders')."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return []
+    return [path for path in entries if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file()]
