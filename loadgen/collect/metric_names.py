@@ -5,7 +5,8 @@ pins them. Changing one here is a breaking change for every dashboard built on t
 
 - histograms `loadtest_{ttft,ttfat,itl,e2e}_seconds{scenario, run_id, phase, class}`, and
   `loadtest_adapter_ttft_seconds{scenario, run_id, adapter}` (requests naming a LoRA adapter);
-- counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt,reasoning}_tokens_total`;
+- counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt,reasoning}_tokens_total`,
+  `loadtest_tool_calls_total`;
 - gauges `{scenario, run_id}`: in-flight, target rate, phase index, search level, knee, capacity,
   the server's figures, `loadtest_slo_threshold{slo, unit}` and `loadtest_run_info{server_kind}`.
 """
@@ -24,7 +25,8 @@ REQUESTS = "loadtest_requests"
 OUTPUT_TOKENS = "loadtest_output_tokens"
 PROMPT_TOKENS = "loadtest_prompt_tokens"
 REASONING_TOKENS = "loadtest_reasoning_tokens"
-COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, REASONING_TOKENS)
+TOOL_CALLS = "loadtest_tool_calls"
+COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, REASONING_TOKENS, TOOL_CALLS)
 
 IN_FLIGHT = "loadtest_in_flight"
 TARGET_RATE = "loadtest_target_rate"
@@ -78,6 +80,7 @@ HELP = {
     OUTPUT_TOKENS: "Output tokens received",
     PROMPT_TOKENS: "Prompt tokens sent (as the server counted them where it said)",
     REASONING_TOKENS: "Reasoning tokens received (part of the output tokens)",
+    TOOL_CALLS: "Tool calls the answers made (requests that offered tools)",
     IN_FLIGHT: "Requests in flight now",
     TARGET_RATE: "Target request rate of the current phase (NaN for a closed-loop level)",
     PHASE_INDEX: "Index of the current traffic phase or search level",

@@ -42,6 +42,7 @@ workload:
   output_tokens: {kind: fixed, value: 16}
   reasoning: {tokens: {kind: fixed, value: 8}}  # 8 × 5 ms of thinking before each answer
   adapters: {names: [a, b]}
+  tools: {count: 2, call_rate: 50%}  # half the answers call a tool: the tool-call panel has data
 traffic:
   - {kind: constant, rate: 10, duration: 10s}
 warmup: 1s
@@ -292,6 +293,9 @@ def test_every_dashboard_query_returns_data(
     assert 0.05 <= one(ttfat_p50) <= 0.075
     reasoning_rate = one(f"sum(rate(loadtest_reasoning_tokens_total{{{run}}}[{RATE_INTERVAL}]))")
     assert 64.0 <= reasoning_rate <= 96.0  # 8 tokens × 10 req/s
+    calls = sum(record["tool_calls"] for record in traffic.records())
+    assert 20 <= calls <= 80  # half of ~100 answers
+    assert 2.0 <= one(f"sum(rate(loadtest_tool_calls_total{{{run}}}[{RATE_INTERVAL}]))") <= 8.0
     knee = one(f'loadtest_knee_level{{run_id="{search_id}"}}', search_end)
     assert knee == search.report["knee"]["level"]
     capacity = one(f'loadtest_capacity_rps{{run_id="{search_id}"}}', search_end)

@@ -118,7 +118,7 @@ def test_dashboard_shape() -> None:
         "run_id": 'label_values(loadtest_run_info{scenario=~"$scenario"}, run_id)',
     }
     rows = [panel["title"] for panel in dashboard["panels"] if panel["type"] == "row"]
-    assert rows == ["Traffic", "Latency", "Throughput", "Server", "Search", "Reasoning"]
+    assert rows == ["Traffic", "Latency", "Throughput", "Server", "Search", "Reasoning and tools"]
     ids = [panel["id"] for panel in dashboard["panels"]]
     assert len(ids) == len(set(ids))
     for panel in dashboard["panels"]:
@@ -128,7 +128,7 @@ def test_dashboard_shape() -> None:
         for target in panel["targets"]:
             assert target["datasource"] == panel["datasource"]
     exprs = dashboard_exprs(dashboard)
-    assert len(exprs) == 40
+    assert len(exprs) == 41
     for title, ref, expr in exprs:
         # Every selector is scoped to the chosen run; every rate window follows Grafana's.
         selectors = re.findall(r"loadtest_[a-z0-9_]+\{([^}]*)\}", expr)
