@@ -227,6 +227,11 @@ class ModelServerContract(AdapterContract):
         )
         assert status == 200  # text parts alone are served
 
+    def test_stop_leaves_no_process(self, started: tuple[Adapter, Endpoint]) -> None:
+        # Redefined here so that it runs after the server tests above (pytest runs a base
+        # class's tests first): it stops the server they share.
+        super().test_stop_leaves_no_process(started)
+
     def test_served_model_name_defaults_to_the_directory_name(self) -> None:
         config = self.config_class.model_validate({"kind": self.kind})
         assert config.model == BUNDLED_MODEL and config.model_name == "tiny"

@@ -7,6 +7,7 @@ at another model directory than the bundled one.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -17,9 +18,10 @@ import pytest
 
 from servers.base import Adapter, ServerStartError
 from servers.models import TINY_MODEL_DIR
+from servers.models.build_lora import ADAPTERS, LORA_DIR
 from servers.registry import make_adapter
 from servers.vllm import VllmAdapter, VllmServerConfig
-from tests.contract.adapter_contract import AdapterContract, FailingStart, MetricNames
+from tests.contract.adapter_contract import AdapterContract, Endpoint, FailingStart, MetricNames, get, post
 
 PYTHON_ENV = "LOADTEST_VLLM_PYTHON"
 MODEL_ENV = "LOADTEST_VLLM_MODEL"
@@ -103,7 +105,42 @@ class TestVllmAdapter(AdapterContract):
     @pytest.fixture(scope="class")
     @classmethod
     def adapter_factory(cls, vllm_python: str, vllm_model: str) -> Callable[[], Adapter]:
-        return lambda: vllm(python=vllm_python, model=vllm_model, served_model_name="tiny")
+        # With the two tiny LoRA adapters (server.lora_modules): one vLLM start serves the
+        # contract and multi-LoRA serving (a start takes ~45 s on this CPU).
+        modules = {name: str(LORA_DIR / name) for name in ADAPTERS}
+        return lambda: vllm(
+            python=vllm_python, model=vllm_model, served_model_name="tiny", lora_modules=modules
+        )
+
+    def test_each_lora_adapter_answers_by_its_name(self, endpoint: Endpoint) -> None:
+        """`lora_modules` adds --enable-lora --lora-modules: a request naming an adapter as its
+        model is served by it (greedy output differs from the base model's), an unknown name is
+        a 404, and /v1/models lists the adapters beside the model."""
+        status, listed = get(endpoint, "/v1/models")
+        assert status == 200 and {"tiny", *ADAPTERS} <= {m["id"] for m in json.loads(listed)["data"]}
+        texts = {}
+        for name in ("tiny", *ADAPTERS):
+            body = {
+                "model": name,
+                "prompt": "the of and to in",
+                "max_tokens": 12,
+                "temperature": 0,
+                "ignore_eos": True,
+            }
+            status, answer = post(endpoint, "/v1/completions", body)
+            assert status == 200, answer
+            assert answer["usage"]["completion_tokens"] == 12
+            texts[name] = answer["choices"][0]["text"]
+        assert all(texts[name] != texts["tiny"] for name in ADAPTERS), texts
+        status, _ = post(
+            endpoint, "/v1/completions", {"model": "no-such-adapter", "prompt": "x", "max_tokens": 1}
+        )
+        assert status == 404
+
+    def test_stop_leaves_no_process(self, started: tuple[Adapter, Endpoint]) -> None:
+        # Redefined here so that it runs after this class's own tests (pytest runs a base class's
+        # tests first): it stops the server they share.
+        super().test_stop_leaves_no_process(started)
 
     @pytest.fixture(
         params=[_not_a_model_case, _missing_model_dir_case, _missing_python_case],

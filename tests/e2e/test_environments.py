@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -148,23 +147,26 @@ def test_no_environment_meeting_the_slos_exits_1(tmp_path: Path):
 
 
 def test_bundled_environments_scenario_recommends_on_real_runtimes(tmp_path: Path):
-    """scenarios/environments.yaml as shipped: ONNX Runtime (1 and 2 threads), PyTorch (float32,
-    bfloat16) and, where .venv-vllm exists, vLLM pinned to its own core. Levels of 2 s (1.5 s
-    measured) instead of the shipped 3 s, one trial each (`precision: null`): the same plans,
-    minutes less of CI (bench/reproducibility.py runs it as shipped, repeatedly)."""
+    """scenarios/environments.yaml as shipped, less its vLLM environment: ONNX Runtime (1 and 2
+    threads) and PyTorch (float32, bfloat16). Levels of 2 s (1.5 s measured) instead of the shipped
+    3 s, one trial each (`precision: null`): the same plans, minutes less of CI
+    (bench/reproducibility.py runs it as shipped, repeatedly). vLLM pinned to its own core is
+    tested by tests/e2e/test_runtimes.py and tests/contract/test_vllm_adapter.py; its ~45-s start
+    here added nothing the comparison does not do for the others."""
     shipped = (ROOT / "scenarios" / "environments.yaml").read_text(encoding="utf-8")
     assert "level_duration: 3s\n  level_warmup: 1s\n  precision: 5%" in shipped
     text = shipped.replace(
         "level_duration: 3s\n  level_warmup: 1s\n  precision: 5%",
         "level_duration: 2s\n  level_warmup: 0.5s\n  precision: null",
     )
-    # The vLLM environment names its interpreter relative to the working directory (the repo root).
+    vllm = text.index("  # Only where vLLM's CPU build is installed")
+    text = text[:vllm] + text[text.index("report:", vllm) :]
     run = run_cli(tmp_path, text, timeout=900)
     assert run.code == 0, run.stderr[-3000:]
     comparison = _comparison(run.run_dir)
     rows = _rows(comparison)
-    assert set(rows) == {"ort-1thread", "ort-2threads", "torch-fp32", "torch-bf16", "vllm-cpu"}
-    for name in ("ort-1thread", "ort-2threads", "torch-fp32", "torch-bf16"):
+    assert set(rows) == {"ort-1thread", "ort-2threads", "torch-fp32", "torch-bf16"}
+    for name in rows:
         assert rows[name]["status"] in ("recommended", "meets", "fails"), rows[name]
         assert rows[name]["capacity_rps"] > 0 and rows[name]["replicas"] >= 2  # 200 req/s > one CPU replica
     # The recommendation is the cheapest plan among those that meet every SLO.
@@ -173,13 +175,4 @@ def test_bundled_environments_scenario_recommends_on_real_runtimes(tmp_path: Pat
     winner = rows[comparison["recommendation"]["environment"]]
     assert winner["status"] == "recommended" and winner["monthly_cost"] == cheapest
     assert comparison["recommendation"]["replicas"] == winner["replicas"]
-    vllm_python = ROOT / ".venv-vllm" / "bin" / "python"
-    if not vllm_python.exists():
-        assert rows["vllm-cpu"]["status"] == "left out"
-    elif os.environ.get("LOADTEST_VLLM_PYTHON"):
-        # Pinned to its own core, vLLM's run is trustworthy: it is compared, not left out.
-        report = json.loads((run.run_dir / "vllm-cpu" / "report.json").read_text())
-        assert report["client"]["trustworthy"], report["reason"]
-        assert rows["vllm-cpu"]["status"] != "left out", rows["vllm-cpu"]
-    # (installed but not announced: vLLM runs, and its verdict is whatever this machine gives)
     _check_in_browser(run.run_dir / "comparison.html", tmp_path / "comparison.png")

@@ -46,9 +46,14 @@ def _check_ran_end_to_end(run: CliRun, requests: int = 200, max_failed: int = 0)
 def test_quickstart_runs_on_onnxruntime_and_passes(tmp_path: Path):
     # As a user would: `loadtest scenarios/quickstart.yaml`, and /metrics fetched while it runs
     # (on a free port here instead of the file's 9646, without the linger).
+    # The shipped file with 8 s of traffic instead of 20 (its length proves nothing more).
+    shipped = QUICKSTART.read_text(encoding="utf-8")
+    assert "    duration: 20s\n" in shipped
+    scenario = tmp_path / "quickstart.yaml"
+    scenario.write_text(shipped.replace("    duration: 20s\n", "    duration: 8s\n"), encoding="utf-8")
     port, out = free_port(), tmp_path / "runs"
     argv = loadtest_argv(
-        "run", str(QUICKSTART), "--out", str(out), "--prometheus-port", str(port), "--no-linger"
+        "run", str(scenario), "--out", str(out), "--prometheus-port", str(port), "--no-linger"
     )
     started = time.monotonic()
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -70,7 +75,7 @@ def test_quickstart_runs_on_onnxruntime_and_passes(tmp_path: Path):
     assert histograms and all(labels.items() <= got.items() for got in histograms)
     gauges = {name for name, got, _ in live if got == labels}
     assert {"loadtest_in_flight", "loadtest_target_rate", "loadtest_upstream_rss_bytes"} <= gauges
-    report = _check_ran_end_to_end(run)
+    report = _check_ran_end_to_end(run, requests=80)
     assert report["verdict"] == "pass" and report["server"]["kind"] == "onnxruntime"
     assert report["server"]["memory"]["rss_mb_peak"] > 0  # a real server process tree was sampled
     assert "onnxruntime" in (run.run_dir / "scenario.yaml").read_text()
@@ -121,17 +126,19 @@ def test_vllm_scenario_runs_and_passes_trusted(tmp_path: Path):
         pytest.skip("vLLM on CPU needs a core of its own, away from the load generator's")
     scenario = yaml.safe_load((ROOT / "scenarios" / "vllm.yaml").read_text())
     scenario["server"]["python"] = python
+    assert scenario["traffic"][0]["duration"] == "20s"
+    scenario["traffic"][0]["duration"] = "10s"  # its length proves nothing more: minutes of CI less
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     run = run_cli(tmp_path, path, timeout=900)
-    report = _check_ran_end_to_end(run)
+    report = _check_ran_end_to_end(run, requests=100)
     assert report["server"]["kind"] == "vllm"
     # vLLM's own /metrics beside the client's view: TTFT p50/p95 from its histogram's buckets.
     server_metrics = report["server"]["metrics"]
-    assert server_metrics["source"] == "vllm" and server_metrics["scrapes"] >= 10  # ~1/s for 20 s
+    assert server_metrics["source"] == "vllm" and server_metrics["scrapes"] >= 5  # ~1/s for 10 s
     ttft = server_metrics["ttft_ms"]
     assert ttft["method"] == "histogram buckets" and 0 < ttft["p50"] <= ttft["p95"]
-    assert ttft["count"] > 100 and server_metrics["generation_tokens_per_s"] > 0
+    assert ttft["count"] > 50 and server_metrics["generation_tokens_per_s"] > 0
     # The client's TTFT from the send minus vLLM's own: what the HTTP front and the loopback
     # add (6–10 ms at p50 in bench/vllm_pinning.py; mean 17 ms with other test runs beside it).
     # The mean's gap is exact (sum over count) and cannot be negative: vLLM's clock starts after

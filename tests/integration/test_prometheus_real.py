@@ -115,7 +115,15 @@ class Prometheus:
 
 @pytest.fixture
 def ports() -> dict[str, int]:
-    return {name: free_port() for name in ("prometheus", "traffic", "search", "server")}
+    """Four distinct free ports: free_port() may hand back a port it gave a moment ago (a run's
+    probe then reached Prometheus instead of the server: HTTP 405)."""
+    names = ("prometheus", "traffic", "search", "server")
+    chosen: list[int] = []
+    while len(chosen) < len(names):
+        port = free_port()
+        if port not in chosen:
+            chosen.append(port)
+    return dict(zip(names, chosen, strict=True))
 
 
 @pytest.fixture

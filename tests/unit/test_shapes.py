@@ -48,7 +48,8 @@ def test_shapes_refuse_what_cannot_run():
 def test_a_ramp_sends_the_integral_exactly_and_its_bins_follow_the_line():
     """10→100 req/s over 60 s: 3,300 requests whatever the seed. Each 10-s bin carries Poisson
     noise (the first expects 175 requests: ±7.6 %), so the shape is checked on 30 seeds pooled
-    (99,000 requests: ±1.4 % in the first bin) to 4 %, and one draw of the e2e test's seed to 10 %."""
+    (99,000 requests: ±1.4 % in the first bin) to 4 %, and one draw of the e2e test's seed and
+    20-s ramp to 10 % in 4-s windows."""
     edges = list(range(0, 61, 10))
     line = _line_counts(RAMP, [float(e) for e in edges])
     pooled = np.zeros(6)
@@ -58,14 +59,18 @@ def test_a_ramp_sends_the_integral_exactly_and_its_bins_follow_the_line():
         assert np.all(np.diff(times) >= 0) and times[0] >= 0 and times[-1] < 60
         pooled += np.histogram(times, bins=edges)[0]
     assert np.abs(pooled / (30 * line) - 1).max() < 0.04
+    # the e2e test's ramp: 20 s, in 4-s windows
+    short = RampPhase(kind="ramp", from_rate=10, to_rate=100, duration=20)
     seeded = build_schedule(
         parse_scenario(
             f"name: r\nseed: {E2E_SEED}\nserver: {{kind: simulated}}\n"
-            "traffic: [{kind: ramp, from_rate: 10, to_rate: 100, duration: 60s}]\n"
+            "traffic: [{kind: ramp, from_rate: 10, to_rate: 100, duration: 20s}]\n"
         )
     )
-    counts = np.histogram([r.scheduled_s for r in seeded.requests], bins=edges)[0]
-    assert np.abs(counts / line - 1).max() < 0.10
+    windows = list(range(0, 21, 4))
+    counts = np.histogram([r.scheduled_s for r in seeded.requests], bins=windows)[0]
+    expected = np.array([short.expected_count(a, b) for a, b in pairwise(windows)])
+    assert np.abs(counts / expected - 1).max() < 0.10
 
 
 def test_a_large_ramp_follows_its_line_in_one_draw():
