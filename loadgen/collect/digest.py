@@ -62,6 +62,12 @@ class Digest:
         if self.count > self.budget:
             self._to_sketch()
 
+    def copy(self, budget: int | None = None) -> Digest:
+        """A new digest holding this one's values (with `budget`, default this one's)."""
+        copied = Digest(self.budget if budget is None else budget, self.relative_accuracy)
+        copied.merge(self)
+        return copied
+
     def merge(self, other: Digest) -> None:
         """Take in `other`'s values (the two must share accuracy; budgets may differ)."""
         if other.count == 0:

@@ -61,7 +61,7 @@ def add_prefix(group: GroupStats, cols: Columns, rows: np.ndarray, ttft_ms: np.n
     counts, digests = group.prefix_counts, group.digests
     has_ttft = ~np.isnan(ttft_ms)
     if prefixed.any() and PREFIXED not in digests:
-        digests[UNPREFIXED] = _copy(digests["ttft_ms"], group.budget)
+        digests[UNPREFIXED] = digests["ttft_ms"].copy(group.budget)
         digests[PREFIXED] = Digest(group.budget)
     if PREFIXED in digests:
         digests[PREFIXED].add(ttft_ms[has_ttft & prefixed])
@@ -88,7 +88,7 @@ def merge_prefix(group: GroupStats, other: GroupStats) -> None:
     """Take in `other`'s prefix figures, before the group's `ttft_ms` digest takes other's."""
     mine, theirs = group.digests, other.digests
     if PREFIXED in theirs and PREFIXED not in mine:  # every request of mine so far was unprefixed
-        mine[UNPREFIXED] = _copy(mine["ttft_ms"], group.budget)
+        mine[UNPREFIXED] = mine["ttft_ms"].copy(group.budget)
         mine[PREFIXED] = Digest(group.budget)
     if PREFIXED in mine:
         mine[PREFIXED].merge(theirs.get(PREFIXED, Digest(group.budget)))
@@ -135,12 +135,6 @@ def _short(digest: Digest) -> dict[str, float | None]:
     """p50, p95, p99 of a digest (ms)."""
     percentiles = digest.percentiles()
     return {key: percentiles[key] for key in ("p50", "p95", "p99")}
-
-
-def _copy(digest: Digest, budget: int) -> Digest:
-    copy = Digest(budget, digest.relative_accuracy)
-    copy.merge(digest)
-    return copy
 
 
 def _count(counts: dict[str, int], key: str, value: int) -> None:

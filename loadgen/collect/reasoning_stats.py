@@ -38,7 +38,7 @@ def add_reasoning(group: GroupStats, cols: Columns, rows: np.ndarray, status: np
         differs = ~((answer == first) | (np.isnan(answer) & np.isnan(first)))
         if not shown.any() and not differs.any():
             return
-        digests[TTFAT] = _copy(digests["ttft_ms"], group.budget)
+        digests[TTFAT] = digests["ttft_ms"].copy(group.budget)
         digests[REASONING] = Digest(group.budget)
     ttfat = ttfat_values(cols, rows, status)
     digests[TTFAT].add(ttfat[~np.isnan(ttfat)])
@@ -65,7 +65,7 @@ def merge_reasoning(group: GroupStats, other: GroupStats) -> None:
     if TTFAT not in mine and TTFAT not in theirs:
         return
     if TTFAT not in mine:  # every request of mine so far answered with its first token
-        mine[TTFAT] = _copy(mine["ttft_ms"], group.budget)
+        mine[TTFAT] = mine["ttft_ms"].copy(group.budget)
         mine[REASONING] = Digest(group.budget)
     mine[TTFAT].merge(theirs[TTFAT] if TTFAT in theirs else theirs["ttft_ms"])
     if REASONING in theirs:
@@ -96,12 +96,6 @@ def reasoning_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | N
         "reasoning_tokens_per_s": reasoning / elapsed_s if elapsed_s > 0 else None,
         "reasoning_ms": group.digests[REASONING].percentiles(),
     }
-
-
-def _copy(digest: Digest, budget: int) -> Digest:
-    copy = Digest(budget, digest.relative_accuracy)
-    copy.merge(digest)
-    return copy
 
 
 def _count(counts: dict[str, int], key: str, value: int) -> None:
