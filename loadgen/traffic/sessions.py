@@ -256,36 +256,51 @@ class SessionBook:
         if record.status != "ok":
             self.counts.ended += 1
             return None
-        called = agent is not None and bool(calls)
-        if called and agent is not None and calls and session.step < agent.max_steps:
-            return self._step(session, record, answer, calls, agent)
-        if called and agent is not None and calls:  # the turn's last call: its results go in the history
-            self._add_calls(session, answer, calls, agent)
+        if agent is not None and calls:
+            if session.step < agent.max_steps:
+                return self._step(session, record, answer, calls, agent)
+            self._add_calls(session, answer, calls, agent)  # the turn's last call: results go in the history
         if turn >= draws.turns:
             self.counts.completed += 1
             return None
         due_s = round((record.done_s or planned.scheduled_s) + draws.think_s[turn - 1], 6)
+        if not self._within(session, due_s):
+            return None
+        if not (agent is not None and calls):  # else the calls and their results are there already
+            session.history.append({"role": "assistant", "content": answer})
+        session.turn, session.step = turn + 1, 0
+        session.output_tokens = draws.output_tokens[turn - 1]
+        return self._send_next(
+            session,
+            due_s,
+            prompt_tokens=draws.prompt_tokens[turn - 1],
+            output_tokens=draws.output_tokens[turn - 1],
+            prompt=draws.prompts[turn - 1] if draws.prompts else None,
+            cancel_after_s=draws.cancels[turn - 1][0] if draws.cancels else None,
+            cancel_after_tokens=draws.cancels[turn - 1][1] if draws.cancels else None,
+        )
+
+    def _within(self, session: _Session, due_s: float) -> bool:
+        """Whether the session's next request may be sent at `due_s`: not past the linger bound,
+        and within the id scheme's MAX_TURNS requests; else the session is cut."""
         if due_s > session.linger_end_s or session.sent >= MAX_TURNS:
             self.counts.cut += 1
-            return None
-        if not called:
-            session.history.append({"role": "assistant", "content": answer})
-        session.turn, session.step, session.sent = turn + 1, 0, session.sent + 1
-        session.output_tokens = draws.output_tokens[turn - 1]
+            return False
+        return True
+
+    def _send_next(self, session: _Session, due_s: float, **fields: Any) -> PlannedRequest:
+        """The session's next request (a turn or an agent's step), due at `due_s`, kept open."""
+        session.sent += 1
         following = replace(
             session.first,
             id=later_turn_id(session.session, session.sent),
             scheduled_s=due_s,
-            prompt_tokens=draws.prompt_tokens[turn - 1],
-            output_tokens=draws.output_tokens[turn - 1],
-            prompt=draws.prompts[turn - 1] if draws.prompts else None,
             dataset_row=None,
-            cancel_after_s=draws.cancels[turn - 1][0] if draws.cancels else None,
-            cancel_after_tokens=draws.cancels[turn - 1][1] if draws.cancels else None,
             prefix_group=session.first.prefix_group,  # its history begins with turn 1's prefix
             prefix_blocks=None,
             session_seed=None,  # found by its id: it opens no session of its own
             session_script=None,
+            **fields,
         )
         self._open[following.id] = session
         return following
@@ -308,28 +323,19 @@ class SessionBook:
         assert session.agent_rng is not None
         wait_s = float(sample_durations(agent.tool_latency, 1, session.agent_rng)[0])
         due_s = round((record.done_s or record.scheduled_s) + wait_s, 6)
-        if due_s > session.linger_end_s or session.sent >= MAX_TURNS:
-            self.counts.cut += 1
+        if not self._within(session, due_s):
             return None
         record.followed = True
-        session.step, session.sent, session.waited_s = session.step + 1, session.sent + 1, wait_s
-        following = replace(
-            session.first,
-            id=later_turn_id(session.session, session.sent),
-            scheduled_s=due_s,
+        session.step, session.waited_s = session.step + 1, wait_s
+        return self._send_next(
+            session,
+            due_s,
             prompt_tokens=results,
             output_tokens=session.output_tokens,
             prompt=None,
-            dataset_row=None,
             cancel_after_s=None,
             cancel_after_tokens=None,
-            prefix_group=session.first.prefix_group,
-            prefix_blocks=None,
-            session_seed=None,
-            session_script=None,
         )
-        self._open[following.id] = session
-        return following
 
     def _add_calls(
         self, session: _Session, answer: str, calls: Mapping[int, ToolCall], agent: AgentSpec
