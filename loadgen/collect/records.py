@@ -104,6 +104,9 @@ class RequestRecord:
     # and the request body's size in bytes as sent.
     images: int | None = None
     request_bytes: int | None = None
+    # A verification over several replicas (verify:): the replica the balancer sent it to
+    # (1-based slot: a replacement keeps the slot of the replica it replaced; None: one server).
+    replica: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
@@ -168,6 +171,7 @@ _LEFT_OUT_WHEN_NONE = (
     "tool_wait_ms",
     "followed",
     "adapter",
+    "replica",
     "images",
     "request_bytes",
 )

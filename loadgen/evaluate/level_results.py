@@ -19,7 +19,7 @@ from loadgen.evaluate.precision import Batches, check_statuses, mean_interval, m
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 from loadgen.evaluate.throughput import CLOSED_LOOP, goodput, served
 
-LevelRole = Literal["search", "verify", "verify_one_fewer"]
+LevelRole = Literal["search", "verify", "verify_one_fewer", "drill"]
 # Fewer completions than this in a half window and drift is not judged (too noisy to tell).
 MIN_DRIFT_COMPLETIONS = 20
 # SLOs that judge one load level. The rest judge the whole run: tokens/s and request-rate floors

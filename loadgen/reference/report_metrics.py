@@ -308,7 +308,7 @@ class Phase(ReportPart):
         default=None, description="search runs: what `level` counts"
     )
     trial: int | None = Field(default=None, description="search runs: which trial of the level, from 0")
-    role: Literal["search", "verify", "verify_one_fewer"] | None = Field(
+    role: Literal["search", "verify", "verify_one_fewer", "drill"] | None = Field(
         default=None,
         description="search runs: a searched level, the plan's verification, or one replica fewer",
     )
