@@ -10,12 +10,14 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -102,6 +104,15 @@ class Adapter(ABC):
     def exit_status(self) -> ServerExit | None:
         """How a server this adapter started ended, once it has (None: running, or not ours)."""
         return None
+
+    @property
+    def ready_url(self) -> str | None:
+        """Where the started server says it is ready (a balancer's readiness probe); None: unknown."""
+        return None
+
+    def kill(self) -> None:
+        """End the server as a crash does, without a grace period (a drill's SIGKILL)."""
+        self.stop()
 
 
 @dataclass(frozen=True)
@@ -206,6 +217,7 @@ class ProcessAdapter(Adapter):
         self._ready_s: float | None = None
         self._log_path: Path | None = None
         self._cpus: ServerCpus | None = None
+        self._ready_url: str | None = None
 
     def resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
         self._cpus = self._resolve_cpus(machine)
@@ -247,6 +259,7 @@ class ProcessAdapter(Adapter):
         except PinningError as exc:
             raise ServerStartError(str(exc)) from None
         spec = self.launch_spec()
+        self._ready_url = spec.ready_url
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_path = log_path
         env = {**os.environ, **(spec.env or {})}
@@ -302,6 +315,19 @@ class ProcessAdapter(Adapter):
         if code is None:
             return None
         return ServerExit(code=code, log_tail=log_tail(self._log_path) if self._log_path else "")
+
+    @property
+    def ready_url(self) -> str | None:
+        return self._ready_url
+
+    def kill(self) -> None:
+        """SIGKILL the server's process group (its own session: every process it started), then
+        reap it through `stop`."""
+        proc = self._proc
+        if proc is not None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        self.stop()
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None

@@ -21,10 +21,12 @@ from loadgen.evaluate.level_results import LevelWindow
 from loadgen.evaluate.plan import judge_curve, replica_plan
 from loadgen.run.client_process import CpuMeter, freeze_heap
 from loadgen.run.context import RunContext
+from loadgen.run.fleet import Fleet
 from loadgen.run.level_runner import LevelRunner
 from loadgen.run.search import SearchStopped, print_line, run_search
 from loadgen.run.server_start import RunAborted, start_server
 from loadgen.run.verify import verify_plan
+from loadgen.scenario.model import VerifySpec
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from servers.base import Endpoint
 from servers.registry import make_adapter
@@ -113,8 +115,18 @@ class SearchDriver:
             verify = scenario.verify_spec
             if verify is not None and not ctx.stop.is_set():
                 plan = replica_plan(curve.capacity, scenario.capacity, ctx.meta.peak_rate)
+                fleet = _fleet(ctx, verify)
                 ctx.meta.verify = verify_plan(
-                    levels, scenario, verify, plan, lambda number: _start_replica(ctx, number), print_line
+                    levels,
+                    scenario,
+                    verify,
+                    plan,
+                    lambda number: _start_replica(ctx, number, fleet),
+                    print_line,
+                    fleet=fleet,
+                    before_drills=ctx.guards.quiet_for_drills,
+                    stop=ctx.stop,
+                    slowest_start_s=_slowest_start(ctx),
                 )
                 ctx.save_meta()
                 if ctx.meta.verify.get("skipped"):
@@ -128,14 +140,38 @@ class SearchDriver:
             ctx.observers.traffic_finished()
 
 
-def _start_replica(ctx: RunContext, number: int) -> Endpoint:
+def _start_replica(ctx: RunContext, number: int, fleet: Fleet) -> Endpoint:
     replica = make_adapter(ctx.scenario.server_config)
     # The first server's cores, not what is left of this process's (the client pinned itself).
     replica.resolve_cpus(ctx.machine_cpus)
     ctx.replicas.append(replica)
     endpoint = start_server(replica, ctx.run_dir, ctx.stop, log_name=f"server-replica-{number}.log")
     ctx.guards.server_watch.watch(replica, f"replica {number}")
+    fleet.adopt(number, replica)
     return endpoint
+
+
+def _fleet(ctx: RunContext, verify: VerifySpec) -> Fleet:
+    """The verification's replicas as slots the drills drive; the running server is slot 1."""
+    endpoint = _endpoint(ctx)
+    fleet = Fleet(
+        config=ctx.scenario.server_config,
+        run_dir=ctx.run_dir,
+        register=ctx.replicas.append,
+        machine_cpus=ctx.machine_cpus,
+        externals=verify.external_replicas if not ctx.adapter.starts_server else (),
+        startup_timeout_s=float(getattr(ctx.scenario.server_config, "startup_timeout", 300.0)),
+        model=endpoint.model,
+        api_key=endpoint.api_key,
+    )
+    if ctx.adapter.starts_server:
+        fleet.adopt(1, ctx.adapter)
+    return fleet
+
+
+def _slowest_start(ctx: RunContext) -> float:
+    """The server's slowest cold start in this run (0 when it was not spawned)."""
+    return float((ctx.meta.server.get("cold_start_s") or {}).get("max") or 0.0)
 
 
 def driver_for(ctx: RunContext, workers: DistributedOptions | None) -> Driver:

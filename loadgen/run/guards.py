@@ -47,6 +47,13 @@ class RunGuards:
     def stop(self) -> gevent.event.Event:
         return self.fault.stop
 
+    def quiet_for_drills(self) -> None:
+        """Drills kill and stop replicas on purpose, and the balancer routes around the dead:
+        from here on neither a server's death nor a streak of refused connections fails the run."""
+        self.server_watch.stop()
+        if self.unreachable is not None:
+            self.unreachable.paused = True
+
     def watch_endpoint(self, scenario: Scenario, endpoint: Endpoint) -> None:
         limit = getattr(scenario.server_config, "unreachable_after", UNREACHABLE_AFTER)
         self.unreachable = UnreachableGuard(self.fault, limit, endpoint.base_url)

@@ -18,6 +18,7 @@ import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import gevent.event
 from locust.env import Environment
@@ -34,6 +35,7 @@ from loadgen.run.client_process import CpuMeter
 from loadgen.run.observers import Observers, PhaseInfo
 from loadgen.run.search import SearchStopped
 from loadgen.scenario.model import Scenario
+from loadgen.traffic.balancer import Balancer
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
@@ -60,6 +62,22 @@ class _Window:
         self.extended = True
         self.start_s, self.end_s = self.end_s, self.end_s + self.step_s
         return True
+
+
+class DrillHooks(Protocol):
+    """A drill's level (loadgen.run.drills): its own schedule, told when the level is placed on
+    the clock (the disruption starts then), and asked where its measured window ended."""
+
+    replicas: int
+
+    def schedule(self, index: int, offset_s: float, first_id: int) -> Schedule:
+        """The level's requests, due from `offset_s`, ids from `first_id`, phase `index`."""
+
+    def started(self, index: int, window_start_s: float, window_end_s: float) -> None:
+        """The level's traffic is about to start; its measured window on the run clock."""
+
+    def ended(self, released: int) -> float:
+        """The traffic ended having released `released` requests: the window's end (run clock)."""
 
 
 @dataclass
@@ -103,15 +121,17 @@ class LevelRunner:
         warmup_s: float,
         trial: int = 0,
         role: LevelRole = "search",
-        spread: Sequence[Endpoint] = (),
+        balancer: Balancer | None = None,
+        drill: DrillHooks | None = None,
     ) -> LevelWindow:
         """Run one level to its end (and its in-flight requests to theirs); return its window.
-        Outside `measure`, the level's records are kept only while it runs."""
+        Outside `measure`, the level's records are kept only while it runs. `balancer`: spread
+        over its replicas; `drill`: the level's own schedule, and what happens during it."""
         own = not self._measuring
         if own:
             self.records = []
         try:
-            return self._run(level, over, duration_s, warmup_s, trial, role, spread)
+            return self._run(level, over, duration_s, warmup_s, trial, role, balancer, drill)
         finally:
             if own:
                 self.records = []
@@ -128,7 +148,8 @@ class LevelRunner:
         warmup_s: float,
         trial: int,
         role: LevelRole,
-        spread: Sequence[Endpoint],
+        balancer: Balancer | None,
+        drill: DrillHooks | None,
     ) -> LevelWindow:
         index = len(self.windows)
         closed = over == "concurrency"
@@ -156,7 +177,7 @@ class LevelRunner:
             self.scenario.workload,
             self._keep,
             dispatcher=dispatcher,
-            spread=spread,
+            balancer=balancer,
             session_linger_s=0.0,  # a level's sessions end with its schedule (tail included)
         )
         environment = runner.spawn(int(level) if closed else self.spec.max_concurrency)
@@ -169,11 +190,17 @@ class LevelRunner:
             supply.warmup_until_s = window.start_s
             if self._sessions:  # sessions started after the window are the tail's: warm-up
                 supply.measured_until_s = window.end_s
+        elif drill is not None:
+            runner.schedule = drill.schedule(index, offset_s, self._next_id)
         else:
             runner.schedule = self._rate_schedule(level, index, offset_s, duration_s, warmup_s, tail_s)
         self._announce(index, level, over, role, trial)
+        if drill is not None:
+            drill.started(index, window.start_s, window.end_s)
         cpu = self._timed(runner, environment, start_ns, window, supply, tail_s)
         self._next_id += supply.issued if supply is not None else len(runner.schedule.requests)
+        if drill is not None:
+            window.end_s = min(window.end_s, drill.ended(runner.dispatcher.released))
         result = LevelWindow(
             index=index,
             level=level,
@@ -183,7 +210,7 @@ class LevelRunner:
             target_rate=None if closed else level,
             trial=trial,
             role=role,
-            replicas=max(1, len(spread)),
+            replicas=drill.replicas if drill is not None else len(balancer.slots) if balancer else 1,
             extended=window.extended,
             cpu_percent=cpu,
         )

@@ -84,11 +84,12 @@ class UnreachableGuard:
 
     def __init__(self, fault: RunFault, limit: int, url: str) -> None:
         self._fault, self._limit, self._url = fault, limit, url
+        self.paused = False  # drills: the balancer routes around replicas that do not answer
         self._streak = 0
         self._since_s: float | None = None
 
     def observe(self, record: RequestRecord) -> None:
-        if record.error_kind != "connection":
+        if self.paused or record.error_kind != "connection":
             self._streak, self._since_s = 0, None
             return
         if self._streak == 0:

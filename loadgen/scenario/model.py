@@ -21,6 +21,7 @@ from loadgen.evaluate.replicas import CapacitySpec, PeakFromTrace
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
+from loadgen.scenario.drills import BalancerSpec, Drill, ExternalReplica
 from loadgen.scenario.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-exported (`X as X`)
 from loadgen.scenario.files import field_error
 from loadgen.scenario.phases import (
@@ -96,8 +97,9 @@ class ClientConfig(StrictModel):
     cpus: CpuSetting = "auto"
 
 
-class VerifySpec(StrictModel):
-    """`verify:` — run the replica plan at the peak rate and check the SLOs hold. `true` takes the
+class VerifySpec(BalancerSpec):
+    """`verify:` — run the replica plan at the peak rate and check the SLOs hold, behind a
+    balancer (`balance`, health checking), then put it through `drills`. `true` takes the
     defaults; the durations default to the search's level duration and warm-up."""
 
     duration: PositiveDuration | None = None
@@ -106,6 +108,20 @@ class VerifySpec(StrictModel):
     one_fewer: bool = True
     # More replicas than this are not started (one machine may not hold them): skipped, and said.
     max_replicas: int = Field(default=8, ge=1, le=64)
+    # At the peak over the planned replicas, in order (loadgen/scenario/drills.py).
+    drills: list[Drill] = Field(default_factory=list, max_length=20)
+    # server.kind external: the replicas (the first may be server.url), and how to stop/start each.
+    external_replicas: list[ExternalReplica] = Field(default_factory=list, max_length=64)
+
+    @model_validator(mode="after")
+    def _drill_names_unique(self) -> VerifySpec:
+        seen: set[str] = set()
+        for index, drill in enumerate(self.drills):
+            if drill.label in seen:
+                message = f"two drills are named '{drill.label}': give each a name:"
+                raise field_error(("drills", index, "name"), message, drill.name)
+            seen.add(drill.label)
+        return self
 
 
 class Scenario(StrictModel):
@@ -176,11 +192,28 @@ class Scenario(StrictModel):
         if self.verify_spec is not None and self.capacity is None:
             message = "needs capacity: (it runs the replica plan at the peak rate)"
             raise field_error("verify", message, None)
+        self._external_drills_drivable()
         conversations = any(getattr(phase, "format", None) == "conversation" for phase in self.traffic)
         if conversations and self.classes[0][2].api != "chat":  # a trace's rows are the first class's
             message = "a conversation trace replays sessions: its workload class needs api: chat"
             raise field_error("traffic", message, None)
         return self
+
+    def _external_drills_drivable(self) -> None:
+        """Drills on replicas the tool does not start need a way to stop and start each one."""
+        verify = self.verify_spec
+        if verify is None or self.server is None or self.server.kind != "external":
+            return
+        if verify.drills and not verify.external_replicas:
+            message = (
+                "drills on an external server need verify.external_replicas: each replica's url, "
+                "ready_url, stop_command and start_command"
+            )
+            raise field_error(("verify", "drills"), message, None)
+        for index, replica in enumerate(verify.external_replicas):
+            if verify.drills and not replica.drivable:
+                message = "a drill stops and starts this replica: give it stop_command and start_command"
+                raise field_error(("verify", "external_replicas", index), message, None)
 
     @model_validator(mode="after")
     def _sessions_fit_the_search(self) -> Scenario:

@@ -59,6 +59,35 @@ def rate_level_requests(
     if tail_s > 0:  # drawn after the rest: a level without a tail draws exactly as before
         parts.append(arrival_offsets(shape, duration_s, duration_s + tail_s, rng))
     times = np.concatenate(parts)
+    return requests_at(
+        times,
+        measured=(warmup_s, duration_s),
+        level=rate,
+        offset_s=offset_s,
+        phase=phase,
+        first_id=first_id,
+        workload=workload,
+        max_concurrency=max_concurrency,
+        rng=rng,
+        session_seed=session_seed,
+    )
+
+
+def requests_at(
+    times: np.ndarray,
+    *,
+    measured: tuple[float, float],
+    level: float,
+    offset_s: float,
+    phase: int,
+    first_id: int,
+    workload: Workload,
+    max_concurrency: int,
+    rng: np.random.Generator,
+    session_seed: int | None = None,
+) -> list[PlannedRequest]:
+    """Requests due at `times` (seconds from `offset_s`), their classes and lengths drawn from
+    `rng`; those outside the `measured` span [start, end) are warm-up."""
     classes = workload_classes(workload)
     draws = draw_requests(classes, len(times), rng)
     opens = {name for name, _, each in classes if each.sessions is not None}
@@ -69,9 +98,9 @@ def rate_level_requests(
             scheduled_s=offset_s + float(t),
             prompt_tokens=draws[i].prompt_tokens,
             output_tokens=draws[i].output_tokens,
-            warmup=bool(t < warmup_s or t >= duration_s),
+            warmup=bool(t < measured[0] or t >= measured[1]),
             max_concurrency=max_concurrency,
-            level=rate,
+            level=level,
             request_class=draws[i].request_class,
             dataset_row=draws[i].dataset_row,
             session_seed=session_seed if draws[i].request_class in opens else None,

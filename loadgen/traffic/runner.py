@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gevent
@@ -21,6 +21,7 @@ from locust.stats import RequestStats
 from loadgen.collect.records import RequestRecord
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import DEFAULT_LINGER_S
+from loadgen.traffic.balancer import Balancer
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.schedule import PlannedRequest, Schedule
@@ -52,17 +53,17 @@ class TrafficRunner:
         sink: Callable[[RequestRecord], None],
         *,
         dispatcher: Dispatcher | None = None,
-        spread: Sequence[Endpoint] = (),
+        balancer: Balancer | None = None,
         session_linger_s: float | None = None,
     ) -> None:
         """`dispatcher`: a ClosedLoopDispatcher makes a closed-loop run (the schedule is then
-        unused); `spread`: endpoints to balance requests across, round robin;
+        unused); `balancer`: picks each request's replica among several (a plan's verification);
         `session_linger_s`: how long after the schedule's end sessions' turns are still sent,
         instead of each class's `sessions.linger` (a search level ends where its schedule does)."""
         self.schedule = schedule
         self.dispatcher = dispatcher or Dispatcher()
         self.t0_ns = 0
-        self._context = RunContext(endpoint, workload, self.dispatcher, sink, spread=tuple(spread))
+        self._context = RunContext(endpoint, workload, self.dispatcher, sink, balancer=balancer)
         # Locust instantiates users from a class, so the run's context rides on a subclass.
         self._user_class = type(
             "OpenAIUser", (OpenAIUser,), {"run_context": self._context, "abstract": False}

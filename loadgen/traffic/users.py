@@ -31,8 +31,8 @@ from orjson import dumps
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
 from loadgen.redact import redact
 from loadgen.scenario.model import Workload
-from loadgen.scenario.sessions import session_of
 from loadgen.scenario.workload import workload_classes
+from loadgen.traffic.balancer import Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.images import attached_images, sends_images, warm_workload
 from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
@@ -51,6 +51,8 @@ from loadgen.traffic.tool_request import calls_tool, tool_fields
 from servers.base import Endpoint
 
 ERROR_TEXT_LIMIT = 200
+# What an ingress answers when every replica behind it is out of rotation.
+NO_REPLICA = "HTTP 503 from the balancer: no replica in rotation"
 _EVERY_STATUS = frozenset(range(100, 600))
 
 
@@ -69,8 +71,8 @@ class RunContext:
     dispatcher: Dispatcher
     sink: Callable[[RequestRecord], None]
     t0_ns: int = 0
-    # More than one: requests go round robin by id (client-side balancing across replicas).
-    spread: tuple[Endpoint, ...] = ()
+    # Several replicas (a plan's verification): the balancer picks each request's replica.
+    balancer: Balancer | None = None
     # Multi-turn sessions (workload.sessions): the open sessions, and where their next turns go
     # (the runner releases each at its due time). None without sessions.
     sessions: SessionBook | None = None
@@ -116,21 +118,35 @@ class OpenAIUser(FastHttpUser):
         ticket = dispatcher.take()
         if ticket is None:
             raise StopUser()
+        balancer = self.run_context.balancer
+        slot = balancer.pick(ticket.planned.id) if balancer is not None else None
         try:
-            self.run_context.sink(self._perform(ticket))
+            if balancer is not None and slot is None:
+                record = self._failed(ticket, NO_REPLICA, "http", http_status=503)
+            else:
+                record = self._perform(ticket, slot)
+            self._finish(record, slot)
         except GreenletExit:
             # The run is being stopped (Ctrl-C): keep what this request measured so far.
-            self.run_context.sink(self._failed(ticket, "interrupted: the run was stopped", "interrupted"))
+            self._finish(self._failed(ticket, "interrupted: the run was stopped", "interrupted"), slot)
             raise
         except Exception as exc:  # a client-side bug must cost one request, never the record
-            self.run_context.sink(self._failed(ticket, _short(f"client error: {exc!r}"), "client"))
+            self._finish(self._failed(ticket, _short(f"client error: {exc!r}"), "client"), slot)
             raise
         finally:
             if self.run_context.sessions is not None:  # a turn that ended without an answer noted
                 self.run_context.sessions.abandon(ticket.planned)
             dispatcher.done()
 
-    def _perform(self, ticket: Ticket) -> RequestRecord:
+    def _finish(self, record: RequestRecord, slot: Slot | None) -> None:
+        """The record to the sink; the balancer hears how its replica did."""
+        balancer = self.run_context.balancer
+        if slot is not None and balancer is not None:
+            record.replica = slot.number
+            balancer.finished(slot, record)
+        self.run_context.sink(record)
+
+    def _perform(self, ticket: Ticket, slot: Slot | None = None) -> RequestRecord:
         ctx, planned = self.run_context, ticket.planned
         workload = ctx.classes.get(planned.request_class, ctx.workload)
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
@@ -158,11 +174,8 @@ class OpenAIUser(FastHttpUser):
         # With images, the body is serialized here so its size is known (orjson: a tenth of
         # json's time on megabytes of base64); a class without them sends as ever.
         data = dumps(body) if imaged else None
-        url = path
-        if len(ctx.spread) > 1:  # an absolute URL: Locust keeps one connection pool per host
-            # Round robin over sessions: a session's turns stay on one replica, as behind a load
-            # balancer with session affinity (its prefix cache holds the history).
-            url = ctx.spread[session_of(planned.id) % len(ctx.spread)].base_url + path
+        # An absolute URL for a replica: Locust keeps one connection pool per host.
+        url = path if slot is None else slot.base_url + path
         think, calls = reasoning.format if reasoning else "auto", workload.tools is not None
         parser = StreamParser(think, calls) if history is None else TextStreamParser(think, calls)
         status: Status = "ok"
@@ -292,7 +305,9 @@ class OpenAIUser(FastHttpUser):
         next request (the cancelled connection could not be reused anyway)."""
         self.client.client.clientpool.close()
 
-    def _failed(self, ticket: Ticket, error: str, kind: ErrorKind) -> RequestRecord:
+    def _failed(
+        self, ticket: Ticket, error: str, kind: ErrorKind, http_status: int | None = None
+    ) -> RequestRecord:
         ctx = self.run_context
         record = RequestRecord(
             id=ticket.planned.id,
@@ -303,6 +318,7 @@ class OpenAIUser(FastHttpUser):
             status="error",
             error=error,
             error_kind=kind,
+            http_status=http_status,
             warmup=ticket.planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
