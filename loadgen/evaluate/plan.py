@@ -13,6 +13,7 @@ from typing import Any
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.capacity import capacity_at_slo, rate_unit
 from loadgen.evaluate.curve import LevelResult, SearchOver
+from loadgen.evaluate.drills import evaluate_drills
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, group_levels, level_result, search_results
 from loadgen.evaluate.replicas import HOURS_PER_MONTH, CapacitySpec, PlanOn, plan_replicas, replica_count
@@ -158,12 +159,37 @@ def verification(
     slo: SLOSpec,
     setup: Mapping[str, Any] | None,
 ) -> dict[str, Any] | None:
-    """`replicas.verified`: did the plan hold at N (and, for contrast, at N − 1)?"""
+    """`replicas.verified`: did the plan hold at N (and, for contrast, at N − 1)? With drills
+    (setup["drills"]), each drill's evaluation and whether all passed (`drills_passed`)."""
     if setup is not None and setup.get("skipped"):
         return {"replicas": setup.get("replicas"), "passed": None, "skipped": setup["skipped"]}
     at_plan = _verification_of(windows, records, slo, "verify")
-    if at_plan is None:
+    drills = (setup or {}).get("drills") or []
+    if at_plan is None and not drills:
         return None
+    verified = _plan_verdict(windows, records, slo, at_plan, setup)
+    if drills:
+        steady = None if at_plan is None else at_plan["ttft_ms"].get("p95")
+        verified["drills"] = evaluate_drills(drills, records, slo, steady)
+        verified["drills_passed"] = all(drill["passed"] for drill in verified["drills"])
+    return verified
+
+
+def _plan_verdict(
+    windows: Sequence[LevelWindow],
+    records: Sequence[RequestRecord],
+    slo: SLOSpec,
+    at_plan: dict[str, Any] | None,
+    setup: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    if at_plan is None:  # drills without the plan's level (a run cut short): no verdict on the plan
+        return {
+            "replicas": (setup or {}).get("replicas"),
+            "passed": None,
+            "one_fewer_passed": None,
+            "at_plan": None,
+            "one_fewer": None,
+        }
     one_fewer = _verification_of(windows, records, slo, "verify_one_fewer")
     return {
         "replicas": at_plan["replicas"],

@@ -1,0 +1,206 @@
+"""What a drill's fleet events say: when the disruption ran, when the balancer noticed, how many
+replicas were up, ready and in rotation, which requests the disruption cost and the scaler's
+delays. Events are run.json's meta.verify["drills"][i]["events"] (the drill contract). Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loadgen.collect.records import RequestRecord, is_failure
+from loadgen.evaluate.drill_windows import record_time
+
+# What each event does to the fleet's sets of slots: (taken from, added to).
+_FLEET_CHANGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "kill": (("up", "ready"), ()),
+    "terminate": (("up", "ready"), ()),
+    "exit": (("up", "ready"), ()),
+    "start_failed": (("up", "ready"), ()),
+    "out": (("in_rotation",), ()),
+    "drain": (("in_rotation",), ()),
+    "start": ((), ("up",)),
+    "ready": ((), ("up", "ready")),
+    "in": ((), ("in_rotation",)),
+}
+_FLEET_SETS = ("up", "ready", "in_rotation")
+# Events after which a slot serves no traffic of its own until it is back "in".
+_DOWN = frozenset({"kill", "terminate", "exit", "out", "drain"})
+
+
+@dataclass(frozen=True)
+class Event:
+    t_s: float
+    replica: int | None
+    event: str
+    in_flight: int | None = None
+    detail: str | None = None
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Event:
+        return cls(
+            float(data["t_s"]),
+            data.get("replica"),
+            str(data["event"]),
+            data.get("in_flight"),
+            data.get("detail"),
+        )
+
+
+def events_of(setup: Mapping[str, Any]) -> list[Event]:
+    """The drill's events by time (stable: equal times keep the runtime's order)."""
+    return sorted((Event.of(data) for data in setup.get("events") or []), key=lambda event: event.t_s)
+
+
+def find(
+    events: Iterable[Event], kind: str, replica: int | None = None, after_s: float = -math.inf
+) -> Event | None:
+    """The first `kind` event at/after `after_s` (of that slot, when given)."""
+    for event in events:
+        if event.event == kind and event.t_s >= after_s and (replica is None or event.replica == replica):
+            return event
+    return None
+
+
+def disruption(kind: str, events: Sequence[Event], start_s: float) -> tuple[float, float | None] | None:
+    """(start, end) of the disruption; end None when the fleet never came back within the drill.
+    kill: the kill → its slot's replacement in rotation; rolling_restart: the first drain → the
+    last "in"; scale_up: the window's start (the ramp is the disruption) → the last "in"."""
+    if kind == "kill":
+        kill = find(events, "kill")
+        if kill is None:
+            return None
+        back = find(events, "in", kill.replica, kill.t_s)
+        return kill.t_s, None if back is None else back.t_s
+    first = find(events, "drain") if kind == "rolling_restart" else None
+    begin = first.t_s if first is not None else (start_s if kind == "scale_up" else None)
+    if begin is None:
+        return None
+    ins = [event.t_s for event in events if event.event == "in" and event.t_s >= begin]
+    return begin, max(ins) if ins else None
+
+
+def fleet(
+    initial: Mapping[str, Sequence[int]], events: Sequence[Event], start_s: float
+) -> list[dict[str, Any]]:
+    """Counts of slots up, ready and in rotation: a step series, one point per change (events at
+    the same time give one point, their end state)."""
+    sets = {name: set(initial.get(name) or ()) for name in _FLEET_SETS}
+    points = [_point(start_s, sets)]
+    for event in events:
+        if event.replica is None:
+            continue  # a fleet-wide event ("scale") moves no slot by itself
+        taken, added = _FLEET_CHANGES.get(event.event, ((), ()))
+        for name in taken:
+            sets[name].discard(event.replica)
+        for name in added:
+            sets[name].add(event.replica)
+        point = _point(event.t_s, sets)
+        if points[-1]["t_s"] == point["t_s"]:
+            points.pop()
+        if not points or _counts(points[-1]) != _counts(point):
+            points.append(point)
+    return points
+
+
+def _point(t_s: float, sets: Mapping[str, set[int]]) -> dict[str, Any]:
+    return {"t_s": t_s, **{name: len(sets[name]) for name in _FLEET_SETS}}
+
+
+def _counts(point: Mapping[str, Any]) -> tuple[int, ...]:
+    return tuple(point[name] for name in _FLEET_SETS)
+
+
+def down_intervals(events: Sequence[Event], end_s: float) -> list[tuple[int, float, float]]:
+    """(slot, from, until): from a slot's first kill/drain/out/… until it is back in rotation
+    (or the drill's end)."""
+    since: dict[int, float] = {}
+    intervals = []
+    for event in events:
+        if event.replica is None:
+            continue
+        if event.event in _DOWN:
+            since.setdefault(event.replica, event.t_s)
+        elif event.event == "in" and event.replica in since:
+            intervals.append((event.replica, since.pop(event.replica), event.t_s))
+    intervals += [(slot, start, end_s) for slot, start in since.items()]
+    return sorted(intervals, key=lambda interval: interval[1])
+
+
+def survivor_records(
+    records: Iterable[RequestRecord], intervals: Sequence[tuple[int, float, float]]
+) -> list[RequestRecord]:
+    """Requests sent to the slots still in rotation while another was out."""
+    kept = []
+    for record in records:
+        t = record_time(record)
+        down = {slot for slot, start, end in intervals if start <= t < end}
+        if down and record.replica is not None and record.replica not in down:
+            kept.append(record)
+    return kept
+
+
+def _failed_on(records: Iterable[RequestRecord], slot: int | None) -> list[RequestRecord]:
+    return [record for record in records if record.replica == slot and is_failure(record.status)]
+
+
+def _in_flight_at(record: RequestRecord, t_s: float) -> bool:
+    return record_time(record) < t_s and (record.done_s is None or record.done_s >= t_s)
+
+
+def lost_to_kill(records: Sequence[RequestRecord], events: Sequence[Event]) -> dict[str, int] | None:
+    """Failed requests on the killed slot: in flight at the kill, and sent after it before the
+    balancer took the slot out (without an "out": before the replacement came in)."""
+    kill = find(events, "kill")
+    if kill is None:
+        return None
+    out = find(events, "out", kill.replica, kill.t_s) or find(events, "in", kill.replica, kill.t_s)
+    until = math.inf if out is None else out.t_s
+    failed = _failed_on(records, kill.replica)
+    in_flight = sum(1 for record in failed if _in_flight_at(record, kill.t_s))
+    before = sum(1 for record in failed if kill.t_s <= record_time(record) < until)
+    return {"in_flight": in_flight, "before_detection": before, "total": in_flight + before}
+
+
+def lost_to_restarts(records: Sequence[RequestRecord], events: Sequence[Event]) -> dict[str, int]:
+    """Failed requests on each drained slot (there should be none): in flight at its drain (the
+    drain grace did not let them finish), and sent to it while it was out of rotation."""
+    in_flight = before = 0
+    for drain in (event for event in events if event.event == "drain"):
+        back = find(events, "in", drain.replica, drain.t_s)
+        until = math.inf if back is None else back.t_s
+        failed = _failed_on(records, drain.replica)
+        in_flight += sum(1 for record in failed if _in_flight_at(record, drain.t_s))
+        before += sum(1 for record in failed if drain.t_s <= record_time(record) < until)
+    return {"in_flight": in_flight, "before_detection": before, "total": in_flight + before}
+
+
+def scale_steps(events: Sequence[Event], initial: Mapping[str, Sequence[int]]) -> list[dict[str, Any]]:
+    """Each scaler decision → the new slot in rotation. A decision that names no slot takes the
+    first slot new to the rotation that came in after it."""
+    taken = set(initial.get("in_rotation") or ())
+    steps = []
+    for decision in (event for event in events if event.event == "scale"):
+        serving = _serving_after(events, decision, taken)
+        if serving is not None and serving.replica is not None:
+            taken.add(serving.replica)
+        serving_s = None if serving is None else serving.t_s
+        steps.append(
+            {
+                "decided_s": decision.t_s,
+                "serving_s": serving_s,
+                "decision_to_serving_s": None if serving_s is None else round(serving_s - decision.t_s, 6),
+            }
+        )
+    return steps
+
+
+def _serving_after(events: Sequence[Event], decision: Event, taken: set[int]) -> Event | None:
+    if decision.replica is not None:
+        return find(events, "in", decision.replica, decision.t_s)
+    for event in events:
+        if event.event == "in" and event.t_s >= decision.t_s and event.replica not in taken:
+            return event
+    return None
