@@ -8,6 +8,7 @@ before it. Pure: records in, numbers out.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -97,21 +98,31 @@ class JudgedWindow:
         }
 
 
-def second_edges(span: Span) -> list[float]:
-    """The 1-s edges from the start; the last second may be shorter (it ends with the span)."""
-    count = math.ceil(round((span.end_s - span.start_s) / WINDOW_S, _DIGITS))
-    return [span.start_s + k * WINDOW_S for k in range(count)] + [span.end_s] if count > 0 else []
+def second_edges(span: Span, anchor_s: float | None = None) -> list[float]:
+    """The 1-s edges over the span, on a grid through `anchor_s` (default: the span's start), so
+    a window begins exactly at the disruption's moment (a kill's detection): what came before
+    it never shares a window with what came after. The first and last may be shorter."""
+    if span.end_s - span.start_s <= 10**-_DIGITS:
+        return []
+    anchor = span.start_s if anchor_s is None else anchor_s
+    first = math.floor(round((span.start_s - anchor) / WINDOW_S, _DIGITS)) + 1
+    inner = []
+    k = first
+    while (edge := anchor + k * WINDOW_S) < span.end_s - 10**-_DIGITS:
+        inner.append(edge)
+        k += 1
+    return [span.start_s, *inner, span.end_s]
 
 
-def seconds_of(records: Iterable[RequestRecord], span: Span) -> list[list[RequestRecord]]:
-    """The records of each 1-s window. Records sent before the start or past the end (a client
-    running late) go to the first or last window: every measured record is judged somewhere."""
-    edges = second_edges(span)
+def seconds_of(records: Iterable[RequestRecord], edges: Sequence[float]) -> list[list[RequestRecord]]:
+    """The records of each window between `edges`. Records sent before the start or past the
+    end (a client running late) go to the first or last window: every measured record is judged
+    somewhere."""
     bins: list[list[RequestRecord]] = [[] for _ in edges[1:]]
     if not bins:
         return bins
     for record in records:
-        index = math.floor((record_time(record) - span.start_s) / WINDOW_S)
+        index = bisect.bisect_right(edges, record_time(record)) - 1
         bins[min(max(index, 0), len(bins) - 1)].append(record)
     return bins
 
@@ -143,12 +154,15 @@ def judge(window: Window, span: Span) -> JudgedWindow:
     return JudgedWindow(window, failed, metrics["ttft_ms"].get("p95"), metrics["errors"])
 
 
-def judged_windows(records: Sequence[RequestRecord], span: Span) -> list[JudgedWindow]:
-    """The drill's windows, judged. None without records: nothing was measured to judge (the
-    unaccounted count fails such a drill)."""
+def judged_windows(
+    records: Sequence[RequestRecord], span: Span, anchor_s: float | None = None
+) -> list[JudgedWindow]:
+    """The drill's windows (on a grid through `anchor_s`), judged. None without records:
+    nothing was measured to judge (the unaccounted count fails such a drill)."""
     if not records:
         return []
-    windows = merge_seconds(seconds_of(records, span), second_edges(span))
+    edges = second_edges(span, anchor_s)
+    windows = merge_seconds(seconds_of(records, edges), edges)
     return [judge(window, span) for window in windows]
 
 
@@ -177,7 +191,7 @@ def series(records: Sequence[RequestRecord], span: Span) -> list[dict[str, Any]]
     """Per 1-s window, never merged (charts show what happened each second)."""
     edges = second_edges(span)
     points = []
-    for index, own in enumerate(seconds_of(records, span)):
+    for index, own in enumerate(seconds_of(records, edges)):
         metrics = span.metrics(own, edges[index], edges[index + 1]) if own else None
         points.append(
             {

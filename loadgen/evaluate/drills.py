@@ -59,12 +59,14 @@ def evaluate_drill(
     events = events_of(setup)
     phase_records = [record for record in records if record.phase == span.phase]
     measured = [record for record in phase_records if not record.warmup]
-    windows = judged_windows(measured, span)
     detected = _detection(kind, events)
+    bounds = disruption(kind, events, span.start_s)
+    # Windows cut at the detection (a kill) or the disruption's start: no window mixes before and after.
+    anchor = detected.t_s if detected is not None else bounds[0] if bounds is not None else None
+    windows = judged_windows(measured, span, anchor)
     total_s = violation_s(windows)
     # A kill nobody detected forgives nothing: every violating second counts.
     after_s = total_s if kind != "kill" or detected is None else violation_s(windows, detected.t_s)
-    bounds = disruption(kind, events, span.start_s)
     unaccounted = int(setup.get("planned_requests") or 0) - len(phase_records)
     unfinished: str | None = setup.get("unfinished")
     max_s = float(setup.get("max_violation_s") or 0.0)

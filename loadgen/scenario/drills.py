@@ -61,7 +61,6 @@ class RollingRestartDrill(_DrillBase):
 
     kind: Literal["rolling_restart"]
     drain: Duration = 5.0  # grace for in-flight requests before SIGTERM
-    at: Duration | None = None  # into the measured window (default: a quarter of `before`… see docs)
     # Steady traffic before the rollout and after it, in the measured window.
     before: PositiveDuration = 5.0
     after: PositiveDuration = 5.0

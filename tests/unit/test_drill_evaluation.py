@@ -128,13 +128,14 @@ def test_a_kill_loses_the_requests_in_flight_and_those_sent_before_detection() -
     assert drill["errors"] == {"connection": 6}
     assert drill["time_to_detect_s"] == pytest.approx(0.5)
     assert drill["disruption"] == {"start_s": 50.0, "end_s": 53.0}
-    # The errors fall in [49, 50) (4 of 24) and [50, 51) (2 of 22): both before detection.
-    assert [w["start_s"] for w in drill["windows"] if w["violated"]] == [49.0, 50.0]
-    assert drill["windows"][9]["failed"] == ["error_rate"]
-    assert drill["windows"][9]["errors"] == 4 and drill["windows"][9]["requests"] == 24
-    assert drill["violation_s"] == 2.0 and drill["violation_s_after_detection"] == 0.0
+    # Windows are cut at the detection (50.5): the 4 lost in flight and the 2 sent before
+    # detection all fall in [49.5, 50.5), the one window before it.
+    by_start = {w["start_s"]: w for w in drill["windows"]}
+    assert [w["start_s"] for w in drill["windows"] if w["violated"]] == [49.5]
+    assert by_start[49.5]["failed"] == ["error_rate"] and by_start[49.5]["errors"] == 6
+    assert drill["violation_s"] == 1.0 and drill["violation_s_after_detection"] == 0.0
     assert drill["passed"] is True and drill["reason"] is None
-    assert drill["time_to_recover_s"] == pytest.approx(1.0)  # kill at 50 → end of [50, 51)
+    assert drill["time_to_recover_s"] == pytest.approx(0.5)  # kill at 50 → end of [49.5, 50.5)
     assert drill["replacement_cold_start_s"] == []
     assert drill["scale"] is None and drill["unaccounted"] == 0
     assert drill["ttft_p95_ms"]["steady"] == 40.0
@@ -147,16 +148,18 @@ def test_a_kill_loses_the_requests_in_flight_and_those_sent_before_detection() -
 def test_violation_after_detection_decides_the_kill() -> None:
     records = kill_records(slow=(52.0, 55.0))  # TTFT 0.5 s (SLO 0.2 s) on slots 1, 2 for 3 s
     drill = evaluate_drill(setup("kill", records, KILL_EVENTS), records.records, SLO, None)
-    assert [w["start_s"] for w in drill["windows"] if w["violated"]] == [49.0, 50.0, 52.0, 53.0, 54.0]
-    assert drill["windows"][12]["failed"] == ["ttft p95"]
-    assert drill["windows"][12]["ttft_p95_ms"] == pytest.approx(500.0)
-    assert drill["violation_s"] == 5.0 and drill["violation_s_after_detection"] == 3.0
+    # 3 slow seconds (52–55) on the detection's grid touch 4 windows: 51.5 … 54.5.
+    assert [w["start_s"] for w in drill["windows"] if w["violated"]] == [49.5, 51.5, 52.5, 53.5, 54.5]
+    by_start = {w["start_s"]: w for w in drill["windows"]}
+    assert by_start[52.5]["failed"] == ["ttft p95"]
+    assert by_start[52.5]["ttft_p95_ms"] == pytest.approx(500.0)
+    assert drill["violation_s"] == 5.0 and drill["violation_s_after_detection"] == 4.0
     assert drill["passed"] is False
-    assert drill["reason"] == "drill kill: 3 s over the SLO after detection (max 0 s)"
-    assert drill["time_to_recover_s"] == pytest.approx(5.0)  # 50 → 55
+    assert drill["reason"] == "drill kill: 4 s over the SLO after detection (max 0 s)"
+    assert drill["time_to_recover_s"] == pytest.approx(5.5)  # 50 → 55.5
     assert drill["survivors"]["held"] is False  # a third of [50, 53)'s survivor requests slow
     allowed = evaluate_drill(
-        setup("kill", records, KILL_EVENTS, max_violation_s=3.0), records.records, SLO, None
+        setup("kill", records, KILL_EVENTS, max_violation_s=4.0), records.records, SLO, None
     )
     assert allowed["passed"] is True and allowed["reason"] is None
 
