@@ -6,8 +6,9 @@ count is recomputed from its capacity at SLO with the *same* basis, so the plans
 with like even when the runs came from different scenarios.
 
 The recommendation is the cheapest environment whose plan meets every SLO (its search run's
-verdict is `pass`: a level held every SLO, the verified plan held where verified, and the
-whole-run SLOs — cold start, memory growth, tokens/s — held at the operating point). Cheapest by
+verdict is `pass`: a level held every SLO, the verified plan held where verified and passed
+its drills, and the whole-run SLOs — cold start, memory growth, tokens/s — held at the
+operating point). Cheapest by
 monthly cost; without prices, by replica count; ties go to the higher capacity. Every other
 environment gets the reason it lost. Plans are sized as each run's own is (`plan_on`: the lower
 bound of the capacity's 95% interval by default) and carry the count at the point estimate.
@@ -28,6 +29,7 @@ from loadgen.environments.confidence import Candidate, PlanTerms, cheapest_share
 from loadgen.evaluate.plan import plan_from_capacity
 from loadgen.evaluate.replicas import HOURS_PER_MONTH, PlanOn
 from loadgen.fmt import format_number
+from loadgen.report.drill_facts import drills_of, failed_drills, failure_words
 
 SCHEMA_VERSION = 1
 Status = Literal["recommended", "meets", "fails", "failed", "left out"]
@@ -191,10 +193,19 @@ def _why_not_eligible(run: EnvironmentRun, row: Mapping[str, Any]) -> str | None
             return f"leaks: memory grows {format_number(observed)} MB/min > {format_number(threshold)} MB/min"
         return f"fails an SLO: {slo['name']} = {format_number(observed)} {slo.get('unit', '')} at capacity"
     verified = _get(report, "replicas", "verified") or {}
-    if verified.get("passed") is False:
+    # The plan's own run failed (not a drill alone, should `passed` come to cover the drills).
+    if verified.get("passed") is False and _get(verified, "at_plan", "passed") is not True:
         failed = [c["name"] for c in _get(verified, "at_plan", "checks") or [] if not c.get("passed")]
         names = ", ".join(failed) or "no requests measured"
         return f"the plan of {verified.get('replicas')} replicas did not hold at the peak ({names} failed)"
+    broken = failed_drills(drills_of(report))
+    if broken:
+        # The plan held at the peak, but not through a disruption it must survive.
+        many = len(broken) > 1
+        words = "; ".join(failure_words(drill) for drill in broken)
+        return f"fails {len(broken)} drills ({words})" if many else f"fails a drill ({words})"
+    if verified.get("drills_passed") is False:
+        return "fails a drill"
     if row["verdict"] != "pass":
         return f"fails: {row['reason']}"
     if row["replicas"] is None:

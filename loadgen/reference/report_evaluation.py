@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from loadgen.reference.report_drills import Drill
 from loadgen.reference.report_metrics import LevelPercentiles, ReportPart, SLOCheck
 
 Over = Literal["concurrency", "rate"]
@@ -139,7 +140,8 @@ class VerifyRun(ReportPart):
 
 
 class Verified(ReportPart):
-    """`verify:` — did the plan hold at the peak rate (and, for contrast, one replica fewer)?"""
+    """`verify:` — did the plan hold at the peak rate (and, for contrast, one replica fewer), and
+    through its drills?"""
 
     replicas: int | None = Field(description="replicas the plan verified (or would have)")
     passed: bool | None = Field(description="the plan held; null when verification was skipped")
@@ -150,6 +152,13 @@ class Verified(ReportPart):
     at_plan: VerifyRun | None = Field(default=None, description="the run at the planned replica count")
     one_fewer: VerifyRun | None = Field(
         default=None, description="null when not run (verify.one_fewer, 1 replica)"
+    )
+    drills: list[Drill] | None = Field(
+        default=None, description="`verify.drills`: each drill run at the peak, in the order run"
+    )
+    drills_passed: bool | None = Field(
+        default=None,
+        description="every drill passed (a failed drill fails the run); null without drills",
     )
 
 

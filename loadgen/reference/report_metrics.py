@@ -310,7 +310,8 @@ class Phase(ReportPart):
     trial: int | None = Field(default=None, description="search runs: which trial of the level, from 0")
     role: Literal["search", "verify", "verify_one_fewer", "drill"] | None = Field(
         default=None,
-        description="search runs: a searched level, the plan's verification, or one replica fewer",
+        description="search runs: a searched level, the plan's verification, one replica fewer, or a "
+        "drill (`verify.drills`)",
     )
     replicas: int | None = Field(default=None, description="search runs: servers the load was spread over")
     extended: bool | None = Field(

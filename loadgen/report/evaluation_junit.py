@@ -1,13 +1,15 @@
-"""JUnit test cases for the evaluator: capacity at SLO, and the replica plan's verification."""
+"""JUnit test cases for the evaluator: capacity at SLO, the replica plan's verification, and one
+case per drill."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from loadgen.evaluate.capacity import capacity_words
 from loadgen.fmt import format_number
+from loadgen.report import drill_facts as drill
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ def evaluation_cases(report: Mapping[str, Any]) -> list[Case]:
             f"{rate} over {count} replicas: the SLOs {held}",
         )
     )
+    cases += drill_cases(verified.get("drills") or [])
     fewer = verified.get("one_fewer_passed")
     if fewer is not None:
         # Informational: headroom (target utilisation, redundancy) may let N − 1 hold too.
@@ -68,3 +71,25 @@ def evaluation_cases(report: Mapping[str, Any]) -> list[Case]:
             )
         )
     return cases
+
+
+def _drill_text(one: Mapping[str, Any]) -> str:
+    """A passed drill's numbers in a line: what it cost and how fast the fleet came back."""
+    parts = [f"{drill.violation_words(one)} s over the SLO (after detection / total / max)"]
+    if one.get("time_to_detect_s") is not None:
+        parts.append(f"detected in {drill.seconds(one['time_to_detect_s'])}")
+    parts.append(f"recovered in {drill.seconds(one.get('time_to_recover_s'))}")
+    if one.get("scale"):
+        parts.append(f"decision → serving {drill.scale_words(one)}")
+    parts.append(f"TTFT p95 {drill.ttft_words(one)}")
+    return f"drill {one.get('name')} ({one.get('kind')}): " + "; ".join(parts)
+
+
+def drill_cases(drills: Sequence[Mapping[str, Any]]) -> list[Case]:
+    """One case per drill, failed with its reason."""
+    return [
+        Case(f"drill {one.get('name')}", "failed", drill.failure_line(one))
+        if one.get("passed") is False
+        else Case(f"drill {one.get('name')}", "passed", _drill_text(one))
+        for one in drills
+    ]

@@ -1,5 +1,5 @@
-"""report.md's evaluator sections: the load curve with its knee, capacity at SLO, the replica plan
-and its verification. Empty for a plain run (no `knee`, `capacity` or `replicas`)."""
+"""report.md's evaluator sections: the load curve with its knee, capacity at SLO, the replica plan,
+its verification and drills. Empty for a plain run (no `knee`, `capacity` or `replicas`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from loadgen.evaluate.capacity import capacity_words
 from loadgen.fmt import format_number
+from loadgen.report import drill_facts as drill
 
 
 def _num(value: Any, unit: str = "") -> str:
@@ -162,7 +163,50 @@ def replica_lines(replicas: Mapping[str, Any]) -> list[str]:
     verdict = "held" if verified["passed"] else "did NOT hold"
     lines += [f"Verified at the peak rate, spread round robin: the plan {verdict}.", ""]
     sent = f"{replicas.get('unit', 'req/s')} sent"
-    return lines + _table(["run", "replicas", sent, "TTFT p95 ms", "e2e p95 ms", "SLOs"], rows)
+    lines += _table(["run", "replicas", sent, "TTFT p95 ms", "e2e p95 ms", "SLOs"], rows)
+    return lines + drill_lines(verified.get("drills") or [])
+
+
+def _drill_row(one: Mapping[str, Any], scale_up: bool) -> list[str]:
+    return [
+        str(one.get("name")),
+        str(one.get("kind")),
+        "yes" if one.get("passed") else "**NO**",
+        drill.violation_words(one),
+        drill.seconds(one.get("time_to_detect_s")),
+        drill.seconds(one.get("time_to_recover_s")),
+        drill.lost_words(one),
+        drill.ttft_words(one),
+        drill.cold_start_words(one),
+        drill.survivors_words(one),
+        str(one.get("unaccounted", "–")),
+        *([drill.scale_words(one)] if scale_up else []),
+    ]
+
+
+def drill_lines(drills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The drills after the verification: a row each, then each failed drill's reason."""
+    if not drills:
+        return []
+    failed = drill.failed_drills(drills)
+    lines = [
+        "## Drills",
+        "",
+        f"{len(drills) - len(failed)} of {len(drills)} drill{'s' if len(drills) != 1 else ''} passed, "
+        "each a load level at the peak with a disruption in it. Violation: seconds over a per-level "
+        "SLO from the balancer's detection on / in all / the drill's budget.",
+        "",
+    ]
+    # The decision → serving column only where a scale-up ran: empty for every other kind.
+    scale_up = any(one.get("kind") == "scale_up" for one in drills)
+    header = ["drill", "kind", "passed", "violation s (after detection / total / max)"]
+    header += ["time to detect", "time to recover", "lost requests", "TTFT p95 steady → disruption"]
+    header += ["replacement cold start", "survivors", "unaccounted"]
+    header += ["scale-up decision → serving"] if scale_up else []
+    lines += _table(header, [_drill_row(one, scale_up) for one in drills])
+    if failed:
+        lines += ["Failed:", "", *(f"- {drill.failure_line(one)}" for one in failed), ""]
+    return lines
 
 
 def evaluation_lines(report: Mapping[str, Any]) -> list[str]:

@@ -18,6 +18,7 @@ from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmea
 from loadgen.evaluate.plan import evaluate
 from loadgen.fmt import format_number
 from loadgen.report.build import Judging, RunFacts, build_report, round_floats
+from loadgen.report.drill_facts import failed_drills, failure_line, passed_summary
 from loadgen.scenario.model import Scenario
 
 
@@ -52,8 +53,18 @@ def _phases(records: Sequence[RequestRecord], windows: Sequence[LevelWindow]) ->
     return phases
 
 
+def _drill_verdict(verified: Mapping[str, Any]) -> tuple[list[str], str]:
+    """(a line per failed drill, the summary's part for the drills when none failed)."""
+    drills = list(verified.get("drills") or [])
+    failures = [failure_line(drill) for drill in failed_drills(drills)]
+    if not failures and verified.get("drills_passed") is False:
+        failures = ["a drill failed"]  # the flag says so even where no drill's entry does
+    return failures, (passed_summary(drills) if drills and not failures else "")
+
+
 def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -> tuple[str, str]:
-    """A search fails when no level held every SLO or the verified plan did not hold."""
+    """A search fails when no level held every SLO, the verified plan did not hold, or a drill
+    failed (each failed drill's reason joins the verdict's reason, `; `-separated: one line)."""
     verdict, reason = report["verdict"], report["reason"]
     if verdict == "error":
         return verdict, reason
@@ -64,13 +75,14 @@ def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -
         limiting = capacity.get("limiting_slo") or "the SLOs"
         return "fail", f"no load level held every SLO ({limiting} failed even at the lowest level)"
     verified = replicas.get("verified") or {}
-    if verified.get("passed") is False:
-        failed = [c for c in verified["at_plan"]["checks"] if not c["passed"]]
+    drill_failures, drills_passed = _drill_verdict(verified)
+    at_plan = verified.get("at_plan") or {}
+    # The plan's own run failed (not only a drill, should `passed` come to cover the drills too).
+    if verified.get("passed") is False and at_plan.get("passed") is not True:
+        failed = [c for c in at_plan.get("checks") or [] if not c["passed"]]
         names = ", ".join(check["name"] for check in failed) or "no requests measured"
-        return (
-            "fail",
-            f"the plan of {verified['replicas']} replicas did not hold at the peak rate ({names} failed)",
-        )
+        plan = f"the plan of {verified['replicas']} replicas did not hold at the peak rate ({names} failed)"
+        return "fail", "; ".join([plan, *drill_failures])
     parts = [f"capacity at SLO {capacity_words(capacity)}"]
     if knee.get("level") is not None:
         sessions = capacity.get("sessions_per_s") is not None and over == "rate"
@@ -82,14 +94,17 @@ def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -
         parts.append(f"knee at {level}")
     if replicas.get("count") is not None:
         parts.append(f"plan {replicas['count']} replicas ({replicas['formula']})")
-    if verified.get("passed"):
+    if at_plan.get("passed"):
         fewer = verified.get("one_fewer_passed")
         parts.append(
             "verified" + ("" if fewer is None else "; one fewer held too" if fewer else "; one fewer failed")
         )
+    summary = ", ".join(parts) + (f"; {drills_passed}" if drills_passed else "")
     if verdict == "fail":  # a whole-run SLO (tokens/s floor, memory, cold start) failed
-        return verdict, f"{reason}; {', '.join(parts)}"
-    return "pass", ", ".join(parts)
+        return verdict, "; ".join([reason, *drill_failures, summary])
+    if drill_failures:
+        return "fail", "; ".join([*drill_failures, summary])
+    return "pass", summary
 
 
 def build_search_report(

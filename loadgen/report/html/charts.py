@@ -181,11 +181,13 @@ def _draw_series(ax: Axes, series: Series, color: str) -> None:
     if series.style == "points":
         (artist,) = ax.plot(x, y, linestyle="none", marker="o", markersize=5, color=color, label=label)
     elif series.style == "step":
-        (artist,) = ax.plot(x, y, drawstyle="steps-post", linestyle=style, color=color, lw=1.6, label=label)
+        (artist,) = ax.plot(
+            x, y, drawstyle="steps-post", linestyle=style, color=color, lw=series.line_width, label=label
+        )
     else:
         marker = "o" if series.style == "linepoints" else None
         (artist,) = ax.plot(
-            x, y, linestyle=style, marker=marker, markersize=5, color=color, lw=1.6, label=label
+            x, y, linestyle=style, marker=marker, markersize=5, color=color, lw=series.line_width, label=label
         )
     artist.set_gid(f"data-{gid(series.name)}")
     if series.whiskers is not None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from loadgen.collect.stats import PhaseWindow
 from loadgen.report.html import distribution_section as dist
+from loadgen.report.html import drill_section as drills
 from loadgen.report.html import search_section as search
 from loadgen.report.html import server_section as server
 from loadgen.report.html.charts import Chart
@@ -120,7 +121,9 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     sections.append(Section("Server", _server_body(report, inputs), "server"))
     if is_search:
         sections.append(Section("Load levels", search.level_table(report), "levels"))
-        sections.append(Section("Replica plan and verification", search.plan_block(report), "plan"))
+        plan = search.plan_block(report) + drills.drill_overview(report)
+        sections.append(Section("Replica plan and verification", plan, "plan"))
+        sections += drills.drill_sections(report)
     subject = search.decision_headline(report) if is_search else ""
     footer = "loadtest · report.html is self-contained: open it in any browser, no network needed."
     return render_page(

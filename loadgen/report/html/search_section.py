@@ -1,5 +1,5 @@
-"""A search run's decision: capacity at SLO, knee, replica plan, verification, and the curves
-(throughput and p95 latency against the level) with the knee and capacity marked."""
+"""A search run's decision: capacity at SLO, knee, replica plan, verification (and its drills), and
+the curves (throughput and p95 latency against the level) with the knee and capacity marked."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.report.drill_facts import failed_drills
 from loadgen.report.evaluation_markdown import slo_words
 from loadgen.report.html import slo_lines
 from loadgen.report.html.charts import Chart, Marker, Series, line_chart
@@ -56,9 +57,17 @@ def _verification(replicas: Mapping[str, Any]) -> Card:
         parts.append(
             f"×{fewer.get('replicas')} {held} (TTFT p95 {num((fewer.get('ttft_ms') or {}).get('p95'), 'ms')})"
         )
+    drills = verified.get("drills") or []
+    failed = failed_drills(drills)
+    if drills:  # a drill the plan did not survive fails the run like the plan itself
+        said = [f"{d.get('name')} {'FAILED' if d.get('passed') is False else 'passed'}" for d in drills]
+        parts.append("drills: " + ", ".join(said))
+    passed = bool(verified.get("passed")) and not failed
     held = "held" if verified.get("passed") else "FAILED"
+    if verified.get("passed") and failed:
+        held = f"held, {'a drill' if len(failed) == 1 else 'drills'} FAILED"
     value = f"{plan.get('replicas', verified.get('replicas'))} replicas {held}"
-    return Card("verification", value, "; ".join(parts), status_of(bool(verified.get("passed"))), big=True)
+    return Card("verification", value, "; ".join(parts), status_of(passed), big=True)
 
 
 def decision_cards(report: Mapping[str, Any]) -> str:

@@ -1,0 +1,292 @@
+"""report.html's drills (`verify.drills`): an overview table under the verification, then a
+section per drill: its numbers as cards, the fleet over time (replicas up, ready, in rotation),
+requests per replica, and TTFT p95 and errors per second with the windows over an SLO shaded.
+
+Everything is drawn from the drill's evaluation in report.json (`replicas.verified.drills[]`);
+times are seconds on the run clock, like the rest of the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
+
+from loadgen.report import drill_facts as words
+from loadgen.report.html import slo_lines
+from loadgen.report.html.charts import PALETTE, SLO_COLOR, Chart, Series, bar_chart, gid, line_chart
+from loadgen.report.html.page import Card, CellStatus, Section, cards, grid, note, status_of, table
+from loadgen.report.html.timeseries_section import TIME_LABEL, wide_range
+
+Drill = Mapping[str, Any]
+NAN = float("nan")
+DISRUPTION_COLOR = "#6A1B9A"
+# The fleet's three counts often coincide: the wider line lies underneath, so each stays visible.
+FLEET = (
+    ("up", "up", "#bdbdbd", 6.0),
+    ("ready", "ready", PALETTE[0], 3.2),
+    ("in_rotation", "in rotation", PALETTE[1], 1.6),
+)
+_KIND_WORDS = {"kill": "kill one replica", "rolling_restart": "rolling restart", "scale_up": "scale up"}
+
+
+def _extent(drill: Drill) -> tuple[float, float]:
+    """The drill's measured part on the run clock: from its first window (or fleet step) to its
+    last window's end (or the disruption's, should it run past)."""
+    starts = [float(w["start_s"]) for w in drill.get("windows") or []]
+    starts += [float(p["t_s"]) for p in drill.get("fleet") or []]
+    starts += [float(s["t_s"]) for s in drill.get("series") or []]
+    ends = [float(w["end_s"]) for w in drill.get("windows") or []]
+    ends += [float(s["t_s"]) + 1.0 for s in drill.get("series") or []]
+    disruption = drill.get("disruption") or {}
+    ends += [float(disruption[key]) for key in ("start_s", "end_s") if disruption.get(key) is not None]
+    if not starts:
+        starts = ends[:1] or [0.0]
+    return min(starts), max([*ends, min(starts) + 1.0])
+
+
+def _shade(drill: Drill, legend: bool = True) -> Any:
+    """A `decorate` that shades the windows over an SLO (gid span-violated-<n>) and marks the
+    disruption's start and end with dotted lines (`legend`: named in the legend, else in the caption)."""
+    violated = [w for w in drill.get("windows") or [] if w.get("violated")]
+    disruption = drill.get("disruption") or {}
+
+    def decorate(ax: Axes) -> None:
+        for number, window in enumerate(violated):
+            label = "over an SLO" if number == 0 else None
+            patch = ax.axvspan(
+                float(window["start_s"]), float(window["end_s"]), facecolor=SLO_COLOR, alpha=0.13, lw=0
+            )
+            patch.set_gid(f"span-violated-{number}")
+            if label:
+                patch.set_label(label)
+        for key, label in (("start_s", "disruption" if legend else None), ("end_s", None)):
+            if disruption.get(key) is not None:
+                line = ax.axvline(
+                    float(disruption[key]), color=DISRUPTION_COLOR, linestyle=":", lw=1.4, label=label
+                )
+                line.set_gid(f"marker-disruption-{key.removesuffix('_s')}")
+
+    return decorate
+
+
+def fleet_steps(drill: Drill) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The fleet's step times and counts (up, ready, in_rotation), the last held to the drill's end."""
+    points = sorted(drill.get("fleet") or [], key=lambda p: float(p["t_s"]))
+    if not points:
+        return np.empty(0), {key: np.empty(0) for key, *_ in FLEET}
+    _, end = _extent(drill)
+    x = np.array([float(p["t_s"]) for p in points] + [max(end, float(points[-1]["t_s"]))])
+    counts = {key: np.array([int(p[key]) for p in points] + [int(points[-1][key])]) for key, *_ in FLEET}
+    return x, counts
+
+
+def fleet_chart(drill: Drill, chart_id: str) -> Chart:
+    """Replicas up, ready and in rotation as step lines from the drill's start to its end."""
+    x, counts = fleet_steps(drill)
+    series = [
+        Series(key.replace("_", "-"), x, counts[key], label, color, "step", line_width=width)
+        for key, label, color, width in FLEET
+    ]
+    top = max([int(drill.get("replicas") or 0), *counts["up"].tolist(), 1])
+    shade = _shade(drill, legend=False)  # four entries fit the legend's one row
+
+    def decorate(ax: Axes) -> None:
+        shade(ax)
+        ax.set_ylim(0, top + 0.6)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # replicas come whole
+
+    return line_chart(
+        chart_id,
+        "The fleet over time",
+        TIME_LABEL,
+        "replicas",
+        series,
+        decorate=decorate,
+        caption="Up: replica processes running; ready: their readiness answered; in rotation: the "
+        "balancer sends them requests. Red: the windows over an SLO; dotted: the disruption.",
+    )
+
+
+def per_replica_chart(drill: Drill, chart_id: str) -> Chart:
+    """Requests routed to each slot in the measured part, with the even share marked."""
+    counts = sorted((drill.get("per_replica") or {}).items(), key=lambda item: int(item[0]))
+    values = [float(count) for _, count in counts]
+    even = sum(values) / len(values) if values else 0.0
+
+    def decorate(ax: Axes) -> None:
+        if values:
+            line = ax.axhline(even, color="#555555", linestyle="--", lw=1.2, label="even share")
+            line.set_gid("marker-even-share")
+            # Named at its left end, clear of the bars' values: a single line gets no legend.
+            ax.annotate(
+                f"even share {even:.0f}",
+                (0.0, even),
+                xycoords=("axes fraction", "data"),
+                xytext=(4, 4),
+                textcoords="offset points",
+                ha="left",
+                fontsize=9,
+                color="#555555",
+            )
+
+    return bar_chart(
+        chart_id,
+        "Requests per replica",
+        [f"replica {slot}" for slot, _ in counts],
+        values,
+        colors=[PALETTE[0]] * len(values),
+        value_label="requests",
+        decorate=decorate,
+        caption="Requests the balancer routed to each slot (a replacement keeps its slot) in the "
+        "measured part.",
+    )
+
+
+def _per_second(drill: Drill, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """A per-second value as a step series, its last second carried to the second's end."""
+    seconds = sorted(drill.get("series") or [], key=lambda s: float(s["t_s"]))
+    x = [float(s["t_s"]) for s in seconds]
+    y = [NAN if s.get(key) is None else float(s[key]) for s in seconds]
+    if seconds:
+        x.append(x[-1] + 1.0)
+        y.append(y[-1])
+    return np.array(x), np.array(y)
+
+
+def ttft_chart(drill: Drill, slos: Sequence[Mapping[str, Any]], chart_id: str) -> Chart:
+    x, ttft = _per_second(drill, "ttft_p95_ms")
+    p95 = [slo for slo in slos if str(slo.get("name")) == "ttft p95"]  # the one this series compares to
+    return line_chart(
+        chart_id,
+        "TTFT p95 per second",
+        TIME_LABEL,
+        "ms",
+        [Series("ttft-p95", x, ttft, "TTFT p95", PALETTE[0], "step")],
+        thresholds=slo_lines.thresholds(p95, ["ttft"]),
+        log_y=wide_range([ttft], 20.0),
+        decorate=_shade(drill),
+        caption="TTFT p95 of the requests sent in each second; red: the windows over a per-level SLO.",
+    )
+
+
+def errors_chart(drill: Drill, chart_id: str) -> Chart:
+    x, errors = _per_second(drill, "errors")
+    _, requests = _per_second(drill, "requests")
+    return line_chart(
+        chart_id,
+        "Errors and requests per second",
+        TIME_LABEL,
+        "requests/s",
+        [
+            Series("requests", x, requests, "requests sent", "#9e9e9e", "step"),
+            Series("errors", x, errors, "failed", SLO_COLOR, "step", line_width=2.2),
+        ],
+        y_min=0,
+        decorate=_shade(drill),
+        caption="Requests sent in each second and those of them that failed.",
+    )
+
+
+def _cards(drill: Drill) -> str:
+    passed = drill.get("passed")
+    verdict = "passed" if passed else "FAILED" if passed is False else "–"
+    after = float(drill.get("violation_s_after_detection") or 0.0)
+    budget = words.seconds(drill.get("max_violation_s"))
+    within = f"{words.seconds(after)} over the SLO, within a budget of {budget}"
+    reason = words.failure_line(drill) if passed is False else within
+    over: CellStatus = "fail" if after > float(drill.get("max_violation_s") or 0.0) else "none"
+    kill = drill.get("kind") == "kill"
+    spent = f"{words.seconds(drill.get('violation_s'))} in all; budget {budget}"
+    survivors = drill.get("survivors") or {}
+    lost = "; ".join(
+        part for part in (words.lost_parts(drill), f"errors: {words.errors_words(drill)}") if part
+    )
+    items = [
+        Card(f"drill {drill.get('name')}", verdict, reason, status_of(passed), big=True),
+        Card("over the SLO" + (" after detection" if kill else ""), words.seconds(after), spent, over),
+        Card("time to detect", words.seconds(drill.get("time_to_detect_s")), "kill → out of rotation"),
+        Card("time to recover", words.seconds(drill.get("time_to_recover_s")), "disruption → last bad s"),
+        Card("lost requests", _lost_total(drill), lost),
+        Card("TTFT p95", words.ttft_words(drill), "steady → during the disruption"),
+        Card("replacement cold start", words.cold_start_words(drill), "start → ready"),
+        Card("survivors", words.survivors_words(drill), "the other replicas, while one was out",
+             status_of(survivors.get("held"))),
+        Card("unaccounted", str(drill.get("unaccounted", "–")), "planned − recorded requests",
+             "fail" if drill.get("unaccounted") else "none"),
+    ]  # fmt: skip
+    if drill.get("kind") == "scale_up":
+        items.insert(2, Card("decision → serving", words.scale_words(drill), "each replica the scaler added"))
+    if not kill:  # detection is the kill's number: other kinds take replicas out on purpose
+        items = [card for card in items if card.label != "time to detect"]
+    return cards(items, even=True)  # equal widths: the rows line up
+
+
+def _lost_total(drill: Drill) -> str:
+    lost = drill.get("lost")
+    return "–" if not lost else str(lost.get("total", "–"))
+
+
+def _notes(drill: Drill) -> str:
+    said = []
+    if drill.get("unfinished"):
+        said.append(f"Unfinished: {drill['unfinished']}.")
+    if drill.get("merged_windows"):
+        said.append(
+            f"{drill['merged_windows']} windows held too few requests and were merged with a neighbour."
+        )
+    return "".join(note(text) for text in said)
+
+
+def drill_section(drill: Drill, slos: Sequence[Mapping[str, Any]]) -> Section:
+    name = str(drill.get("name") or drill.get("kind"))
+    prefix = f"drill-{gid(name)}"
+    charts = [
+        fleet_chart(drill, f"{prefix}-fleet"),
+        per_replica_chart(drill, f"{prefix}-per-replica"),
+        ttft_chart(drill, slos, f"{prefix}-ttft"),
+        errors_chart(drill, f"{prefix}-errors"),
+    ]
+    kind = _KIND_WORDS.get(str(drill.get("kind")), str(drill.get("kind")))
+    if drill.get("kind") == "scale_up" and drill.get("from_replicas") is not None:
+        kind += f" from {drill['from_replicas']} to {drill.get('replicas')} replicas"
+    verdict = "passed" if drill.get("passed") else "FAILED" if drill.get("passed") is False else ""
+    title = f"Drill {name}: {kind}{f' — {verdict}' if verdict else ''}"
+    body = _cards(drill) + _notes(drill) + grid([chart.html() for chart in charts])
+    return Section(title, body, prefix)
+
+
+def drill_sections(report: Mapping[str, Any]) -> list[Section]:
+    """A section per drill, in the order run."""
+    return [drill_section(drill, report.get("slo") or []) for drill in words.drills_of(report)]
+
+
+def drill_overview(report: Mapping[str, Any]) -> str:
+    """The drills in a table under the verification ('' without drills)."""
+    drills = words.drills_of(report)
+    if not drills:
+        return ""
+    rows = [
+        [
+            str(drill.get("name")),
+            str(drill.get("kind")),
+            words.violation_words(drill),
+            words.seconds(drill.get("time_to_recover_s")),
+            _lost_total(drill),
+            words.ttft_words(drill),
+            "passed" if drill.get("passed") else "FAILED",
+        ]
+        for drill in drills
+    ]
+    statuses = [status_of(drill.get("passed")) for drill in drills]
+    headers = ["drill", "kind", "over the SLO s", "recovered in", "lost", "TTFT p95", "verdict"]
+    failed = [note(words.failure_line(drill)) for drill in words.failed_drills(drills)]
+    said = note(
+        "Over the SLO: seconds of windows over a per-level SLO from the balancer's detection on / in "
+        "all / the drill's budget. TTFT p95: steady → during the disruption. Each drill has its "
+        "section below."
+    )
+    return "<h3>Drills</h3>" + table(headers, rows, statuses, status_column=6) + "".join(failed) + said
