@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import (
     Field,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -113,15 +114,17 @@ class VerifySpec(BalancerSpec):
     # server.kind external: the replicas (the first may be server.url), and how to stop/start each.
     external_replicas: list[ExternalReplica] = Field(default_factory=list, max_length=64)
 
-    @model_validator(mode="after")
-    def _drill_names_unique(self) -> VerifySpec:
+    # A field validator, not a model one: a model validator would rename this union member in
+    # pydantic's errors (scenario/locate.py keeps only the members that fit the value by name).
+    @field_validator("drills")
+    @classmethod
+    def _drill_names_unique(cls, drills: list[Drill]) -> list[Drill]:
         seen: set[str] = set()
-        for index, drill in enumerate(self.drills):
+        for drill in drills:
             if drill.label in seen:
-                message = f"two drills are named '{drill.label}': give each a name:"
-                raise field_error(("drills", index, "name"), message, drill.name)
+                raise ValueError(f"two drills are named '{drill.label}': give each a name:")
             seen.add(drill.label)
-        return self
+        return drills
 
 
 class Scenario(StrictModel):
