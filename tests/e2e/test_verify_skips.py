@@ -1,5 +1,6 @@
 """Verification is skipped, with its reason, where it cannot run (README, "Verify"): a plan over
-`verify.max_replicas`, and an `external` server, whose replicas the tool cannot start. The search
+`verify.max_replicas`, and an `external` server whose replicas are not listed (the tool cannot
+start them). The search
 and the plan still stand; nothing is sent at the peak and no replica is started."""
 
 from __future__ import annotations
@@ -78,5 +79,8 @@ def test_an_external_server_is_not_verified(tmp_path: Path, server_url: str):
     assert verified == {
         "replicas": count,
         "passed": None,
-        "skipped": "verify starts replicas only for servers the tool starts (server.kind is external)",
+        "skipped": (
+            f"the plan needs {count} replicas of an external server: list them in "
+            "verify.external_replicas (0 given)"
+        ),
     }
