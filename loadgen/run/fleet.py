@@ -91,23 +91,20 @@ class Fleet:
 
     def crash(self, number: int) -> None:
         """SIGKILL slot `number`'s server (an external one: its stop command)."""
-        if self.external:
-            self._down.add(number)
-            self._run_external(number, "stop")
-            return
-        adapter = self.members.pop(number, None)
-        if adapter is not None:
-            adapter.kill()
+        self._end(number, lambda adapter: adapter.kill())  # the subclass's own kill
 
     def terminate(self, number: int) -> None:
         """SIGTERM slot `number`'s server, SIGKILL after its grace period (external: stop command)."""
+        self._end(number, lambda adapter: adapter.stop())
+
+    def _end(self, number: int, how: Callable[[Adapter], None]) -> None:
         if self.external:
             self._down.add(number)
             self._run_external(number, "stop")
             return
         adapter = self.members.pop(number, None)
         if adapter is not None:
-            adapter.stop()
+            how(adapter)
 
     def _run_external(self, number: int, action: str) -> Started:
         replica = self.externals[number - 1]
