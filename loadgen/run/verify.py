@@ -73,10 +73,14 @@ def verify_plan(
         "balance": spec.balance,
     }
     say(f"verify: {format_number(peak)} {unit} over {count} replica(s), {spec.balance}")
-    _run_level(levels, spec, peak, duration, warmup, "verify", replicas)
+    # The balancer's moves (a replica out of rotation and back) in the calm runs too.
+    setup["events"] = {"verify": _run_level(levels, spec, peak, duration, warmup, "verify", replicas)}
     if spec.one_fewer and count > 1:
         say(f"verify: {format_number(peak)} {unit} over {count - 1} replica(s) (one fewer)")
-        _run_level(levels, spec, peak, duration, warmup, "verify_one_fewer", replicas[:-1])
+        fewer = replicas[:-1]
+        setup["events"]["verify_one_fewer"] = _run_level(
+            levels, spec, peak, duration, warmup, "verify_one_fewer", fewer
+        )
     if spec.drills and fleet is not None and not (stop is not None and stop.is_set()):
         before_drills()
         balancer = _balancer(levels, spec, replicas)
@@ -153,10 +157,12 @@ def _run_level(
     warmup: float,
     role: Any,
     replicas: Sequence[tuple[Endpoint, str | None]],
-) -> None:
+) -> list[dict[str, Any]]:
+    """Run one calm level behind its own balancer; return the balancer's events."""
     balancer = _balancer(levels, spec, replicas)
     balancer.start_probing()
     try:
         levels.run(peak, "rate", duration_s=duration, warmup_s=warmup, role=role, balancer=balancer)
     finally:
         balancer.stop_probing()
+    return balancer.events
