@@ -16,7 +16,9 @@ from servers.simulated import SimulatedAdapter, SimulatedServerConfig
 
 def _fleet(tmp_path: Path, url: str, replica: ExternalReplica, timeout_s: float = 10.0) -> Fleet:
     config = ExternalServerConfig(kind="external", url=url)
-    return Fleet(config, tmp_path, lambda _: None, externals=[replica], startup_timeout_s=timeout_s, model="m")
+    return Fleet(
+        config, tmp_path, lambda _: None, externals=[replica], startup_timeout_s=timeout_s, model="m"
+    )
 
 
 def test_commands_stop_and_start_an_external_replica(tmp_path: Path):
@@ -38,7 +40,8 @@ def test_commands_stop_and_start_an_external_replica(tmp_path: Path):
         assert fleet.serving(1)
         assert started.endpoint.base_url == endpoint.base_url and started.endpoint.model == "m"
         assert started.cold_start_s is not None and 0 <= started.cold_start_s < 5
-        assert said.read_text().splitlines() == [f"stop 1 {endpoint.base_url}", f"start 1 {endpoint.base_url}"]
+        url = endpoint.base_url
+        assert said.read_text().splitlines() == [f"stop 1 {url}", f"start 1 {url}"]
     finally:
         server.stop()
 
