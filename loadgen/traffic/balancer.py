@@ -32,6 +32,8 @@ from servers.direct_http import http_get
 
 PROBE_TIMEOUT_S = 2.0  # a probe slower than this (or the interval) failed
 REFUSED = "connection failed"  # users.py's text for a request that never connected
+# What an ingress answers when every replica behind it is out of rotation (the request's record).
+NO_REPLICA = "HTTP 503 from the balancer: no replica in rotation"
 
 
 @dataclass

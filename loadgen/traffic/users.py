@@ -32,7 +32,7 @@ from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_
 from loadgen.redact import redact
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
-from loadgen.traffic.balancer import Balancer, Slot
+from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.images import attached_images, sends_images, warm_workload
 from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
@@ -51,8 +51,6 @@ from loadgen.traffic.tool_request import calls_tool, tool_fields
 from servers.base import Endpoint
 
 ERROR_TEXT_LIMIT = 200
-# What an ingress answers when every replica behind it is out of rotation.
-NO_REPLICA = "HTTP 503 from the balancer: no replica in rotation"
 _EVERY_STATUS = frozenset(range(100, 600))
 
 

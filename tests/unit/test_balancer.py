@@ -1,13 +1,13 @@
 """The balancer's routing and health rules, on its own (no servers): which replica each policy
-picks, when a replica leaves rotation, and what it records."""
+picks, when a replica leaves rotation, and what it records. (Nothing here imports Locust: it
+patches the whole process for gevent on import.)"""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from loadgen.collect.records import RequestRecord
-from loadgen.traffic.balancer import Balancer
-from loadgen.traffic.users import NO_REPLICA
+from loadgen.traffic.balancer import NO_REPLICA, Balancer
 from servers.base import Endpoint
 
 
