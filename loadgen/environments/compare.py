@@ -193,8 +193,7 @@ def _why_not_eligible(run: EnvironmentRun, row: Mapping[str, Any]) -> str | None
             return f"leaks: memory grows {format_number(observed)} MB/min > {format_number(threshold)} MB/min"
         return f"fails an SLO: {slo['name']} = {format_number(observed)} {slo.get('unit', '')} at capacity"
     verified = _get(report, "replicas", "verified") or {}
-    # The plan's own run failed (not a drill alone, should `passed` come to cover the drills).
-    if verified.get("passed") is False and _get(verified, "at_plan", "passed") is not True:
+    if verified.get("passed") is False:
         failed = [c["name"] for c in _get(verified, "at_plan", "checks") or [] if not c.get("passed")]
         names = ", ".join(failed) or "no requests measured"
         return f"the plan of {verified.get('replicas')} replicas did not hold at the peak ({names} failed)"
@@ -204,8 +203,6 @@ def _why_not_eligible(run: EnvironmentRun, row: Mapping[str, Any]) -> str | None
         many = len(broken) > 1
         words = "; ".join(failure_words(drill) for drill in broken)
         return f"fails {len(broken)} drills ({words})" if many else f"fails a drill ({words})"
-    if verified.get("drills_passed") is False:
-        return "fails a drill"
     if row["verdict"] != "pass":
         return f"fails: {row['reason']}"
     if row["replicas"] is None:
