@@ -150,6 +150,15 @@ def _in_flight_at(record: RequestRecord, t_s: float) -> bool:
     return record_time(record) < t_s and (record.done_s is None or record.done_s >= t_s)
 
 
+def _lost_around(
+    records: Sequence[RequestRecord], slot: int | None, t_s: float, until_s: float
+) -> tuple[int, int]:
+    """Failed requests on `slot`: (in flight at `t_s`, sent in [t_s, until_s))."""
+    failed = _failed_on(records, slot)
+    in_flight = sum(1 for record in failed if _in_flight_at(record, t_s))
+    return in_flight, sum(1 for record in failed if t_s <= record_time(record) < until_s)
+
+
 def lost_to_kill(records: Sequence[RequestRecord], events: Sequence[Event]) -> dict[str, int] | None:
     """Failed requests on the killed slot: in flight at the kill, and sent after it before the
     balancer took the slot out (without an "out": before the replacement came in)."""
@@ -157,10 +166,7 @@ def lost_to_kill(records: Sequence[RequestRecord], events: Sequence[Event]) -> d
     if kill is None:
         return None
     out = find(events, "out", kill.replica, kill.t_s) or find(events, "in", kill.replica, kill.t_s)
-    until = math.inf if out is None else out.t_s
-    failed = _failed_on(records, kill.replica)
-    in_flight = sum(1 for record in failed if _in_flight_at(record, kill.t_s))
-    before = sum(1 for record in failed if kill.t_s <= record_time(record) < until)
+    in_flight, before = _lost_around(records, kill.replica, kill.t_s, math.inf if out is None else out.t_s)
     return {"in_flight": in_flight, "before_detection": before, "total": in_flight + before}
 
 
@@ -170,10 +176,8 @@ def lost_to_restarts(records: Sequence[RequestRecord], events: Sequence[Event]) 
     in_flight = before = 0
     for drain in (event for event in events if event.event == "drain"):
         back = find(events, "in", drain.replica, drain.t_s)
-        until = math.inf if back is None else back.t_s
-        failed = _failed_on(records, drain.replica)
-        in_flight += sum(1 for record in failed if _in_flight_at(record, drain.t_s))
-        before += sum(1 for record in failed if drain.t_s <= record_time(record) < until)
+        lost = _lost_around(records, drain.replica, drain.t_s, math.inf if back is None else back.t_s)
+        in_flight, before = in_flight + lost[0], before + lost[1]
     return {"in_flight": in_flight, "before_detection": before, "total": in_flight + before}
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +26,11 @@ from loadgen.run.fleet import Fleet, FleetError
 from loadgen.run.level_runner import LevelRunner
 from loadgen.scenario.drills import Drill, KillDrill, RollingRestartDrill, ScaleUpDrill
 from loadgen.scenario.model import Scenario, VerifySpec
-from loadgen.scenario.phases import ConstantPhase, Phase, PoissonPhase, RampPhase
+from loadgen.scenario.phases import Phase, RampPhase
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.balancer import Balancer
 from loadgen.traffic.level_behaviour import LevelBehaviour
-from loadgen.traffic.level_requests import level_rng, requests_at
+from loadgen.traffic.level_requests import arrival_phase, level_rng, requests_at
 from loadgen.traffic.schedule import PlannedRequest, PlannedRequests, Schedule
 
 WAIT_STEP_S = 0.01  # how often a drain or a wait for rotation looks again
@@ -56,7 +56,7 @@ class DrillRun:
     stop: gevent.event.Event
 
     def now(self) -> float:
-        return (time.perf_counter_ns() - self.levels.origin_ns) / 1e9
+        return self.levels.now_s()
 
     @property
     def ready_deadline_s(self) -> float:
@@ -86,12 +86,9 @@ def make_whole(run: DrillRun, count: int) -> None:
     for number in range(1, count + 1):
         if not run.fleet.serving(number):
             start_replacement(run, number, [])
-    deadline = time.monotonic() + run.ready_deadline_s
-    while not all(slot.in_rotation for slot in run.balancer.slots[:count]):
-        if time.monotonic() > deadline or run.stop.is_set():
-            missing = [slot.number for slot in run.balancer.slots[:count] if not slot.in_rotation]
-            raise FleetError(f"replicas {missing} did not come back in rotation before the drill")
-        gevent.sleep(WAIT_STEP_S)
+    missing = wait_in_rotation(run, range(1, count + 1))
+    if missing:
+        raise FleetError(f"replicas {missing} did not come back in rotation before the drill")
 
 
 def start_replacement(run: DrillRun, number: int, starts: list[dict[str, Any]]) -> bool:
@@ -120,13 +117,14 @@ def start_replacement(run: DrillRun, number: int, starts: list[dict[str, Any]]) 
     return True
 
 
-def wait_in_rotation(run: DrillRun, number: int) -> bool:
+def wait_in_rotation(run: DrillRun, numbers: Sequence[int]) -> list[int]:
+    """Wait (bounded, ended by a stop) until these slots are in rotation; those still out."""
     deadline = time.monotonic() + run.ready_deadline_s
-    while not run.balancer.slot(number).in_rotation:
-        if time.monotonic() > deadline:
-            return False
+    while missing := [n for n in numbers if not run.balancer.slot(n).in_rotation]:
+        if time.monotonic() > deadline or run.stop.is_set():
+            return missing
         gevent.sleep(WAIT_STEP_S)
-    return True
+    return []
 
 
 @dataclass
@@ -136,7 +134,6 @@ class DrillLevel:
     (`cut_at`), and the disruption (`act(window_start_s)`) started with the traffic."""
 
     run: DrillRun
-    replicas: int
     pieces: list[tuple[Phase | None, float]]  # (shape, seconds): None sends nothing
     warmup_s: float
     act: Callable[[DrillLevel, float], None]
@@ -216,10 +213,7 @@ def _steady(run: DrillRun, rate: float) -> Phase | None:
         return None
     search = run.scenario.search
     assert search is not None
-    given = {"rate": rate, "duration": 1.0, "max_concurrency": search.max_concurrency}
-    if search.arrival == "constant":
-        return ConstantPhase(kind="constant", **given)
-    return PoissonPhase(kind="poisson", **given)
+    return arrival_phase(search.arrival, rate, 1.0, search.max_concurrency)
 
 
 def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
@@ -234,13 +228,11 @@ def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
     else:
         level = _scale_level(run, drill, warmup, starts, extra)
     first_event = len(balancer.events)  # a scale-up's stops before its level are not its events
-    initial = {
-        "up": [n for n in range(1, len(balancer.slots) + 1) if run.fleet.serving(n)],
-        "ready": [n for n in range(1, len(balancer.slots) + 1) if run.fleet.serving(n)],
-        "in_rotation": [slot.number for slot in balancer.rotation()],
-    }
+    serving = [slot.number for slot in balancer.slots if run.fleet.serving(slot.number)]
+    # A serving replica is a ready one: the fleet returns a start only once it is ready.
+    initial = {"up": serving, "ready": serving, "in_rotation": [slot.number for slot in balancer.rotation()]}
     duration = sum(seconds for _, seconds in level.pieces)
-    run.say(f"drill {drill.label}: {drill.kind} at the peak over {level.replicas} replica(s)")
+    run.say(f"drill {drill.label}: {drill.kind} at the peak over {run.count} replica(s)")
     window = run.levels.run(
         run.peak, "rate", duration_s=duration, warmup_s=warmup, role="drill", balancer=balancer, drill=level
     )
@@ -255,7 +247,7 @@ def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
         "rate": run.peak,
         "unit": run.unit,
         "replicas": run.count,
-        "from_replicas": extra.pop("from_replicas", None),
+        "from_replicas": extra.get("from_replicas"),
         "max_violation_s": drill.max_violation_s,
         "planned_requests": level.released,
         "balance": balancer.policy,
@@ -264,8 +256,7 @@ def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
         "initial": initial,
         "events": events,
         "replica_starts": starts,
-        "unfinished": extra.pop("unfinished", None),
-        **extra,
+        "unfinished": extra.get("unfinished"),
     }
     return setup
 
@@ -283,10 +274,10 @@ def _kill_level(run: DrillRun, drill: KillDrill, warmup: float, starts: list[dic
         run.say(f"drill {drill.label}: replica {victim} killed with {in_flight} request(s) in flight")
         gevent.sleep(drill.replace_after)
         if start_replacement(run, victim, starts):
-            wait_in_rotation(run, victim)
+            wait_in_rotation(run, [victim])
 
     peak = _steady(run, run.peak)
-    return DrillLevel(run, run.count, [(peak, warmup + measured)], warmup, act)
+    return DrillLevel(run, [(peak, warmup + measured)], warmup, act)
 
 
 def _rolling_level(
@@ -298,7 +289,6 @@ def _rolling_level(
 ) -> DrillLevel:
     per_replica = drill.drain + 3 * run.slowest_start_s + 2 * run.balancer.health_interval_s
     timeout = drill.timeout if drill.timeout is not None else run.count * per_replica
-    extra["unfinished"] = None
 
     def act(level: DrillLevel, window_start_s: float) -> None:
         sleep_until(run, window_start_s + drill.before)
@@ -312,7 +302,7 @@ def _rolling_level(
                 gevent.sleep(WAIT_STEP_S)
             run.balancer.note(number, "terminate", in_flight=slot.outstanding)
             run.fleet.terminate(number)
-            if not (start_replacement(run, number, starts) and wait_in_rotation(run, number)):
+            if not start_replacement(run, number, starts) or wait_in_rotation(run, [number]):
                 break
             done += 1
             if run.now() > deadline_s:
@@ -327,7 +317,7 @@ def _rolling_level(
         level.cut_at_s = run.now() + drill.after
 
     peak = _steady(run, run.peak)
-    return DrillLevel(run, run.count, [(peak, warmup + drill.before + timeout + drill.after)], warmup, act)
+    return DrillLevel(run, [(peak, warmup + drill.before + timeout + drill.after)], warmup, act)
 
 
 def _scale_level(
@@ -340,13 +330,11 @@ def _scale_level(
         run.balancer.hold_out(number, "terminate")
         run.fleet.terminate(number)
     from_rate = drill.from_rate if drill.from_rate is not None else run.peak * first / run.count
-    decisions: list[float] = []
 
     def add_one(number: int, why: str) -> None:
         run.balancer.note(number, "scale", detail=why)
-        decisions.append(run.now())
         if start_replacement(run, number, starts):
-            wait_in_rotation(run, number)
+            wait_in_rotation(run, [number])
 
     def act(level: DrillLevel, window_start_s: float) -> None:
         next_number = first + 1
@@ -372,4 +360,4 @@ def _scale_level(
     low, peak = _steady(run, from_rate), _steady(run, run.peak)
     ramp = RampPhase(kind="ramp", from_rate=from_rate, to_rate=run.peak, duration=drill.ramp)
     pieces: list[tuple[Phase | None, float]] = [(low, warmup), (ramp, drill.ramp), (peak, drill.hold)]
-    return DrillLevel(run, run.count, pieces, warmup, act)
+    return DrillLevel(run, pieces, warmup, act)

@@ -73,7 +73,7 @@ class Fleet:
     def start(self, number: int) -> Started:
         """Start a server for slot `number` and wait until it is ready."""
         if self.external:
-            started = self._run_external(number, "start")
+            started = self._start_external(number)
             self._down.discard(number)
             return started
         adapter = make_adapter(self.config)
@@ -100,19 +100,36 @@ class Fleet:
     def _end(self, number: int, how: Callable[[Adapter], None]) -> None:
         if self.external:
             self._down.add(number)
-            self._run_external(number, "stop")
+            self._command(number, "stop")
             return
         adapter = self.members.pop(number, None)
         if adapter is not None:
             how(adapter)
 
-    def _run_external(self, number: int, action: str) -> Started:
+    def _start_external(self, number: int) -> Started:
+        """Its start command, then its readiness URL polled: the cold start spans both."""
+        replica = self.externals[number - 1]
+        began = time.perf_counter()
+        self._command(number, "start")
+        try:
+            ready = wait_ready(
+                replica.health_url,
+                started=began,
+                deadline=began + self.startup_timeout_s,
+                exit_code=lambda: None,
+            )
+        except NotReadyInTime:
+            raise FleetError(f"replica {number} was not ready within {self.startup_timeout_s:g}s") from None
+        endpoint = Endpoint(base_url=replica.url, model=self.model, api_key=self.api_key)
+        return Started(endpoint, replica.health_url, round(ready - began, 4))
+
+    def _command(self, number: int, action: str) -> None:
+        """Run an external replica's `start_command` or `stop_command`; FleetError if it fails."""
         replica = self.externals[number - 1]
         argv = replica.start_command if action == "start" else replica.stop_command
         if argv is None:  # the scenario's validation refuses drills without both commands
             raise FleetError(f"external replica {number} has no {action}_command")
         filled = [part.replace("{index}", str(number)).replace("{url}", replica.url) for part in argv]
-        began = time.perf_counter()
         try:
             done = subprocess.run(
                 filled, stdin=subprocess.DEVNULL, capture_output=True, timeout=COMMAND_TIMEOUT_S, check=False
@@ -124,16 +141,3 @@ class Fleet:
             raise FleetError(
                 f"replica {number}'s {action}_command exited with {done.returncode}: {said[0][:160]}"
             )
-        endpoint = Endpoint(base_url=replica.url, model=self.model, api_key=self.api_key)
-        if action == "stop":
-            return Started(endpoint, replica.health_url, None)
-        try:
-            ready = wait_ready(
-                replica.health_url,
-                started=began,
-                deadline=began + self.startup_timeout_s,
-                exit_code=lambda: None,
-            )
-        except NotReadyInTime:
-            raise FleetError(f"replica {number} was not ready within {self.startup_timeout_s:g}s") from None
-        return Started(endpoint, replica.health_url, round(ready - began, 4))

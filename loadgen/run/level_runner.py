@@ -68,8 +68,6 @@ class DrillHooks(Protocol):
     """A drill's level (loadgen.run.drills): its own schedule, told when the level is placed on
     the clock (the disruption starts then), and asked where its measured window ended."""
 
-    replicas: int
-
     def schedule(self, index: int, offset_s: float, first_id: int) -> Schedule:
         """The level's requests, due from `offset_s`, ids from `first_id`, phase `index`."""
 
@@ -104,6 +102,10 @@ class LevelRunner:
         # Multi-turn sessions: a level's arrivals (or users) hold sessions, and a tail as long as
         # its warm-up follows its window (see _rate_schedule)
         self._sessions = self.scenario.has_sessions
+
+    def now_s(self) -> float:
+        """Seconds on the run clock (the records' times)."""
+        return (time.perf_counter_ns() - self.origin_ns) / 1e9
 
     def in_flight(self) -> int:
         return self._current.dispatcher.in_flight if self._current is not None else 0
@@ -210,7 +212,7 @@ class LevelRunner:
             target_rate=None if closed else level,
             trial=trial,
             role=role,
-            replicas=drill.replicas if drill is not None else len(balancer.slots) if balancer else 1,
+            replicas=len(balancer.slots) if balancer is not None else 1,
             extended=window.extended,
             cpu_percent=cpu,
         )

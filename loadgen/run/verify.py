@@ -8,7 +8,6 @@ from the records (loadgen.evaluate.plan.verification), like every other number.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -139,14 +138,7 @@ def _replicas(
 def _balancer(
     levels: LevelRunner, spec: VerifySpec, replicas: Sequence[tuple[Endpoint, str | None]]
 ) -> Balancer:
-    origin = levels.origin_ns
-    return Balancer.over(
-        replicas,
-        spec.balance,
-        spec.unhealthy_after,
-        spec.health_interval,
-        clock=lambda: (time.perf_counter_ns() - origin) / 1e9,
-    )
+    return Balancer.over(replicas, spec.balance, spec.unhealthy_after, spec.health_interval, levels.now_s)
 
 
 def _run_level(

@@ -29,6 +29,16 @@ def level_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, index])
 
 
+def arrival_phase(
+    arrival: str, rate: float, duration_s: float, max_concurrency: int
+) -> ConstantPhase | PoissonPhase:
+    """A rate level's arrival process (`search.arrival`): evenly spaced, or Poisson."""
+    given = {"rate": rate, "duration": duration_s, "max_concurrency": max_concurrency}
+    if arrival == "constant":
+        return ConstantPhase(kind="constant", **given)
+    return PoissonPhase(kind="poisson", **given)
+
+
 def rate_level_requests(
     *,
     rate: float,
@@ -49,12 +59,7 @@ def rate_level_requests(
     a class with sessions (each opens one); None: no sessions.
 
     Warm-up, measured and tail parts each get exactly their share (as in the main schedule)."""
-    shape: ConstantPhase | PoissonPhase
-    given = {"rate": rate, "duration": duration_s, "max_concurrency": max_concurrency}
-    if arrival == "constant":
-        shape = ConstantPhase(kind="constant", **given)
-    else:
-        shape = PoissonPhase(kind="poisson", **given)
+    shape = arrival_phase(arrival, rate, duration_s, max_concurrency)
     parts = [arrival_offsets(shape, 0.0, warmup_s, rng), arrival_offsets(shape, warmup_s, duration_s, rng)]
     if tail_s > 0:  # drawn after the rest: a level without a tail draws exactly as before
         parts.append(arrival_offsets(shape, duration_s, duration_s + tail_s, rng))
