@@ -10,7 +10,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.faults.interrupting import assert_interrupted_promptly, assert_nothing_left, interrupt
+from tests.faults.interrupting import (
+    assert_interrupted_promptly,
+    assert_nothing_left,
+    command_line,
+    interrupt,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +36,13 @@ report: {formats: [json]}
 """
 
 
-def _replacement_starting(_: psutil.Process, out: Path) -> bool:
-    return any(out.glob("*/server-replica-2-start-1.log"))
+def _replacement_starting(cli: psutil.Process, out: Path) -> bool:
+    """The replacement's log is open and its process spawned (the log is opened just before the
+    spawn): the first server and the replacement are both running."""
+    if not any(out.glob("*/server-replica-2-start-1.log")):
+        return False
+    servers = [child for child in cli.children(recursive=True) if "servers.simulated" in command_line(child)]
+    return len(servers) >= 2
 
 
 def test_ctrl_c_while_a_replacement_starts_stops_every_replica(tmp_path: Path):
