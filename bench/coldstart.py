@@ -112,8 +112,8 @@ def main() -> int:
     enter()  # the run's world: patched sockets and sleeps, as `loadtest run` has them
     if time.get_clock_info("perf_counter").implementation != time.get_clock_info("monotonic").implementation:
         raise SystemExit("perf_counter and monotonic are different clocks here: the comparison needs one")
+    from kernel.units import parse_duration
     from servers.base import ProcessAdapter
-    from servers.units import parse_duration
 
     cpus = [0] if args.same_core else None
     if cpus is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness import run_loadtest
 
-from servers.units import parse_size
+from kernel.units import parse_size
 
 
 def scenario(rate: float, duration: float, warmup: float, leak_bytes: int) -> str:

@@ -30,7 +30,7 @@ import zstandard
 from loadgen.collect.itl_codec import record_itl_array
 from loadgen.collect.record_files import ZSTD_LEVEL, RecordLines
 from loadgen.collect.records import RecordWriter, RequestRecord, read_records, record_line
-from loadgen.run.disk import LineFile
+from loadgen.rundir.disk import LineFile
 
 HOUR_AT_100 = 360_000  # records in one hour at 100 req/s
 

@@ -34,7 +34,7 @@ from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
 from loadgen.report.scan import scan_records
-from loadgen.run.rundir import RunMeta
+from loadgen.rundir.folder import RunMeta
 
 ROOT = Path(__file__).resolve().parents[1]
 RATE = 100.0

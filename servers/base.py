@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from servers.config import StrictModel
+from kernel.strict import StrictModel
+from kernel.units import format_duration
 from servers.cpus import (
     NOT_STARTED,
     PinningError,
@@ -34,7 +35,6 @@ from servers.cpus import (
 from servers.direct_http import http_get
 from servers.proctree import die_with_parent_hook, log_tail, terminate_tree
 from servers.readiness import POLL_INTERVAL_S, ExitedDuringStartup, NotReadyInTime, wait_ready
-from servers.units import format_duration
 
 
 @dataclass(frozen=True)

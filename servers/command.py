@@ -29,11 +29,11 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from loadgen.redact import register_secret
+from kernel.redact import register_secret
+from kernel.strict import StrictModel
+from kernel.units import Duration
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
-from servers.config import StrictModel
 from servers.cpus import CpuSetting
-from servers.units import Duration
 
 PORT_PLACEHOLDER = "{port}"
 

@@ -12,11 +12,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from loadgen.redact import register_secret
+from kernel.redact import register_secret
+from kernel.strict import StrictModel
+from kernel.units import Duration, format_duration
 from servers.base import Adapter, Endpoint, ServerStartError, first_model_id
-from servers.config import StrictModel
 from servers.direct_http import http_get
-from servers.units import Duration, format_duration
 
 
 class ExternalServerConfig(StrictModel):

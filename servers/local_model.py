@@ -11,11 +11,11 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
+from kernel.strict import StrictModel
+from kernel.units import Duration
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
-from servers.config import StrictModel
 from servers.cpus import CpuSetting
 from servers.engines.modeldir import BUNDLED_MODEL
-from servers.units import Duration
 
 
 class LocalModelConfig(StrictModel):

@@ -13,10 +13,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from kernel.strict import StrictModel
+from kernel.units import Duration, PositiveDuration, Size, parse_duration, parse_size
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
-from servers.config import StrictModel
 from servers.cpus import CpuSetting
-from servers.units import Duration, PositiveDuration, Size, parse_duration, parse_size
 
 
 class SimulatedLora(StrictModel):

@@ -40,11 +40,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from kernel.strict import StrictModel
+from kernel.units import Duration
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
-from servers.config import StrictModel
 from servers.cpus import CpuSetting, ServerCpus, format_cpu_list
 from servers.models import TINY_MODEL_DIR
-from servers.units import Duration
 
 CPU_ARGS: tuple[tuple[str, str | None], ...] = (
     ("--dtype", "float32"),

@@ -85,9 +85,9 @@ def handle(options: argparse.Namespace, load: Callable[[Path, int], Scenario | N
             return fail(f"{path}: {why}", "ab")
         scenarios.append(scenario)
     stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
+    from loadgen.live.wiring import LiveOptions
     from loadgen.run.ab import run_ab
-    from loadgen.run.disk import DiskError
-    from loadgen.run.wiring import LiveOptions
+    from loadgen.rundir.disk import DiskError
 
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     try:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from loadgen.redact import redact
+from kernel.redact import redact
 
 # 0 every SLO held (or the command did its job), 1 an SLO failed (or a regression), 2 the run
 # or the command itself failed; 3 (the release gate only) inconclusive: the comparison could not

@@ -55,7 +55,7 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
 
 def fraction_option(name: str, raw: str) -> float:
     """`10%` or `0.1` → 0.1; ValueError with a one-line reason naming the option."""
-    from servers.units import parse_fraction
+    from kernel.units import parse_fraction
 
     try:
         return parse_fraction(raw if raw.strip().endswith("%") else float(raw))

@@ -14,8 +14,9 @@ from loadgen.cli.common import fail
 from loadgen.collect.record_files import records_file
 from loadgen.environments.compare import PlanBasis, compare_environments, exit_code
 from loadgen.environments.from_runs import RunsError, comparison_name, environment_folders, load_runs
-from loadgen.environments.render import print_environments, write_comparison
-from loadgen.environments.spec import RecommendSpec
+from loadgen.environments.render import print_environments
+from loadgen.environments.write import write_comparison
+from loadgen.scenario.environments import RecommendSpec
 
 
 def _console() -> Console:

@@ -25,14 +25,14 @@ from loadgen.cli import gevent_world
 from loadgen.cli import schema as cli_schema
 from loadgen.cli import worker as cli_worker
 from loadgen.cli.common import EXIT_ERROR, EXIT_PASS, fail, print_verdict
-from loadgen.run.disk import DiskError
+from loadgen.rundir.disk import DiskError
 from loadgen.scenario.loader import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
     from gevent.event import Event
 
     from loadgen.distributed.protocol import DistributedOptions
-    from loadgen.run.wiring import LiveOptions
+    from loadgen.live.wiring import LiveOptions
     from loadgen.scenario.model import Scenario
 
 SUBCOMMANDS = ("run", "validate", "report", "compare", "ab", "dashboards", "worker", "schema")
@@ -208,8 +208,8 @@ def _run(options: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(str(exc))
     stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
+    from loadgen.live.wiring import LiveOptions, build_observers
     from loadgen.run.execute import run_scenario
-    from loadgen.run.wiring import LiveOptions, build_observers
 
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())
     live = LiveOptions(prometheus_port=options.prometheus_port, linger=not options.no_linger, progress=show)

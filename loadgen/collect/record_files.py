@@ -4,7 +4,7 @@ Writing (ZstdLineFile): one zstd frame for the whole run, each record compressed
 its own block (zstd's FLUSH_BLOCK) the moment it completes, so the file always ends in whole
 records, as requests.jsonl does: a crash loses at most the record being written. The frame keeps
 its window, so each record still compresses against those before it. Disk failures are handled as
-for requests.jsonl (loadgen.run.disk.LineFile: never raises, the first failure reported once).
+for requests.jsonl (loadgen.rundir.disk.LineFile: never raises, the first failure reported once).
 
 Reading (RecordLines): the lines of either file. A compressed file cut by a crash is decoded as
 far as it goes and never raises: the lines before the cut come out, and `torn` says whether a
@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 import zstandard
 
-from loadgen.run.disk import FailureHandler, LineFile
+from loadgen.rundir.disk import FailureHandler, LineFile
 
 RECORDS_FILE = "requests.jsonl"
 ZSTD_SUFFIX = ".zst"

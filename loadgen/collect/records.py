@@ -204,7 +204,7 @@ def record_line(record: RequestRecord) -> bytes:
 
 
 class RecordWriter:
-    """Appends records as whole JSON lines, each handed to the OS at once (loadgen.run.disk.LineFile);
+    """Appends records as whole JSON lines, each handed to the OS at once (loadgen.rundir.disk.LineFile);
     to a path ending in .zst, each compressed and flushed at once (record_files.ZstdLineFile).
 
     Never raises on a full or failing disk: the first failure stops the writing and is reported

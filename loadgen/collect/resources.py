@@ -24,7 +24,7 @@ import gevent
 import psutil
 
 from loadgen.collect.memory import MB, ResourceSample
-from loadgen.run.disk import LineFile
+from loadgen.rundir.disk import LineFile
 
 SAMPLE_INTERVAL_S = 0.2
 

@@ -32,7 +32,7 @@ from loadgen.collect.server_metrics_summary import (
     sample_line,
     values_for_watchers,
 )
-from loadgen.run.disk import LineFile
+from loadgen.rundir.disk import LineFile
 from servers.base import Endpoint
 from servers.direct_http import http_get
 
@@ -55,7 +55,7 @@ class ServerMetricsScraper:
     `stop()` when it ends (before the server is stopped).
 
     The lines go to the same resources.jsonl as the memory sampler's, through a handle of our own
-    opened in append mode (loadgen.run.disk.LineFile): every line is one os.write at the file's current
+    opened in append mode (loadgen.rundir.disk.LineFile): every line is one os.write at the file's current
     end (O_APPEND), and both writers live in the load generator's one gevent thread, where an
     os.write never yields to another greenlet, so the two never interleave within a line. A full
     or failing disk stops the writing and is reported once through `on_failure`.

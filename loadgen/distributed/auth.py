@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import zmq
 import zmq.utils.z85
 
-from loadgen.redact import register_secret
+from kernel.redact import register_secret
 
 SECRET_ENV = "LOADTEST_WORKER_SECRET"
 MIN_SECRET_CHARS = 16

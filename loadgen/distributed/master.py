@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gevent
 import gevent.event
@@ -34,13 +34,11 @@ from loadgen.collect import stats_wire
 from loadgen.collect.run_stats import RunStats
 from loadgen.distributed import auth, channel, protocol
 from loadgen.distributed.local import LocalWorkers
+from loadgen.distributed.run_parts import MasterRun
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint, free_port
-
-if TYPE_CHECKING:
-    from loadgen.run.context import RunContext
 
 OnStart = Callable[[int, Callable[[], int]], Callable[[], None]]
 CONNECT_TIMEOUT_S = 60.0  # every worker must have joined by then
@@ -73,7 +71,7 @@ class _Worker:
 
 
 def run_distributed(
-    ctx: RunContext, options: protocol.DistributedOptions, on_start: OnStart
+    ctx: MasterRun, options: protocol.DistributedOptions, on_start: OnStart
 ) -> dict[str, Any]:
     """Run the context's schedule on the workers; return `client.workers`. `on_start(t0_ns,
     in_flight)` is called with the run clock's zero (perf_counter_ns) once the plans are out, and
@@ -93,7 +91,7 @@ def run_distributed(
 
 
 def _run_master(
-    ctx: RunContext,
+    ctx: MasterRun,
     options: protocol.DistributedOptions,
     on_start: OnStart,
     refusals: auth.Refusals,
@@ -187,7 +185,7 @@ def _run_master(
     }
 
 
-def _save_summary(ctx: RunContext, stats: RunStats) -> None:
+def _save_summary(ctx: MasterRun, stats: RunStats) -> None:
     """The merged statistics into the run folder: the report reads them instead of records."""
     try:
         stats_wire.write_summary(ctx.run_dir, stats)

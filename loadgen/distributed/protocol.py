@@ -23,7 +23,7 @@ from loadgen.collect.columns import columns_from_dicts
 from loadgen.collect.records import RequestRecord, summarize_itl
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
-from loadgen.scenario.files import BASE_DIR_CONTEXT
+from loadgen.inputs.files import BASE_DIR_CONTEXT
 from loadgen.scenario.workload import Workload, WorkloadField
 from loadgen.traffic.schedule import PlannedRequest, PlannedRequests
 

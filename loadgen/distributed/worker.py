@@ -22,10 +22,10 @@ import gevent.event
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from kernel.redact import register_secret
 from loadgen.collect.records import RequestRecord
 from loadgen.distributed import auth, channel, protocol
-from loadgen.redact import register_secret
-from loadgen.run.client_process import CpuMeter, freeze_heap
+from loadgen.traffic.client_process import CpuMeter, freeze_heap
 from loadgen.traffic.runner import TrafficRunner
 from loadgen.traffic.schedule import Schedule
 from servers.base import Endpoint

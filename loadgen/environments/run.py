@@ -15,13 +15,14 @@ import gevent.event
 from rich.console import Console
 
 from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
-from loadgen.environments.render import print_environments, write_comparison
-from loadgen.environments.spec import Environment, RecommendSpec
+from loadgen.environments.render import print_environments
+from loadgen.environments.write import write_comparison
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.replicas import peak_rate_of
-from loadgen.run.rundir import create_run_dir, write_scenario
+from loadgen.live.wiring import LiveOptions, build_observers
 from loadgen.run.search import print_line
-from loadgen.run.wiring import LiveOptions, build_observers
+from loadgen.rundir.folder import create_run_dir, write_scenario
+from loadgen.scenario.environments import Environment, RecommendSpec
 from loadgen.scenario.model import Scenario
 
 

@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
+from kernel.strict import StrictModel
+from kernel.units import Fraction, PositiveDuration
 from loadgen.fmt import format_number
-from loadgen.scenario.files import field_error, resolve
-from loadgen.traffic.trace_formats import TraceFormat
-from servers.config import StrictModel
-from servers.units import Fraction, PositiveDuration
+from loadgen.inputs.files import field_error, resolve
+from loadgen.inputs.trace_formats import TraceFormat
 
 HOURS_PER_MONTH = 730.0  # 365 days × 24 h / 12 months = 730 h: the average month cloud bills use
 
@@ -32,7 +32,7 @@ class TraceWindow(StrictModel):
     @model_validator(mode="after")
     def _readable(self, info: ValidationInfo) -> TraceWindow:
         """Resolve the path and read the trace now: a broken trace is a scenario error."""
-        from loadgen.traffic.traces import TraceError, read_trace  # the readers, only when used
+        from loadgen.inputs.traces import TraceError, read_trace  # the readers, only when used
 
         path = resolve(self.path, info, "path")
         try:

@@ -23,9 +23,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from kernel.strict import StrictModel
+from kernel.units import Duration, Fraction, PositiveDuration
 from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, past_knee
-from servers.config import StrictModel
-from servers.units import Duration, Fraction, PositiveDuration
 
 # Levels are whole numbers for concurrency, requests/s for rate.
 Policy = Generator[float, LevelResult, None]

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from kernel.strict import StrictModel
+from kernel.units import Duration, Fraction, GrowthRate
 from loadgen.fmt import format_number
-from servers.config import StrictModel
-from servers.units import Duration, Fraction, GrowthRate
 
 Comparison = Literal["<=", ">="]
 

@@ -24,7 +24,7 @@ from grafana_client.client import (
     GrafanaUnauthorizedError,
 )
 
-from loadgen.redact import redact, register_secret
+from kernel.redact import redact, register_secret
 
 
 class GrafanaSetupError(Exception):

@@ -19,9 +19,10 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from kernel import units
 from loadgen.reference.report_model import Report
 from loadgen.scenario.model import Scenario
-from servers import cpus, units
+from servers import cpus
 
 SchemaName = Literal["scenario", "report"]
 SCHEMA_NAMES: tuple[SchemaName, ...] = ("scenario", "report")
@@ -84,7 +85,7 @@ def _cpu_setting() -> JsonSchemaValue:
     }
 
 
-# The parsers of servers.units and servers.cpus, and what each accepts as JSON.
+# The parsers of kernel.units and servers.cpus, and what each accepts as JSON.
 _UNIT_SCHEMAS: dict[Callable[[object], object], Callable[[], JsonSchemaValue]] = {
     units.parse_duration: _duration,
     units.parse_size: _size,

@@ -27,7 +27,7 @@ from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.safe_write import write_formats
 from loadgen.report.scan import scan_records
 from loadgen.report.search_report import build_search_report
-from loadgen.run.rundir import RunMeta
+from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
 

@@ -8,8 +8,8 @@ from typing import Any
 from loadgen.collect.record_files import records_file
 from loadgen.collect.stats_wire import SUMMARY_FILE
 from loadgen.report.render import render_reports
-from loadgen.run.disk import DiskError, check_writable
-from loadgen.run.rundir import RunMeta
+from loadgen.rundir.disk import DiskError, check_writable
+from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.loader import ScenarioError, load_scenario
 from loadgen.traffic.schedule import build_schedule
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadgen.report.writers import write_reports
-from loadgen.run.disk import os_reason
+from loadgen.rundir.disk import os_reason
 
 if TYPE_CHECKING:
     from loadgen.report.html.inputs import RunInputs

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import gevent.event
 
-from loadgen.run.rundir import create_run_dir
+from loadgen.live.wiring import LiveOptions, build_observers
 from loadgen.run.search import print_line
-from loadgen.run.wiring import LiveOptions, build_observers
+from loadgen.rundir.folder import create_run_dir
 from loadgen.scenario.model import Scenario
 
 SIDES = ("a", "b")  # a: the baseline, b: the candidate

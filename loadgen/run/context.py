@@ -24,9 +24,9 @@ from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper
 from loadgen.evaluate.capacity import rate_unit
+from loadgen.live.observers import Observers, PhaseInfo, RunInfo
 from loadgen.run.guards import RunGuards
-from loadgen.run.observers import Observers, PhaseInfo, RunInfo
-from loadgen.run.rundir import RunMeta, create_run_dir, utc_now, write_scenario
+from loadgen.rundir.folder import RunMeta, create_run_dir, utc_now, write_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule

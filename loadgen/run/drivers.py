@@ -19,7 +19,6 @@ from typing import Protocol
 from loadgen.distributed.protocol import DistributedOptions, max_worker_cpu
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.evaluate.plan import judge_curve, replica_plan
-from loadgen.run.client_process import CpuMeter, freeze_heap
 from loadgen.run.context import RunContext
 from loadgen.run.fleet import Fleet
 from loadgen.run.level_runner import LevelRunner
@@ -27,6 +26,7 @@ from loadgen.run.search import SearchStopped, print_line, run_search
 from loadgen.run.server_start import RunAborted, start_server
 from loadgen.run.verify import verify_plan
 from loadgen.scenario.model import VerifySpec
+from loadgen.traffic.client_process import CpuMeter, freeze_heap
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from servers.base import Endpoint
 from servers.registry import make_adapter

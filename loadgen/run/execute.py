@@ -17,16 +17,16 @@ from typing import Any
 import gevent
 import gevent.event
 
+from kernel.redact import redact
 from loadgen.distributed.protocol import DistributedOptions
 from loadgen.evaluate.replicas import peak_rate_of
-from loadgen.redact import redact
+from loadgen.live.observers import Observers, RunObserver
 from loadgen.report.build import exit_code
 from loadgen.report.render import render_reports
 from loadgen.run.context import RunContext
-from loadgen.run.disk import check_run_dir_writable
 from loadgen.run.drivers import driver_for
-from loadgen.run.observers import Observers, RunObserver
 from loadgen.run.server_start import RunAborted, cold_starts
+from loadgen.rundir.disk import check_run_dir_writable
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule, build_schedule
 from servers.cpus import PinningError, client_cores, pin_this_process, pinning_summary
@@ -52,7 +52,7 @@ def run_scenario(
     """`workers`: run the traffic on worker processes (loadgen.distributed); None: in this one.
     `run_dir`: this (new) folder instead of a fresh `<UTC>-<name>` one under `out_dir`;
     `environment`: the compared environment this run measures, kept in run.json.
-    A live progress view is one of the `observers` (loadgen.run.progress)."""
+    A live progress view is one of the `observers` (loadgen.live.progress)."""
     # Writable, with room, before anything starts (DiskError: one line, exit 2 in the CLI).
     check_run_dir_writable((out_dir or scenario.report.dir) if run_dir is None else run_dir.parent)
     if "html" in scenario.report.formats:

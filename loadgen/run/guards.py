@@ -13,10 +13,10 @@ import gevent.event
 from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper
+from loadgen.live.observers import Observers
 from loadgen.run.faults import RunFault
-from loadgen.run.observers import Observers
-from loadgen.run.rundir import RunMeta
 from loadgen.run.server_watch import RunClock, ServerDeath, ServerWatch, UnreachableGuard
+from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.model import Scenario
 from servers.base import Endpoint
 

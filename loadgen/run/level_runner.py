@@ -31,11 +31,11 @@ from loadgen.evaluate.level_results import LevelRole, LevelWindow, is_drifting, 
 from loadgen.evaluate.search import SearchSpec, more_trials
 from loadgen.evaluate.throughput import CLOSED_LOOP
 from loadgen.fmt import format_number
-from loadgen.run.client_process import CpuMeter
-from loadgen.run.observers import Observers, PhaseInfo
+from loadgen.live.observers import Observers, PhaseInfo
 from loadgen.run.search import SearchStopped
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.balancer import Balancer
+from loadgen.traffic.client_process import CpuMeter
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests

@@ -18,9 +18,9 @@ from typing import Any
 
 import gevent
 
-from loadgen.redact import redact
+from kernel.redact import redact
+from loadgen.inputs.line_reader import size_text
 from loadgen.scenario.model import Workload
-from loadgen.traffic.line_reader import size_text
 from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
 from servers.base import Endpoint
 from servers.direct_http import open_url

@@ -16,8 +16,8 @@ import gevent.event
 from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
 from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
 from loadgen.run.context import RunContext
-from loadgen.run.disk import append_line
 from loadgen.run.probe import ProbeError, first_token_ns
+from loadgen.rundir.disk import append_line
 from loadgen.scenario.model import Scenario
 from servers.base import Adapter, Endpoint, ServerStartError
 

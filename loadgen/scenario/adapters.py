@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from servers.config import StrictModel
+from kernel.strict import StrictModel
 
 MAX_ADAPTERS = 10_000
 ADAPTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"  # model names as servers spell them

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from servers.units import MAX_DURATION_S
+from kernel.units import MAX_DURATION_S
 
 if TYPE_CHECKING:
     from loadgen.scenario.model import Scenario

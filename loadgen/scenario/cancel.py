@@ -21,9 +21,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kernel.strict import StrictModel
+from kernel.units import Fraction
 from loadgen.scenario.durations import DurationDistribution
-from servers.config import StrictModel
-from servers.units import Fraction
 
 # As workload.MAX_TOKENS (not imported: workload.py imports this module).
 MAX_CANCEL_TOKENS = 10_000_000

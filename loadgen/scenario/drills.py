@@ -17,8 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from servers.config import StrictModel
-from servers.units import Duration, PositiveDuration
+from kernel.strict import StrictModel
+from kernel.units import Duration, PositiveDuration
 
 BalancePolicy = Literal["round_robin", "least_outstanding", "session"]
 DrillKind = Literal["kill", "rolling_restart", "scale_up"]

@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from servers.config import StrictModel
-from servers.units import Duration, PositiveDuration
+from kernel.strict import StrictModel
+from kernel.units import Duration, PositiveDuration
 
 __all__ = [
     "DurationDistribution",

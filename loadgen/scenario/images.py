@@ -37,19 +37,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from loadgen.scenario.files import base_dir
-from servers.config import StrictModel
+from kernel.strict import StrictModel
+from loadgen.inputs.dataset_images import IMAGE_SUFFIXES as IMAGE_SUFFIXES  # the readers' list
+from loadgen.inputs.files import base_dir
 
 MAX_IMAGES = 100  # per request; more is a typo (vLLM's per-prompt limits are a few)
 MAX_SIDE = 8192  # pixels; a generated image is held in memory for the run
 POOL_SIZE = 16  # distinct generated images per (size, format)
-IMAGE_SUFFIXES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".webp": "image/webp",
-    ".gif": "image/gif",
-}
 
 
 class FixedImages(StrictModel):

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from servers.config import StrictModel
+from kernel.strict import StrictModel
 
 # Longer than any model's context (the longest are ~10 M tokens): beyond it a length is a typo,
 # and the schedule would build prompts of gigabytes.

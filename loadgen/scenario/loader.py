@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from loadgen.inputs.files import BASE_DIR_CONTEXT
 from loadgen.scenario.bounds import SENDERS_CONTEXT
-from loadgen.scenario.files import BASE_DIR_CONTEXT
 from loadgen.scenario.locate import fitting_errors, locate
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.yaml_reader import MAX_BYTES, YamlProblem, decode, read_yaml

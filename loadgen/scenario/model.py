@@ -17,14 +17,16 @@ from pydantic import (
     model_validator,
 )
 
-from loadgen.environments.spec import Environment, RecommendSpec
+from kernel.strict import StrictModel
+from kernel.units import Duration, Fraction, PositiveDuration
 from loadgen.evaluate.replicas import CapacitySpec, PeakFromTrace
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
+from loadgen.inputs.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-exported (`X as X`)
+from loadgen.inputs.files import field_error
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
 from loadgen.scenario.drills import BalancerSpec, Drill, ExternalReplica
-from loadgen.scenario.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-exported (`X as X`)
-from loadgen.scenario.files import field_error
+from loadgen.scenario.environments import Environment, RecommendSpec
 from loadgen.scenario.phases import (
     Phase,
 )
@@ -35,10 +37,8 @@ from loadgen.scenario.workload import NormalLength as NormalLength
 from loadgen.scenario.workload import UniformLength as UniformLength
 from loadgen.scenario.workload import Workload as Workload
 from loadgen.scenario.workload import WorkloadField, workload_classes
-from servers.config import StrictModel
 from servers.cpus import CpuSetting
 from servers.registry import ServerConfig
-from servers.units import Duration, Fraction, PositiveDuration
 
 # ---- run settings ------------------------------------------------------------------------------
 

@@ -9,10 +9,10 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, ValidationInfo, model_validator
 
-from loadgen.scenario.files import field_error, resolve
-from loadgen.traffic.traces import TraceError, TraceFormat, TraceRow, load_window, scaled_count
-from servers.config import StrictModel
-from servers.units import Duration, PositiveDuration
+from kernel.strict import StrictModel
+from kernel.units import Duration, PositiveDuration
+from loadgen.inputs.files import field_error, resolve
+from loadgen.inputs.traces import TraceError, TraceFormat, TraceRow, load_window, scaled_count
 
 
 class _RatePhase(StrictModel):
@@ -140,7 +140,7 @@ class TracePhase(StrictModel):
     """Replays a recorded trace: arrival times and token counts come from its rows. The file is
     read when the scenario is validated. time_scale multiplies every offset (0.5 = twice as
     fast); start/duration select [start, start + duration) of the scaled offsets; rate_scale
-    thins (< 1) or duplicates (> 1) rows, seeded. See loadgen/traffic/traces.py."""
+    thins (< 1) or duplicates (> 1) rows, seeded. See loadgen/inputs/traces.py."""
 
     kind: Literal["trace"]
     path: str  # relative: from the scenario file's folder; stored resolved

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from servers.config import StrictModel
-from servers.units import Fraction
+from kernel.strict import StrictModel
+from kernel.units import Fraction
 
 # As workload.MAX_TOKENS (not imported: workload.py imports this module).
 MAX_PREFIX_TOKENS = 10_000_000

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from kernel.strict import StrictModel
 from loadgen.scenario.lengths import Length
-from servers.config import StrictModel
 
 ReasoningFormat = Literal["auto", "reasoning_content", "reasoning", "think_tags"]
 

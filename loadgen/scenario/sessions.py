@@ -44,12 +44,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from kernel.strict import StrictModel
+from kernel.units import PositiveDuration
+from loadgen.inputs.conversations import MAX_TURNS as MAX_TURNS  # the id scheme's bound
 from loadgen.scenario.durations import DurationDistribution
 from loadgen.scenario.lengths import FixedLength, Length
-from servers.config import StrictModel
-from servers.units import PositiveDuration
 
-MAX_TURNS = 1000  # a bound on any session's turns: part of the id scheme
 SESSION_ID_BASE = 2**40  # later turns' ids start here (MAX_PLANNED_REQUESTS is 10⁸)
 DEFAULT_LINGER_S = 600.0
 

@@ -36,9 +36,9 @@ from pydantic import (
     model_validator,
 )
 
-from loadgen.scenario.files import field_error, resolve
-from servers.config import StrictModel
-from servers.units import Fraction
+from kernel.strict import StrictModel
+from kernel.units import Fraction
+from loadgen.inputs.files import field_error, resolve
 
 MAX_TOOLS = 128  # OpenAI's own limit on `tools`
 MAX_TOOL_FILE_BYTES = 16 * 1024 * 1024

@@ -5,14 +5,14 @@ with the workload keys plus `class` (its name) and `weight`. A class may take it
 `dataset:` (JSONL, one `{"prompt": "..."}` or `{"messages": [...]}` a line), read and checked when
 the scenario is validated; an optional `tokenizer:` (a local Hugging Face tokenizer.json) counts
 their tokens on the client, for servers that send no `usage`. A ShareGPT file (a JSON array, or
-JSONL of `{"conversations": [...]}`) is recognised by its shape (loadgen/scenario/sharegpt.py).
+JSONL of `{"conversations": [...]}`) is recognised by its shape (loadgen/inputs/sharegpt.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -30,10 +30,14 @@ from pydantic import (
     model_validator,
 )
 
+from kernel.strict import StrictModel
+from kernel.units import PositiveDuration, Size
+from loadgen.inputs.dataset_entry import DatasetEntry
+from loadgen.inputs.dataset_images import content_images, named_images, without_placeholders
+from loadgen.inputs.files import field_error, resolve
+from loadgen.inputs.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
 from loadgen.scenario.adapters import AdaptersSpec
 from loadgen.scenario.cancel import CancelSpec
-from loadgen.scenario.dataset_images import content_images, content_text, named_images, without_placeholders
-from loadgen.scenario.files import field_error, resolve
 from loadgen.scenario.images import ImagesSpec
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
 from loadgen.scenario.lengths import FixedLength as FixedLength
@@ -44,39 +48,12 @@ from loadgen.scenario.lengths import UniformLength as UniformLength
 from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.reasoning import ReasoningSpec
 from loadgen.scenario.sessions import SessionsSpec
-from loadgen.scenario.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
 from loadgen.scenario.tools import ToolsSpec
-from servers.config import StrictModel
-from servers.units import PositiveDuration, Size
 
 DEFAULT_CLASS = "default"
 DATASET_MAX_LINES = 1_000_000
 
 # ---- datasets ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DatasetEntry:
-    """One dataset line: a prompt, or chat messages sent as given."""
-
-    prompt: str | None
-    messages: tuple[dict[str, Any], ...] | None
-    tokens: int | None  # counted by the client's tokenizer; None without one
-    # A ShareGPT conversation's: its first gpt reply's length (max_tokens; None: the class's
-    # output_tokens), and its later human messages as (text, length, its reply's length or None).
-    output_tokens: int | None = None
-    later: tuple[tuple[str, int, int | None], ...] | None = None  # None: not a conversation
-    # Images (loadgen.scenario.dataset_images): files beside the dataset sent with its first user
-    # message, and the image parts its messages carry as written.
-    images: tuple[str, ...] = ()
-    image_parts: int = 0
-
-    @property
-    def text(self) -> str:
-        """The prompt, or the messages' contents one a line (what a tokenizer counts)."""
-        if self.prompt is not None:
-            return self.prompt
-        return "\n".join(content_text(message["content"]) for message in self.messages or ())
 
 
 class DatasetError(ValueError):

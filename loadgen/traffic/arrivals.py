@@ -32,7 +32,7 @@ def request_count(rate: float, duration: float) -> int:
 def arrival_offsets(phase: Phase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
     """Arrival times in [start, end) for `phase`, in seconds from the phase's start."""
     if isinstance(phase, TracePhase):
-        raise TypeError("a trace phase replays its rows: see loadgen.traffic.traces")
+        raise TypeError("a trace phase replays its rows: see loadgen.inputs.traces")
     if isinstance(phase, ShapedPhase):
         return thinned_offsets(phase, start, end, rng)
     span = end - start

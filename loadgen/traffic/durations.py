@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel.units import MAX_DURATION_S
 from loadgen.scenario.durations import DurationDistribution
-from servers.units import MAX_DURATION_S
 
 
 def sample_durations(spec: DurationDistribution, count: int, rng: np.random.Generator) -> np.ndarray:

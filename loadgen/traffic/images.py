@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.scenario.images import IMAGE_SUFFIXES, POOL_SIZE, ImagesSpec, image_files
-from loadgen.scenario.workload import DatasetEntry, Workload
+from loadgen.scenario.workload import Workload
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}

@@ -13,7 +13,7 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-from loadgen.redact import redact
+from kernel.redact import redact
 from loadgen.traffic.sse_parser import StreamParser as StreamParser  # re-exported
 from loadgen.traffic.sse_parser import StreamResult as StreamResult
 from loadgen.traffic.sse_parser import TextStreamParser as TextStreamParser

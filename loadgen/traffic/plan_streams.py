@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
+from loadgen.inputs.traces import TraceRow, scale_rate
 from loadgen.scenario.phases import ConstantPhase, GammaPhase, Phase, PoissonPhase, ShapedPhase, TracePhase
 from loadgen.traffic.arrivals import request_count, shaped_pieces, thin_piece
-from loadgen.traffic.traces import TraceRow, scale_rate
 
 # Values drawn and discarded per call while positioning the streams (8 MB of float64).
 PREPASS_CHUNK = 1 << 20

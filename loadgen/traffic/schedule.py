@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
+from loadgen.inputs.traces import TraceRow
 from loadgen.scenario.model import Scenario, Workload
 from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelPlan, Decided, cancel_entropy
@@ -40,7 +41,6 @@ from loadgen.traffic.plan_draws import DrawPlan, plan_draws, sample_lengths
 from loadgen.traffic.plan_images import ImagePlan, image_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixPlan, prefix_entropy
 from loadgen.traffic.plan_streams import ArrivalPlan, Ticker, plan_arrivals
-from loadgen.traffic.traces import TraceRow
 
 __all__ = [
     "CHUNK",

@@ -14,7 +14,7 @@ linger bound (it is then counted as cut). A later turn keeps turn 1's shared-pre
 history begins with turn 1's prompt) and is cancelled with the class's `cancel` share, drawn per
 turn from the session's generator after its other draws.
 
-A session replayed from a conversation trace (loadgen.traffic.conversations) is scripted: its turn
+A session replayed from a conversation trace (loadgen.inputs.conversations) is scripted: its turn
 1 carries `session_script` (every later turn's think time, lengths and optional text), which
 becomes its SessionDraws instead of a draw; it needs no `workload.sessions` (linger: the class's,
 else DEFAULT_LINGER_S) and is never cancelled past turn 1.
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from loadgen.collect.records import RequestRecord
+from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import (
@@ -39,7 +40,6 @@ from loadgen.scenario.sessions import (
     Turns,
     later_turn_id,
 )
-from loadgen.scenario.workload import DatasetEntry
 from loadgen.traffic.durations import sample_durations
 from loadgen.traffic.openai_api import ToolCall, prompt_text
 from loadgen.traffic.plan_cancel import cancel_points

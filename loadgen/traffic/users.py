@@ -28,14 +28,14 @@ from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser
 from orjson import dumps
 
+from kernel.redact import redact
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
-from loadgen.redact import redact
+from loadgen.inputs.line_reader import LineTooLong, drop_connection, read_body, read_line
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.images import attached_images, sends_images, warm_workload
-from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line
 from loadgen.traffic.openai_api import (
     StreamParser,
     TextStreamParser,

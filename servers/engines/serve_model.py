@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernel.units import parse_duration
 from servers.engines.decoder import Decoder
 from servers.engines.modeldir import BUNDLED_MODEL, model_dir_problem
-from servers.units import parse_duration
 
 TOKENIZER_FILE = "tokenizer.json"
 

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from loadgen.inputs.traces import read_trace
 from loadgen.scenario.loader import load_scenario
 from loadgen.scenario.phases import RampPhase, SpikePhase
 from loadgen.traffic.schedule import build_schedule
-from loadgen.traffic.traces import read_trace
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
 pytestmark = pytest.mark.slow

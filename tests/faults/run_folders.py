@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loadgen.collect.records import RecordWriter, RequestRecord
-from loadgen.run.rundir import RunMeta, utc_now, write_scenario
+from loadgen.rundir.folder import RunMeta, utc_now, write_scenario
 from loadgen.scenario.loader import load_scenario
 
 

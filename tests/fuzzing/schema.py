@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from kernel.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
 from loadgen.scenario.model import Scenario
 from servers.cpus import parse_cpu_setting
-from servers.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
 
 OPTIONAL = 3  # at most this many optional keys a mapping
 HOSTILE = 0.04  # chance that any one value is replaced by a hostile one (a document has ~40)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.grafana.annotations import GrafanaAnnotator
-from loadgen.run.observers import Observers, PhaseInfo, RunInfo
+from loadgen.live.grafana_annotations import GrafanaAnnotator
+from loadgen.live.observers import Observers, PhaseInfo, RunInfo
 from loadgen.scenario.model import GrafanaConfig, Scenario
 from servers.base import free_port
 from tests.cli_helpers import run_cli

@@ -17,10 +17,10 @@ import gevent.event
 import pytest
 from prometheus_client import CollectorRegistry
 
-from loadgen.collect.exporter import LiveExporter
 from loadgen.collect.records import RequestRecord
+from loadgen.live.exporter import LiveExporter
+from loadgen.live.observers import Observers
 from loadgen.run.context import RunContext
-from loadgen.run.observers import Observers
 from loadgen.scenario.model import Scenario
 from servers.base import Adapter, Endpoint
 from servers.registry import make_adapter
@@ -45,7 +45,7 @@ from gevent import monkey; monkey.patch_all()
 import json, sys
 import gevent.event
 from loadgen.run.level_runner import LevelRunner
-from loadgen.run.observers import Observers
+from loadgen.live.observers import Observers
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.runner import planned_t0_ns
 from servers.base import Endpoint

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.scenario.sharegpt import read_sharegpt
+from loadgen.inputs.sharegpt import read_sharegpt
 from tests.cli_helpers import CliRun, run_cli
 
 SAMPLE = Path(__file__).resolve().parents[2] / "scenarios" / "datasets" / "sharegpt_sample.json"

@@ -11,10 +11,10 @@ from itertools import pairwise
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
+from loadgen.inputs.traces import TraceRow, scale_rate
 from loadgen.scenario.model import Length, Scenario, Workload
 from loadgen.scenario.phases import ConstantPhase, GammaPhase, Phase, PoissonPhase, ShapedPhase, TracePhase
 from loadgen.traffic.schedule import PlannedRequest
-from loadgen.traffic.traces import TraceRow, scale_rate
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def request_count(rate: float, duration: float) -> int:
 def arrival_offsets(phase: Phase, start: float, end: float, rng: np.random.Generator) -> np.ndarray:
     """Arrival times in [start, end) for `phase`, in seconds from the phase's start."""
     if isinstance(phase, TracePhase):
-        raise TypeError("a trace phase replays its rows: see loadgen.traffic.traces")
+        raise TypeError("a trace phase replays its rows: see loadgen.inputs.traces")
     if isinstance(phase, ShapedPhase):
         return thinned_offsets(phase, start, end, rng)
     span = end - start

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from loadgen.collect.columns import CANCELLED, ERROR, chunked_columns, columns_of
-from loadgen.collect.live_metrics import LiveMetrics
-from loadgen.collect.metric_names import E2E_SECONDS, REQUESTS, TTFT_SECONDS
 from loadgen.collect.records import RequestRecord, is_failure
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.stats import compute_metrics
 from loadgen.collect.windows import PhaseWindow
 from loadgen.evaluate.slo import SLOSpec, check_slos
+from loadgen.live.live_metrics import LiveMetrics
+from loadgen.live.metric_names import E2E_SECONDS, REQUESTS, TTFT_SECONDS
 from loadgen.reference.report_metrics import Metrics
 from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.markdown_report import render_markdown

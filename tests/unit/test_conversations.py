@@ -12,12 +12,12 @@ import pytest
 from loadgen.collect.records import RequestRecord
 from loadgen.distributed.protocol import decode_plan, split_columns
 from loadgen.evaluate.replicas import TraceWindow
+from loadgen.inputs.traces import TraceError, read_trace
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import MAX_TURNS, later_turn_id
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.sessions import SessionBook, scripted_draws
-from loadgen.traffic.traces import TraceError, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "data" / "conversation_small.jsonl"

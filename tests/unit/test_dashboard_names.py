@@ -11,10 +11,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from loadgen.collect.exporter import LiveExporter
-from loadgen.collect.metric_names import ADAPTER_TTFT_SECONDS, HISTOGRAMS, METRIC_NAMES
 from loadgen.collect.records import RequestRecord
-from loadgen.run.observers import PhaseInfo
+from loadgen.live.exporter import LiveExporter
+from loadgen.live.metric_names import ADAPTER_TTFT_SECONDS, HISTOGRAMS, METRIC_NAMES
+from loadgen.live.observers import PhaseInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "dashboards" / "loadtest.json"

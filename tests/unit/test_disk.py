@@ -1,4 +1,4 @@
-"""loadgen.run.disk and the files written through it, on real failing filesystems: a small tmpfs that
+"""loadgen.rundir.disk and the files written through it, on real failing filesystems: a small tmpfs that
 fills, a read-only bind mount, /dev/full (ENOSPC on every write, no mounting needed)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from loadgen.collect.records import RecordWriter, RequestRecord, SkippedLines, read_records
 from loadgen.report.render import render_reports
 from loadgen.report.safe_write import write_formats
-from loadgen.run.disk import DiskError, LineFile, check_run_dir_writable
-from loadgen.run.rundir import RunMeta, create_run_dir
+from loadgen.rundir.disk import DiskError, LineFile, check_run_dir_writable
+from loadgen.rundir.folder import RunMeta, create_run_dir
 from loadgen.scenario.loader import load_scenario
 from loadgen.traffic.schedule import build_schedule
 from tests.faults.mounts import fill, read_only, tmpfs

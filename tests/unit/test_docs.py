@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
 from loadgen.collect.records import RequestRecord
+from loadgen.inputs.files import BASE_DIR_CONTEXT
 from loadgen.reference.report_doc import with_tables
-from loadgen.run.rundir import RunMeta
-from loadgen.scenario.files import BASE_DIR_CONTEXT
+from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import TracePhase
 from loadgen.scenario.workload import WorkloadClass

@@ -15,12 +15,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from loadgen.collect.exporter import LiveExporter, slo_thresholds
-from loadgen.collect.metric_names import LATENCY_BUCKETS, METRIC_NAMES
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.slo import SLOSpec
-from loadgen.run.observers import Observers, PhaseInfo, RunInfo
-from loadgen.run.wiring import LiveOptions, build_observers
+from loadgen.live.exporter import LiveExporter, slo_thresholds
+from loadgen.live.metric_names import LATENCY_BUCKETS, METRIC_NAMES
+from loadgen.live.observers import Observers, PhaseInfo, RunInfo
+from loadgen.live.wiring import LiveOptions, build_observers
 from loadgen.scenario.model import Scenario
 from tests.metrics_helpers import refused
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.grafana.annotations import GrafanaAnnotator
-from loadgen.redact import REDACTED
-from loadgen.run.observers import Observers, PhaseInfo, RunInfo, RunObserver
+from kernel.redact import REDACTED
+from loadgen.live.grafana_annotations import GrafanaAnnotator
+from loadgen.live.observers import Observers, PhaseInfo, RunInfo, RunObserver
 from loadgen.scenario.model import GrafanaConfig, Scenario
 from tests.cli_helpers import ROOT, loadtest_argv
 from tests.fakes.grafana import Echo, FakeGrafana

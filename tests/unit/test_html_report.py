@@ -16,7 +16,7 @@ from loadgen.report.html.charts import slo_gid
 from loadgen.report.html.inputs import RunInputs
 from loadgen.report.html.run_report import render_run_html
 from loadgen.report.render import render_reports
-from loadgen.run.rundir import RunMeta, write_scenario
+from loadgen.rundir.folder import RunMeta, write_scenario
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import build_schedule
 

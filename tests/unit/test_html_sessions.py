@@ -15,7 +15,7 @@ from loadgen.report.html.inputs import load_run_inputs
 from loadgen.report.html.run_report import render_run_html
 from loadgen.report.html.summary_section import num
 from loadgen.report.render import render_reports
-from loadgen.run.rundir import RunMeta, write_scenario
+from loadgen.rundir.folder import RunMeta, write_scenario
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import build_schedule
 

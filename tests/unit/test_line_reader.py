@@ -9,7 +9,7 @@ import pytest
 from gevent import socket
 from geventhttpclient.response import HTTPSocketResponse
 
-from loadgen.traffic.line_reader import LineTooLong, drop_connection, read_body, read_line, size_text
+from loadgen.inputs.line_reader import LineTooLong, drop_connection, read_body, read_line, size_text
 
 CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 

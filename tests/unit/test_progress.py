@@ -5,8 +5,8 @@ import io
 from rich.console import Console
 
 from loadgen.collect.records import RequestRecord
-from loadgen.run.observers import PhaseInfo
-from loadgen.run.progress import LiveStats, ProgressView
+from loadgen.live.observers import PhaseInfo
+from loadgen.live.progress import LiveStats, ProgressView
 
 
 def _cells(view: ProgressView, now: float) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.redact import REDACTED, redact, register_secret
+from kernel.redact import REDACTED, redact, register_secret
 from servers.external import ExternalAdapter, ExternalServerConfig
 
 

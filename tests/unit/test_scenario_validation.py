@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import loadgen.scenario.yaml_reader as scenario_yaml
+from kernel.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
-from servers.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
 from tests.cli_helpers import ROOT, loadtest_argv
 
 SPIKE = """\

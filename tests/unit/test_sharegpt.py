@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from loadgen.inputs.sharegpt import ShareGPTError, looks_like_sharegpt, read_sharegpt
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.sessions import SessionsSpec
-from loadgen.scenario.sharegpt import ShareGPTError, looks_like_sharegpt, read_sharegpt
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.sessions import SessionBook, session_draws
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.inputs.traces import TraceError, read_trace
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
 from loadgen.traffic.prompts import block_text, request_prompt
 from loadgen.traffic.schedule import PlannedRequest, build_schedule
-from loadgen.traffic.traces import TraceError, read_trace
 from servers.engines.prefix_cache import PrefixCache
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "mooncake_blocks.jsonl"

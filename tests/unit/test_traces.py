@@ -11,10 +11,7 @@ import pytest
 import yaml
 
 from loadgen.evaluate.replicas import busiest_window_rate
-from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
-from loadgen.scenario.phases import TracePhase
-from loadgen.traffic.schedule import build_schedule
-from loadgen.traffic.traces import (
+from loadgen.inputs.traces import (
     TraceError,
     TraceRow,
     derived_duration,
@@ -22,6 +19,9 @@ from loadgen.traffic.traces import (
     scale_rate,
     window_rows,
 )
+from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
+from loadgen.scenario.phases import TracePhase
+from loadgen.traffic.schedule import build_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "scenarios" / "traces"

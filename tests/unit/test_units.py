@@ -1,6 +1,6 @@
 import pytest
 
-from servers.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
+from kernel.units import parse_duration, parse_fraction, parse_growth_rate, parse_size
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from loadgen.collect.timeline import Timeline
 from loadgen.evaluate.level_results import LevelWindow, mark_unmeasured
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import Span
-from loadgen.run.rundir import RunMeta
+from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule

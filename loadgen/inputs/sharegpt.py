@@ -15,7 +15,7 @@ a JSONL file whose first object has `conversations`.
   (`sessions.turns`, if given, caps them).
 - Conversations without a human message are skipped; a file with none left is an error.
 - A conversation's `"image"` (ShareGPT-4V, LLaVA: a file or a list of files beside the dataset)
-  is sent with its first human message (loadgen.scenario.dataset_images).
+  is sent with its first human message (loadgen.inputs.dataset_images).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from loadgen.scenario.dataset_images import named_images, without_placeholders
+from loadgen.inputs.dataset_entry import DatasetEntry
+from loadgen.inputs.dataset_images import named_images, without_placeholders
 
 # Counts each text's tokens: words without a tokenizer (what the simulated server counts).
 Counter = Callable[[list[str]], list[int]]
@@ -114,12 +115,12 @@ def _conversation(item: Any) -> tuple[str | None, list[Turn]]:
     return system, turns
 
 
-def read_sharegpt(path: Path, api: str, count: Counter = count_words, limit: int | None = None) -> list[Any]:
-    """Every conversation with a human message as a DatasetEntry (loadgen.scenario.workload);
+def read_sharegpt(
+    path: Path, api: str, count: Counter = count_words, limit: int | None = None
+) -> list[DatasetEntry]:
+    """Every conversation with a human message as a DatasetEntry;
     ShareGPTError names the entry or line of the first problem."""
-    from loadgen.scenario.workload import DatasetEntry  # it imports this module
-
-    entries: list[Any] = []
+    entries: list[DatasetEntry] = []
     for where, item in _items(path):
         if limit is not None and len(entries) >= limit:
             raise ShareGPTError(f"more than {limit} conversations")

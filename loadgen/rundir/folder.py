@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
-from loadgen.run.disk import DiskError, disk_reason
-from loadgen.scenario.model import Scenario
+from loadgen.rundir.disk import DiskError, disk_reason
 
 RUN_META = "run.json"
 
@@ -82,7 +82,7 @@ def create_run_dir(base: Path, name: str, now: datetime | None = None) -> Path:
         raise DiskError(disk_reason("create", str(candidate), exc)) from None
 
 
-def write_scenario(scenario: Scenario, run_dir: Path) -> None:
+def write_scenario(scenario: BaseModel, run_dir: Path) -> None:
     """The scenario as validated, defaults filled in (durations in seconds, sizes in bytes)."""
     data = scenario.model_dump(mode="json", by_alias=True)
     text = yaml.safe_dump(data, sort_keys=False)

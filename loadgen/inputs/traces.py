@@ -26,7 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from loadgen.traffic.trace_formats import TRACE_FORMATS, ScriptTurn, TraceError, TraceFormat, read_rows
+from loadgen.inputs.conversations import read_conversations
+from loadgen.inputs.trace_formats import (
+    TRACE_FORMATS,
+    RawRow,
+    ScriptTurn,
+    TraceError,
+    TraceFormat,
+    read_flat_rows,
+)
 
 __all__ = [
     "TRACE_FORMATS",
@@ -196,3 +204,18 @@ def load_window(
         raise ValueError(f"rate_scale {rate_scale:g} leaves none of the window's {len(rows)} rows")
     length = duration if duration is not None else derived_duration(rows)
     return ReplayWindow(path=str(resolved), rows=tuple(rows), duration=length)
+
+
+def read_rows(path: Path, format: TraceFormat) -> list[RawRow]:
+    """Every row of the file in file order; TraceError on the first bad one."""
+    try:
+        rows = read_flat_rows(path, format)
+        if rows is not None:
+            return rows
+        if format == "conversation":
+            return read_conversations(path)
+    except UnicodeDecodeError as exc:
+        raise TraceError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise TraceError(path, None, f"cannot read the trace: {exc.strerror or exc}") from None
+    raise TraceError(path, None, f"unknown trace format {format!r}; use one of {', '.join(TRACE_FORMATS)}")

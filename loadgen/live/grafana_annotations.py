@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
+from kernel.redact import redact
 from loadgen.grafana.client import (
     Grafana,
     GrafanaSetupError,
@@ -26,8 +27,7 @@ from loadgen.grafana.client import (
     describe_error,
     read_token,
 )
-from loadgen.redact import redact
-from loadgen.run.observers import PhaseInfo, RunInfo, RunObserver
+from loadgen.live.observers import PhaseInfo, RunInfo, RunObserver
 from loadgen.scenario.model import GrafanaConfig
 
 

@@ -22,7 +22,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from loadgen.collect.metric_names import (
+from loadgen.collect.records import RequestRecord, first_answer_s
+from loadgen.live.metric_names import (
     ADAPTER_LABELS,
     ADAPTER_TTFT_SECONDS,
     E2E_SECONDS,
@@ -45,7 +46,6 @@ from loadgen.collect.metric_names import (
     TTFAT_SECONDS,
     TTFT_SECONDS,
 )
-from loadgen.collect.records import RequestRecord, first_answer_s
 
 _BUCKETS_MS = tuple(round(edge * 1000.0, 6) for edge in LATENCY_BUCKETS)  # record.itl_ms is in ms
 

@@ -19,7 +19,7 @@
   and `output_length` (max_tokens).
 
 Each session becomes one trace row: its first turn, at its timestamp, carrying the later turns as
-its `script` of compact tuples (loadgen.traffic.trace_formats.ScriptTurn). The replay sends
+its `script` of compact tuples (loadgen.inputs.trace_formats.ScriptTurn). The replay sends
 turn 1 as a planned request (the phase's time_scale/start/duration/rate_scale act on sessions) and
 the SessionBook sends the script's turns with the whole history, as synthetic session turns.
 """
@@ -30,17 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loadgen.scenario.sessions import MAX_TURNS
-from loadgen.traffic.trace_formats import (
+from loadgen.inputs.trace_formats import (
     RawRow,
+    RowProblem,
     ScriptTurn,
     TraceError,
-    _count,
-    _key,
-    _RowProblem,
-    _seconds,
+    count_value,
     json_objects,
+    required_key,
+    seconds_value,
 )
+
+MAX_TURNS = 1000  # a bound on any session's turns: part of the session id scheme
 
 
 @dataclass
@@ -58,7 +59,7 @@ def read_conversations(path: Path) -> list[RawRow]:
     for number, data in json_objects(path):
         try:
             _add(sessions, number, data)
-        except _RowProblem as exc:
+        except RowProblem as exc:
             raise TraceError(path, number, str(exc)) from None
     return [
         RawRow(
@@ -74,23 +75,23 @@ def read_conversations(path: Path) -> list[RawRow]:
 
 
 def _add(sessions: dict[str, _Open], line: int, data: dict[str, Any]) -> None:
-    key = _session_id(_key(data, "session_id"))
+    key = _session_id(required_key(data, "session_id"))
     session = sessions.get(key)
     turn = _turn(data, session)
     tokens, text = _prompt(data)
-    output = _count(_key(data, "output_length"), "output_length")
+    output = count_value(required_key(data, "output_length"), "output_length")
     if session is None:
         if "timestamp" not in data:
-            raise _RowProblem(f"session {key!r} starts here: its first turn needs a 'timestamp' (ms)")
-        time_s = _seconds(data["timestamp"], "timestamp", unit=1e-3)
+            raise RowProblem(f"session {key!r} starts here: its first turn needs a 'timestamp' (ms)")
+        time_s = seconds_value(data["timestamp"], "timestamp", unit=1e-3)
         first = RawRow(line=line, time_s=time_s, prompt_tokens=tokens, prompt=text, output_tokens=output)
         sessions[key] = _Open(first=first, turn=turn)
         return
     if len(session.later) + 1 >= MAX_TURNS:
-        raise _RowProblem(f"session {key!r} has more than {MAX_TURNS} turns")
-    delay_s = _seconds(data.get("delay", 0), "delay", unit=1e-3)
+        raise RowProblem(f"session {key!r} has more than {MAX_TURNS} turns")
+    delay_s = seconds_value(data.get("delay", 0), "delay", unit=1e-3)
     if delay_s < 0:
-        raise _RowProblem(f"delay: {data['delay']!r} is negative")
+        raise RowProblem(f"delay: {data['delay']!r} is negative")
     words = tokens if tokens is not None else max(1, len((text or "").split()))
     session.later.append((round(delay_s, 6), max(1, words), max(1, output), text))
     session.turn = turn
@@ -98,9 +99,9 @@ def _add(sessions: dict[str, _Open], line: int, data: dict[str, Any]) -> None:
 
 def _session_id(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise _RowProblem(f"session_id: {value!r} is not a string or a whole number")
+        raise RowProblem(f"session_id: {value!r} is not a string or a whole number")
     if isinstance(value, str) and not value.strip():
-        raise _RowProblem("session_id is empty")
+        raise RowProblem("session_id is empty")
     return str(value)
 
 
@@ -109,11 +110,11 @@ def _turn(data: dict[str, Any], session: _Open | None) -> int:
     previous = session.turn if session is not None else 0
     if "turn" not in data:
         return previous + 1
-    turn = _count(data["turn"], "turn")
+    turn = count_value(data["turn"], "turn")
     if turn < 1:
-        raise _RowProblem(f"turn: {data['turn']!r} must be 1 or more")
+        raise RowProblem(f"turn: {data['turn']!r} must be 1 or more")
     if turn <= previous:
-        raise _RowProblem(
+        raise RowProblem(
             f"turn {turn} is out of order: its session's previous turn in the file was {previous}"
         )
     return turn
@@ -124,8 +125,8 @@ def _prompt(data: dict[str, Any]) -> tuple[int | None, str | None]:
     text = data.get("text")
     if text is not None:
         if not isinstance(text, str):
-            raise _RowProblem(f"text: must be a string, not {type(text).__name__}")
+            raise RowProblem(f"text: must be a string, not {type(text).__name__}")
         return None, text
     if "input_length" not in data:
-        raise _RowProblem("missing key 'input_length' (or 'text' with the user message)")
-    return _count(data["input_length"], "input_length"), None
+        raise RowProblem("missing key 'input_length' (or 'text' with the user message)")
+    return count_value(data["input_length"], "input_length"), None

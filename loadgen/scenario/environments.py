@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import Field
 
-from servers.config import StrictModel
+from kernel.strict import StrictModel
+from kernel.units import Fraction
 from servers.registry import ServerConfig
-from servers.units import Fraction
 
 
 class Environment(StrictModel):

@@ -13,7 +13,7 @@ Pure apart from reading the file. CSV goes through the stdlib `csv` module and J
 
 A Mooncake row's optional `hash_ids` (its prompt's blocks, shared between rows) are kept: the
 replay sends each id as the same block of text (the trace phase's `block_tokens` words).
-A `conversation` trace (loadgen.traffic.conversations) becomes one row per session: its first
+A `conversation` trace (loadgen.inputs.conversations) becomes one row per session: its first
 turn, carrying the later turns as its `script`.
 """
 
@@ -46,7 +46,7 @@ class TraceError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-class _RowProblem(ValueError):
+class RowProblem(ValueError):
     """Raised while parsing one row; the reader adds the file and line."""
 
 
@@ -64,47 +64,47 @@ class RawRow:
 # ---- field parsers -----------------------------------------------------------------------------
 
 
-def _count(value: Any, name: str) -> int:
+def count_value(value: Any, name: str) -> int:
     """A token count: a whole number ≥ 0 (a JSON number, or CSV text like '12' or '12.0')."""
     if isinstance(value, bool):
-        raise _RowProblem(f"{name}: {value!r} is not a whole number")
+        raise RowProblem(f"{name}: {value!r} is not a whole number")
     number: float
     if isinstance(value, int | float):
         number = value
     elif isinstance(value, str):
         text = value.strip()
         if not text:
-            raise _RowProblem(f"{name} is empty")
+            raise RowProblem(f"{name} is empty")
         try:
             number = float(text)
         except ValueError:
-            raise _RowProblem(f"{name}: {value!r} is not a whole number") from None
+            raise RowProblem(f"{name}: {value!r} is not a whole number") from None
     else:
-        raise _RowProblem(f"{name}: {value!r} is not a whole number")
+        raise RowProblem(f"{name}: {value!r} is not a whole number")
     if not math.isfinite(number) or number != int(number):
-        raise _RowProblem(f"{name}: {value!r} is not a whole number")
+        raise RowProblem(f"{name}: {value!r} is not a whole number")
     if number < 0:
-        raise _RowProblem(f"{name}: {value!r} is negative")
+        raise RowProblem(f"{name}: {value!r} is negative")
     return int(number)
 
 
-def _seconds(value: Any, name: str, unit: float = 1.0) -> float:
+def seconds_value(value: Any, name: str, unit: float = 1.0) -> float:
     """A time in seconds (`unit` converts, e.g. 1e-3 for milliseconds); finite."""
     if isinstance(value, bool):
-        raise _RowProblem(f"{name}: {value!r} is not a number")
+        raise RowProblem(f"{name}: {value!r} is not a number")
     if isinstance(value, int | float):
         number = float(value)
     elif isinstance(value, str) and value.strip():
         try:
             number = float(value)
         except ValueError:
-            raise _RowProblem(f"{name}: {value!r} is not a number") from None
+            raise RowProblem(f"{name}: {value!r} is not a number") from None
     elif isinstance(value, str):
-        raise _RowProblem(f"{name} is empty")
+        raise RowProblem(f"{name} is empty")
     else:
-        raise _RowProblem(f"{name}: {value!r} is not a number")
+        raise RowProblem(f"{name}: {value!r} is not a number")
     if not math.isfinite(number):
-        raise _RowProblem(f"{name}: {value!r} is not a finite number")
+        raise RowProblem(f"{name}: {value!r} is not a finite number")
     return number * unit
 
 
@@ -112,11 +112,11 @@ def _datetime_seconds(value: str, name: str) -> float:
     """'2023-11-16 18:15:46.6805900' → seconds since 1970 (a naive time is taken as UTC)."""
     text = value.strip()
     if not text:
-        raise _RowProblem(f"{name} is empty")
+        raise RowProblem(f"{name} is empty")
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise _RowProblem(f"{name}: {value!r} is not a date and time like 2023-11-16 18:15:46.68") from None
+        raise RowProblem(f"{name}: {value!r} is not a date and time like 2023-11-16 18:15:46.68") from None
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return (moment - _EPOCH).total_seconds()
@@ -135,7 +135,7 @@ class _CsvLayout:
 
 _CSV_LAYOUTS = {
     "azure": _CsvLayout("TIMESTAMP", "ContextTokens", "GeneratedTokens", _datetime_seconds),
-    "burstgpt": _CsvLayout("Timestamp", "Request tokens", "Response tokens", _seconds),
+    "burstgpt": _CsvLayout("Timestamp", "Request tokens", "Response tokens", seconds_value),
 }
 
 
@@ -161,11 +161,11 @@ def _read_csv(path: Path, layout: _CsvLayout) -> Iterator[RawRow]:
                     yield RawRow(
                         line=reader.line_num,
                         time_s=layout.parse_time(cells[0], layout.time),
-                        prompt_tokens=_count(cells[1], layout.prompt),
+                        prompt_tokens=count_value(cells[1], layout.prompt),
                         prompt=None,
-                        output_tokens=_count(cells[2], layout.output),
+                        output_tokens=count_value(cells[2], layout.output),
                     )
-                except _RowProblem as exc:
+                except RowProblem as exc:
                     raise TraceError(path, reader.line_num, str(exc)) from None
         except csv.Error as exc:
             raise TraceError(path, reader.line_num, f"malformed CSV: {exc}") from None
@@ -173,7 +173,7 @@ def _read_csv(path: Path, layout: _CsvLayout) -> Iterator[RawRow]:
 
 def _cell(row: list[str], index: int, name: str) -> str:
     if index >= len(row):
-        raise _RowProblem(f"missing column {name!r} (the row has {len(row)} of the header's fields)")
+        raise RowProblem(f"missing column {name!r} (the row has {len(row)} of the header's fields)")
     return row[index]
 
 
@@ -185,10 +185,10 @@ def _mooncake_row(line: int, data: dict[str, Any]) -> RawRow:
     # replayed as block texts (loadgen.traffic.prompts). Optional: a row without them is plain.
     return RawRow(
         line=line,
-        time_s=_seconds(_key(data, "timestamp"), "timestamp", unit=1e-3),
-        prompt_tokens=_count(_key(data, "input_length"), "input_length"),
+        time_s=seconds_value(required_key(data, "timestamp"), "timestamp", unit=1e-3),
+        prompt_tokens=count_value(required_key(data, "input_length"), "input_length"),
         prompt=None,
-        output_tokens=_count(_key(data, "output_length"), "output_length"),
+        output_tokens=count_value(required_key(data, "output_length"), "output_length"),
         hash_ids=_hash_ids(data.get("hash_ids")),
     )
 
@@ -198,30 +198,30 @@ def _hash_ids(value: Any) -> tuple[int, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise _RowProblem(f"hash_ids: must be a list of block ids, not {type(value).__name__}")
-    ids = tuple(_count(item, "hash_ids") for item in value)
+        raise RowProblem(f"hash_ids: must be a list of block ids, not {type(value).__name__}")
+    ids = tuple(count_value(item, "hash_ids") for item in value)
     return ids or None
 
 
 def _plain_row(line: int, data: dict[str, Any]) -> RawRow:
     prompt = data.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
-        raise _RowProblem(f"prompt: must be a string, not {type(prompt).__name__}")
+        raise RowProblem(f"prompt: must be a string, not {type(prompt).__name__}")
     if prompt is None and "prompt_tokens" not in data:
-        raise _RowProblem("missing key 'prompt_tokens' (or 'prompt' with the prompt's text)")
-    tokens = _count(data["prompt_tokens"], "prompt_tokens") if "prompt_tokens" in data else None
+        raise RowProblem("missing key 'prompt_tokens' (or 'prompt' with the prompt's text)")
+    tokens = count_value(data["prompt_tokens"], "prompt_tokens") if "prompt_tokens" in data else None
     return RawRow(
         line=line,
-        time_s=_seconds(_key(data, "t_s"), "t_s"),
+        time_s=seconds_value(required_key(data, "t_s"), "t_s"),
         prompt_tokens=tokens,
         prompt=prompt,
-        output_tokens=_count(_key(data, "output_tokens"), "output_tokens"),
+        output_tokens=count_value(required_key(data, "output_tokens"), "output_tokens"),
     )
 
 
-def _key(data: dict[str, Any], name: str) -> Any:
+def required_key(data: dict[str, Any], name: str) -> Any:
     if name not in data:
-        raise _RowProblem(f"missing key {name!r}")
+        raise RowProblem(f"missing key {name!r}")
     return data[name]
 
 
@@ -251,26 +251,15 @@ def _read_jsonl(path: Path, parse: Callable[[int, dict[str, Any]], RawRow]) -> I
     for number, data in json_objects(path):
         try:
             yield parse(number, data)
-        except _RowProblem as exc:
+        except RowProblem as exc:
             raise TraceError(path, number, str(exc)) from None
 
 
-# ---- entry point -------------------------------------------------------------------------------
-
-
-def read_rows(path: Path, format: TraceFormat) -> list[RawRow]:
-    """Every row of the file in file order; TraceError on the first bad one."""
-    try:
-        if format in _CSV_LAYOUTS:
-            return list(_read_csv(path, _CSV_LAYOUTS[format]))
-        if format in _JSONL_ROWS:
-            return list(_read_jsonl(path, _JSONL_ROWS[format]))
-        if format == "conversation":
-            from loadgen.traffic.conversations import read_conversations  # it imports this module
-
-            return read_conversations(path)
-    except UnicodeDecodeError as exc:
-        raise TraceError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise TraceError(path, None, f"cannot read the trace: {exc.strerror or exc}") from None
-    raise TraceError(path, None, f"unknown trace format {format!r}; use one of {', '.join(TRACE_FORMATS)}")
+def read_flat_rows(path: Path, format: TraceFormat) -> list[RawRow] | None:
+    """The rows of a CSV or JSONL request trace, in file order; None for a format read elsewhere
+    (a conversation trace: loadgen.inputs.conversations)."""
+    if format in _CSV_LAYOUTS:
+        return list(_read_csv(path, _CSV_LAYOUTS[format]))
+    if format in _JSONL_ROWS:
+        return list(_read_jsonl(path, _JSONL_ROWS[format]))
+    return None

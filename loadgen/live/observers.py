@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernel.redact import redact
 from loadgen.collect.records import RequestRecord
-from loadgen.redact import redact
 from loadgen.scenario.model import Scenario
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loadgen.run.observers import RunObserver
+from loadgen.live.observers import RunObserver
 from loadgen.scenario.model import Scenario
 
 
@@ -24,16 +24,16 @@ def build_observers(scenario: Scenario, options: LiveOptions) -> list[RunObserve
     if port is not None:
         from prometheus_client import CollectorRegistry
 
-        from loadgen.collect.exporter import LiveExporter
+        from loadgen.live.exporter import LiveExporter
 
         linger = scenario.prometheus.linger if options.linger else 0.0
         observers.append(LiveExporter(CollectorRegistry(), scenario.prometheus.host, port, linger))
     if scenario.grafana is not None:
-        from loadgen.grafana.annotations import GrafanaAnnotator
+        from loadgen.live.grafana_annotations import GrafanaAnnotator
 
         observers.append(GrafanaAnnotator(scenario.grafana))
     if options.progress:
-        from loadgen.run.progress import ProgressView
+        from loadgen.live.progress import ProgressView
 
         planned = None if scenario.search is not None else scenario.total_duration
         observers.append(ProgressView(scenario.name, planned))

@@ -15,7 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadgen.scenario.images import IMAGE_SUFFIXES
+# The image files a dataset or `images.dir` may name, by suffix, with their media types.
+IMAGE_SUFFIXES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".gif": "image/gif",
+}
 
 PLACEHOLDER = "<image>"
 

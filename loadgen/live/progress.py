@@ -19,7 +19,7 @@ from rich.live import Live
 from rich.table import Table
 
 from loadgen.collect.records import RequestRecord, is_failure
-from loadgen.run.observers import PhaseInfo, RunInfo, RunObserver
+from loadgen.live.observers import PhaseInfo, RunInfo, RunObserver
 
 RATE_WINDOW_S = 5.0
 TICK_S = 0.5

@@ -22,8 +22,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from loadgen.collect.live_metrics import LiveMetrics
-from loadgen.collect.metric_names import (
+from loadgen.collect.records import RequestRecord
+from loadgen.evaluate.slo import LatencySLO, SLOSpec
+from loadgen.live.live_metrics import LiveMetrics
+from loadgen.live.metric_names import (
     CAPACITY_RPS,
     KNEE_LEVEL,
     PHASE_INDEX,
@@ -36,10 +38,8 @@ from loadgen.collect.metric_names import (
     UPSTREAM_RUNNING,
     UPSTREAM_WAITING,
 )
-from loadgen.collect.metrics_server import MetricsServer
-from loadgen.collect.records import RequestRecord
-from loadgen.evaluate.slo import LatencySLO, SLOSpec
-from loadgen.run.observers import PhaseInfo, RunInfo, RunObserver
+from loadgen.live.metrics_server import MetricsServer
+from loadgen.live.observers import PhaseInfo, RunInfo, RunObserver
 
 # server_sample key → gauge.
 _SERVER_GAUGES = {
