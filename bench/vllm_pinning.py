@@ -56,7 +56,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=30.0)
     args = parser.parse_args()
     if not Path(args.python).exists():
-        print(f"no vLLM interpreter at {args.python} (see the README's vLLM section)", file=sys.stderr)
+        print(f"no vLLM interpreter at {args.python} (see docs/guide/servers.md)", file=sys.stderr)
         return 2
     cores = available_cpus()
     print(f"vLLM (CPU) on the bundled tiny model, Poisson {args.rate:g} req/s for {args.duration:g} s")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from loadgen.cli import gevent_world
 from loadgen.cli.common import EXIT_ERROR, fail
 from loadgen.cli.compare import GATE_EXITS, add_gate_options, gate_settings, judge
+from loadgen.run.runtimes import required_missing
 
 if TYPE_CHECKING:
     from loadgen.evaluate.compare import Settings
@@ -80,7 +81,7 @@ def handle(options: argparse.Namespace, load: Callable[[Path, int], Scenario | N
         scenario = load(path, 0)
         if scenario is None:
             return EXIT_ERROR
-        why = _not_plain(scenario)
+        why = _not_plain(scenario) or required_missing(scenario)
         if why is not None:
             return fail(f"{path}: {why}", "ab")
         scenarios.append(scenario)

@@ -25,6 +25,7 @@ from loadgen.cli import gevent_world
 from loadgen.cli import schema as cli_schema
 from loadgen.cli import worker as cli_worker
 from loadgen.cli.common import EXIT_ERROR, EXIT_PASS, fail, print_verdict
+from loadgen.run.runtimes import required_missing
 from loadgen.rundir.disk import DiskError
 from loadgen.scenario.loader import ScenarioError, load_scenario
 
@@ -207,6 +208,9 @@ def _run(options: argparse.Namespace) -> int:
         workers = _distributed_options(options, scenario.search is not None)
     except ValueError as exc:
         return fail(str(exc))
+    missing = required_missing(scenario)  # before any server starts: one line, what to install
+    if missing is not None:
+        return fail(missing)
     stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
     from loadgen.live.wiring import LiveOptions, build_observers
     from loadgen.run.execute import run_scenario

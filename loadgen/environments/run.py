@@ -20,6 +20,7 @@ from loadgen.environments.write import write_comparison
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.replicas import peak_rate_of
 from loadgen.live.wiring import LiveOptions, build_observers
+from loadgen.run.runtimes import missing_runtime
 from loadgen.run.search import print_line
 from loadgen.rundir.folder import create_run_dir, write_scenario
 from loadgen.scenario.environments import Environment, RecommendSpec
@@ -73,6 +74,11 @@ def run_environments(
         meta = environment_meta(environment)
         if stop.is_set():
             runs.append(_not_run(environment, "interrupted before it started"))
+            continue
+        missing = missing_runtime(environment.server)  # a required one was refused before any start
+        if missing is not None:
+            print_line(f"environment {environment.name}: left out: {missing}")
+            runs.append(_not_run(environment, missing))
             continue
         described = f"{environment.name} ({environment.server.kind}"
         described += f", {environment.notes})" if environment.notes else ")"

