@@ -33,10 +33,11 @@ Images need `api: chat` and are not sent with multi-turn sessions (a history wou
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, model_validator
 
+from loadgen.scenario.distributions import Distribution, counts
 from loadgen.scenario.files import base_dir
 from servers.config import StrictModel
 
@@ -52,40 +53,17 @@ IMAGE_SUFFIXES = {
 }
 
 
-class FixedImages(StrictModel):
-    kind: Literal["fixed"]
-    value: int = Field(ge=0, le=MAX_IMAGES)
+# Drawn image counts are clipped to 0..MAX_IMAGES.
+IMAGES = counts("Images", __name__, 0, MAX_IMAGES, "image count")
+FixedImages = IMAGES.fixed
+UniformImages = IMAGES.uniform
+NormalImages = IMAGES.normal
+LognormalImages = IMAGES.lognormal
 
-
-class UniformImages(StrictModel):
-    kind: Literal["uniform"]
-    min: int = Field(ge=0, le=MAX_IMAGES)
-    max: int = Field(ge=0, le=MAX_IMAGES)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformImages:
-        if self.max < self.min:
-            raise ValueError("max must be >= min")
-        return self
-
-
-class NormalImages(StrictModel):
-    kind: Literal["normal"]
-    mean: float = Field(ge=0, le=MAX_IMAGES)
-    std: float = Field(ge=0, le=MAX_IMAGES)
-
-
-class LognormalImages(StrictModel):
-    """`mean` is the mean image count; `sigma` the spread of its logarithm."""
-
-    kind: Literal["lognormal"]
-    mean: float = Field(gt=0, le=MAX_IMAGES)
-    sigma: float = Field(ge=0, le=10)
-
-
-ImageCount = Annotated[
-    FixedImages | UniformImages | NormalImages | LognormalImages, Field(discriminator="kind")
-]
+if TYPE_CHECKING:
+    ImageCount: TypeAlias = Distribution[int]
+else:
+    ImageCount = IMAGES.union
 
 
 class ImagesSpec(StrictModel):
