@@ -27,6 +27,7 @@ from loadgen.cli import worker as cli_worker
 from loadgen.cli.common import EXIT_ERROR, EXIT_PASS, fail, print_verdict
 from loadgen.run.disk import DiskError
 from loadgen.scenario.loader import ScenarioError, load_scenario
+from loadgen.scenario.mode import SearchMode
 
 if TYPE_CHECKING:
     from gevent.event import Event
@@ -204,7 +205,7 @@ def _run(options: argparse.Namespace) -> int:
     if scenario is None:
         return EXIT_ERROR
     try:
-        workers = _distributed_options(options, scenario.search is not None)
+        workers = _distributed_options(options, isinstance(scenario.mode, SearchMode))
     except ValueError as exc:
         return fail(str(exc))
     stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
