@@ -17,6 +17,7 @@ from loadgen.cli import gevent_world
 from loadgen.cli.common import EXIT_ERROR, fail
 from loadgen.cli.compare import GATE_EXITS, add_gate_options, gate_settings, judge
 from loadgen.run.runtimes import required_missing
+from loadgen.scenario.mode import SearchMode
 
 if TYPE_CHECKING:
     from loadgen.evaluate.compare import Settings
@@ -61,7 +62,7 @@ def _not_plain(scenario: Scenario) -> str | None:
     """Why `ab` cannot run this scenario (None: it can)."""
     if scenario.environments:
         return "ab runs plain scenarios: this one has environments: (use `loadtest run`)"
-    if scenario.search is not None:
+    if isinstance(scenario.mode, SearchMode):
         return "ab runs plain scenarios: this one has search: (use `loadtest run`)"
     if "json" not in scenario.report.formats:
         return "ab compares each round's report.json: add json to report.formats"

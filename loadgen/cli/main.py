@@ -28,6 +28,7 @@ from loadgen.cli.common import EXIT_ERROR, EXIT_PASS, fail, print_verdict
 from loadgen.run.runtimes import required_missing
 from loadgen.rundir.disk import DiskError
 from loadgen.scenario.loader import ScenarioError, load_scenario
+from loadgen.scenario.mode import SearchMode
 
 if TYPE_CHECKING:
     from gevent.event import Event
@@ -205,7 +206,7 @@ def _run(options: argparse.Namespace) -> int:
     if scenario is None:
         return EXIT_ERROR
     try:
-        workers = _distributed_options(options, scenario.search is not None)
+        workers = _distributed_options(options, isinstance(scenario.mode, SearchMode))
     except ValueError as exc:
         return fail(str(exc))
     missing = required_missing(scenario)  # before any server starts: one line, what to install

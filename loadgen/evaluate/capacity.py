@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadgen.evaluate.curve import LevelResult, SearchOver
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.fmt import format_number
 
 
@@ -33,7 +33,7 @@ def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, Level
 
 
 def capacity_at_slo(
-    levels: Sequence[LevelResult], over: SearchOver = "concurrency", precision: float | None = None
+    levels: Sequence[LevelResult], over: Over = Over.CONCURRENCY, precision: float | None = None
 ) -> dict[str, Any] | None:
     """report.json's `capacity` object, or None when no level was measured.
 
@@ -87,7 +87,7 @@ def capacity_at_slo(
 
 
 def _grid(
-    levels: Sequence[LevelResult], level: float, over: SearchOver, precision: float | None
+    levels: Sequence[LevelResult], level: float, over: Over, precision: float | None
 ) -> dict[str, Any] | None:
     """The step from the capacity level to the next level run above it (relative to the
     capacity level), and whether it is within the precision; a concurrency step of one user
@@ -99,7 +99,7 @@ def _grid(
     step = (upper - level) / level
     within = precision is None or step <= precision + 1e-9
     note = None
-    if not within and over == "concurrency" and upper - level <= 1:
+    if not within and over.closed_loop and upper - level <= 1:
         note = (
             f"concurrency is a whole number: the step from {format_number(level)} to "
             f"{format_number(upper)} users ({step:.1%}) cannot get finer than the "
@@ -117,4 +117,4 @@ def capacity_words(capacity: Mapping[str, Any]) -> str:
 
 def rate_unit(sessions: bool) -> str:
     """What a rate level counts: sessions/s when its arrivals are sessions, else req/s."""
-    return "sessions/s" if sessions else "req/s"
+    return Over.RATE.unit(sessions)

@@ -14,9 +14,32 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
-SearchOver = Literal["concurrency", "rate"]
+
+class Over(StrEnum):
+    """What a search's load levels count: `concurrency`, users that each send their next request
+    when the answer ends (closed loop, whole numbers), or `rate`, arrivals offered per second
+    (open loop)."""
+
+    # A str: YAML and JSON hold its value, and it equals it.
+
+    CONCURRENCY = "concurrency"
+    RATE = "rate"
+
+    @property
+    def closed_loop(self) -> bool:
+        """Levels are users that wait for their answers (and so come in whole numbers)."""
+        return self is Over.CONCURRENCY
+
+    def unit(self, sessions: bool = False) -> str:
+        """What a level counts: users, or arrivals per second (sessions/s when they start sessions)."""
+        if self.closed_loop:
+            return "users"
+        return "sessions/s" if sessions else "req/s"
+
+
 # Throughput or latency at or below this is treated as zero (no log of 0).
 TINY = 1e-9
 # Throughput that grew by less than this share of the load's growth (log terms) has flattened.

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from loadgen.evaluate.curve import FLAT_EFFICIENCY, LevelResult, SearchOver, by_level, past_knee
+from loadgen.evaluate.curve import FLAT_EFFICIENCY, LevelResult, Over, by_level, past_knee
 
 
 def elasticity_knee(
@@ -53,7 +53,7 @@ def kneed_knee(levels: Sequence[LevelResult]) -> float | None:
 
 def find_knee(
     levels: Sequence[LevelResult],
-    over: SearchOver,
+    over: Over,
     metric: str = "e2e_ms",
     key: str = "p95",
     flat_efficiency: float = 0.5,
@@ -61,7 +61,7 @@ def find_knee(
     """report.json's `knee` object. `level` is None when no knee was found."""
     knee = elasticity_knee(levels, metric, key, flat_efficiency)
     kneed_level = kneed_knee(levels)
-    if kneed_level is not None and over == "concurrency":
+    if kneed_level is not None and over.closed_loop:
         kneed_level = int(kneed_level)
     return {
         "over": over,

@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, compute_metrics, counted_records
-from loadgen.evaluate.curve import LevelResult, SearchOver
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.precision import Batches, check_statuses, mean_interval, median_life_s, slo_intervals
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
-from loadgen.evaluate.throughput import CLOSED_LOOP, goodput, served
+from loadgen.evaluate.throughput import goodput, served
 
 LevelRole = Literal["search", "verify", "verify_one_fewer", "drill"]
 # Fewer completions than this in a half window and drift is not judged (too noisy to tell).
@@ -33,7 +33,7 @@ class LevelWindow:
 
     index: int  # the phase index its records carry
     level: float
-    over: SearchOver
+    over: Over
     start_s: float  # measured window, seconds since the run's start
     end_s: float
     target_rate: float | None  # requests/s for rate levels; None for concurrency levels
@@ -43,9 +43,11 @@ class LevelWindow:
     extended: bool = False  # the window was moved past a first, still-drifting one
     cpu_percent: float | None = None  # the load generator's CPU use during this level
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "over", Over(self.over))  # run.json (and a test) give its value
+
     def phase_window(self) -> PhaseWindow:
-        kind = "rate" if self.over == "rate" else CLOSED_LOOP
-        return PhaseWindow(self.index, kind, self.target_rate or 0.0, self.start_s, self.end_s)
+        return PhaseWindow(self.index, self.over, self.target_rate or 0.0, self.start_s, self.end_s)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,7 +136,7 @@ def level_result(
     moving = any(is_drifting(records, window, max_drift) for window in phase_windows)
     batches = Batches.of(phase_windows, median_life_s(counted))
     batch_rps = batches.goodputs(records)
-    open_loop = windows[0].over == "rate"  # arrivals are the plan's: see precision.py
+    open_loop = not windows[0].over.closed_loop  # arrivals are the plan's: see precision.py
     interval = mean_interval(batch_rps, batches.edge_error(records) if open_loop else None)
     statuses = check_statuses(checks, slo_intervals(counted, batches, level_slo, seed), judge_intervals)
     result = LevelResult(

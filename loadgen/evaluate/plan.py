@@ -12,7 +12,7 @@ from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.capacity import capacity_at_slo, rate_unit
-from loadgen.evaluate.curve import LevelResult, SearchOver
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.drills import evaluate_drills
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, group_levels, level_result, search_results
@@ -37,9 +37,7 @@ class CurveVerdict:
         return None if self.capacity is None else self.capacity["rate_rps"]
 
 
-def judge_curve(
-    results: Sequence[LevelResult], over: SearchOver, precision: float | None = None
-) -> CurveVerdict:
+def judge_curve(results: Sequence[LevelResult], over: Over, precision: float | None = None) -> CurveVerdict:
     """The knee and the capacity at SLO of the searched levels' results."""
     knee = find_knee(results, over) if results else None
     return CurveVerdict(knee=knee, capacity=capacity_at_slo(results, over, precision))

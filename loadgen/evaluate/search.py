@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 
 from kernel.strict import StrictModel
 from kernel.units import Duration, Fraction, PositiveDuration
-from loadgen.evaluate.curve import TINY, LevelResult, SearchOver, past_knee
+from loadgen.evaluate.curve import TINY, LevelResult, Over, past_knee
 
 # Levels are whole numbers for concurrency, requests/s for rate.
 Policy = Generator[float, LevelResult, None]
@@ -34,7 +34,7 @@ Policy = Generator[float, LevelResult, None]
 class SearchSpec(StrictModel):
     """The scenario's `search:` section."""
 
-    over: SearchOver = "concurrency"
+    over: Over = Over.CONCURRENCY
     start: float = Field(default=1, gt=0)
     max: float = Field(default=256, gt=0)
     growth: float = Field(default=2, gt=1)
@@ -71,7 +71,7 @@ class SearchSpec(StrictModel):
                 raise ValueError("levels must be strictly increasing")
         if self.max_trials < self.trials:
             raise ValueError(f"max_trials ({self.max_trials}) is below trials ({self.trials})")
-        if self.over == "concurrency":
+        if self.over.closed_loop:
             given = [self.start, self.max, *(self.levels or ())]
             if any(value != int(value) for value in given):
                 raise ValueError("concurrency levels (start, max, levels) must be whole numbers")
@@ -114,7 +114,7 @@ def too_coarse(low: float, high: float, spec: SearchSpec) -> bool:
     concurrency bracket of 1 cannot get finer."""
     if high - low > spec.resolution:
         return True
-    if spec.precision is None or low <= 0 or (spec.over == "concurrency" and high - low <= 1):
+    if spec.precision is None or low <= 0 or (spec.over.closed_loop and high - low <= 1):
         return False
     return (high - low) / low > spec.precision
 
@@ -129,7 +129,7 @@ def search_levels(spec: SearchSpec, min_gain: float = 0.05) -> Policy:
     Driven by loadgen.run.search, or by hand: `level = next(gen)`, then
     `level = gen.send(result)` until StopIteration. Concurrency levels are yielded as ints.
     """
-    whole = spec.over == "concurrency"
+    whole = spec.over.closed_loop  # users come whole
 
     def as_level(value: float) -> float:
         return int(value) if whole else value

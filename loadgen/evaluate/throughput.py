@@ -23,8 +23,9 @@ import numpy as np
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
+from loadgen.evaluate.curve import Over
 
-CLOSED_LOOP = "concurrency"  # PhaseWindow.kind of a closed-loop level
+CLOSED_LOOP = Over.CONCURRENCY  # PhaseWindow.kind of a closed-loop level (a str)
 
 
 def served_in_bins(

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from loadgen.collect.records import RequestRecord, is_failure
 from loadgen.live.observers import PhaseInfo, RunInfo, RunObserver
+from loadgen.scenario.mode import PhasesMode
 
 RATE_WINDOW_S = 5.0
 TICK_S = 0.5
@@ -76,8 +77,9 @@ class ProgressView(RunObserver):
         self._t0 = self._phase_t0 = 0.0
 
     def run_started(self, info: RunInfo) -> None:
-        if info.scenario.search is None:
-            self._phases = len(info.scenario.traffic)
+        mode = info.scenario.mode
+        if isinstance(mode, PhasesMode):
+            self._phases = len(mode.phases)
 
     def traffic_started(self, in_flight: Callable[[], int]) -> None:
         self._in_flight = in_flight

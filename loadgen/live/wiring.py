@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadgen.live.observers import RunObserver
+from loadgen.scenario.mode import PhasesMode
 from loadgen.scenario.model import Scenario
 
 
@@ -35,6 +36,6 @@ def build_observers(scenario: Scenario, options: LiveOptions) -> list[RunObserve
     if options.progress:
         from loadgen.live.progress import ProgressView
 
-        planned = None if scenario.search is not None else scenario.total_duration
+        planned = scenario.total_duration if isinstance(scenario.mode, PhasesMode) else None
         observers.append(ProgressView(scenario.name, planned))
     return observers

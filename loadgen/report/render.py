@@ -28,6 +28,7 @@ from loadgen.report.safe_write import write_formats
 from loadgen.report.scan import scan_records
 from loadgen.report.search_report import build_search_report
 from loadgen.rundir.folder import RunMeta
+from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
 
@@ -56,7 +57,7 @@ def render_reports(
     memory = summarize_memory(
         read_samples(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
-    if scenario.search is not None:
+    if isinstance(scenario.mode, SearchMode):
         # A search's levels are judged from their records in memory (a level is seconds long).
         records = _read_records(path)
         return _render_search(run_dir, scenario, schedule, meta, records, run_error, formats)

@@ -19,6 +19,7 @@ from loadgen.evaluate.plan import evaluate
 from loadgen.fmt import format_number
 from loadgen.report.build import Judging, RunFacts, build_report, round_floats
 from loadgen.report.drill_facts import failed_drills, failure_line, passed_summary
+from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 
 
@@ -116,12 +117,13 @@ def build_search_report(
     """A search run's report.json: the plain report over the operating point's window(s), plus
     the curve, knee, capacity, replica plan and verification. `server_metrics(start_s, end_s)`:
     the server's own /metrics over a window."""
-    assert scenario.search is not None
+    mode = scenario.mode
+    assert isinstance(mode, SearchMode)
     records = mark_unmeasured(records, windows)
     _, evaluation = evaluate(
         windows,
         records,
-        scenario.search,
+        mode.search,
         scenario.slo,
         scenario.capacity,
         peak_rate,
@@ -144,7 +146,7 @@ def build_search_report(
     report["phases"] = _phases(records, windows)
     if operating and operating[0].target_rate is None:
         report["metrics"]["target_rate"] = None  # a closed-loop level has no target rate
-    report["verdict"], report["reason"] = _verdict(report, evaluation, scenario.search.over)
+    report["verdict"], report["reason"] = _verdict(report, evaluation, mode.over)
     report.update(evaluation)
     report["operating_point"] = (
         None if not operating else {"level": operating[0].level, "over": operating[0].over}

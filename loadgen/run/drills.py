@@ -22,6 +22,7 @@ import gevent
 import gevent.event
 import numpy as np
 
+from loadgen.evaluate.curve import Over
 from loadgen.run.fleet import Fleet, FleetError
 from loadgen.run.level_runner import LevelRunner
 from loadgen.scenario.drills import Drill, KillDrill, RollingRestartDrill, ScaleUpDrill
@@ -178,9 +179,7 @@ class DrillLevel:
         )
 
     def _max_concurrency(self) -> int:
-        search = self.run.scenario.search
-        assert search is not None, "a verification follows a search"
-        return search.max_concurrency
+        return self.run.levels.spec.max_concurrency
 
     def started(self, index: int, window_start_s: float, window_end_s: float) -> None:
         self.window = (window_start_s, window_end_s)
@@ -211,8 +210,7 @@ def _steady(run: DrillRun, rate: float) -> Phase | None:
     """The search's arrival process at `rate` (None: nothing to send)."""
     if rate <= 0:
         return None
-    search = run.scenario.search
-    assert search is not None
+    search = run.levels.spec
     return arrival_phase(search.arrival, rate, 1.0, search.max_concurrency)
 
 
@@ -234,7 +232,13 @@ def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
     duration = sum(seconds for _, seconds in level.pieces)
     run.say(f"drill {drill.label}: {drill.kind} at the peak over {run.count} replica(s)")
     window = run.levels.run(
-        run.peak, "rate", duration_s=duration, warmup_s=warmup, role="drill", balancer=balancer, drill=level
+        run.peak,
+        Over.RATE,
+        duration_s=duration,
+        warmup_s=warmup,
+        role="drill",
+        balancer=balancer,
+        drill=level,
     )
     level.finish()
     events = list(balancer.events[first_event:])

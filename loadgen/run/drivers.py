@@ -25,6 +25,7 @@ from loadgen.run.level_runner import LevelRunner
 from loadgen.run.search import SearchStopped, print_line, run_search
 from loadgen.run.server_start import RunAborted, start_server
 from loadgen.run.verify import verify_plan
+from loadgen.scenario.mode import SearchMode, VerifyMode
 from loadgen.scenario.model import VerifySpec
 from loadgen.traffic.client_process import CpuMeter, freeze_heap
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
@@ -90,12 +91,14 @@ class DistributedDriver:
         ctx.meta.client_cpu_percent = max_worker_cpu(summary)
 
 
+@dataclass(frozen=True)
 class SearchDriver:
     """The search's levels, then the replica plan's verification (when the scenario asks)."""
 
+    mode: SearchMode
+
     def drive(self, ctx: RunContext) -> None:
-        scenario, search = ctx.scenario, ctx.scenario.search
-        assert search is not None
+        scenario, mode, search = ctx.scenario, self.mode, self.mode.search
 
         def keep(windows: list[LevelWindow]) -> None:
             ctx.meta.levels = [window.to_dict() for window in windows]
@@ -112,14 +115,13 @@ class SearchDriver:
             results = run_search(levels, print_line)
             curve = judge_curve(results, search.over, search.precision)  # as the report judges it
             ctx.observers.evaluation(curve.knee_level, curve.capacity_rps)
-            verify = scenario.verify_spec
-            if verify is not None and not ctx.stop.is_set():
-                plan = replica_plan(curve.capacity, scenario.capacity, ctx.meta.peak_rate)
-                fleet = _fleet(ctx, verify)
+            if isinstance(mode, VerifyMode) and not ctx.stop.is_set():
+                plan = replica_plan(curve.capacity, mode.capacity, ctx.meta.peak_rate)
+                fleet = _fleet(ctx, mode.verify)
                 ctx.meta.verify = verify_plan(
                     levels,
                     scenario,
-                    verify,
+                    mode.verify,
                     plan,
                     lambda number: _start_replica(ctx, number, fleet),
                     print_line,
@@ -175,8 +177,9 @@ def _slowest_start(ctx: RunContext) -> float:
 
 
 def driver_for(ctx: RunContext, workers: DistributedOptions | None) -> Driver:
-    if ctx.scenario.search is not None:
-        return SearchDriver()
+    mode = ctx.scenario.mode
+    if isinstance(mode, SearchMode):
+        return SearchDriver(mode)
     if workers is not None:
         return DistributedDriver(workers)
     return PlainDriver()

@@ -26,7 +26,7 @@ from locust.env import Environment
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, percentiles
 from loadgen.evaluate.capacity import rate_unit
-from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, is_drifting, level_result
 from loadgen.evaluate.search import SearchSpec, more_trials
 from loadgen.evaluate.throughput import CLOSED_LOOP
@@ -117,7 +117,7 @@ class LevelRunner:
     def run(
         self,
         level: float,
-        over: str,
+        over: Over,
         *,
         duration_s: float,
         warmup_s: float,
@@ -145,7 +145,7 @@ class LevelRunner:
     def _run(
         self,
         level: float,
-        over: str,
+        over: Over,
         duration_s: float,
         warmup_s: float,
         trial: int,
@@ -154,7 +154,7 @@ class LevelRunner:
         drill: DrillHooks | None,
     ) -> LevelWindow:
         index = len(self.windows)
-        closed = over == "concurrency"
+        closed = over.closed_loop
         supply = None
         if closed:
             rng = level_rng(self.scenario.seed, index)
@@ -206,7 +206,7 @@ class LevelRunner:
         result = LevelWindow(
             index=index,
             level=level,
-            over="concurrency" if closed else "rate",
+            over=over,
             start_s=round(window.start_s, 6),
             end_s=round(window.end_s, 6),
             target_rate=None if closed else level,
@@ -298,11 +298,11 @@ class LevelRunner:
             duration_s=offset_s + duration_s + tail_s,
         )
 
-    def _announce(self, index: int, level: float, over: str, role: LevelRole, trial: int) -> None:
+    def _announce(self, index: int, level: float, over: Over, role: LevelRole, trial: int) -> None:
         label = f"level {format_number(level)} ({over}{', ' + role if role != 'search' else ''})"
         if trial:
             label += f" trial {trial + 1}"
-        target = None if over == "concurrency" else level
+        target = None if over.closed_loop else level
         unit = rate_unit(self._sessions)
         info = PhaseInfo(
             index=index, kind=over, target_rate=target, level=level, label=label, unit=unit, trial=trial

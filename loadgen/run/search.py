@@ -9,8 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from loadgen.evaluate.capacity import rate_unit
-from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.search import SearchSpec, search_levels
 from loadgen.fmt import format_number
 
@@ -62,12 +61,12 @@ def search(
     return results
 
 
-def describe_level(result: LevelResult, over: str, precision: float | None = None) -> str:
+def describe_level(result: LevelResult, over: Over, precision: float | None = None) -> str:
     """One progress line per level: its goodput with the 95% interval's half-width and the
     trials it took, p95 latencies, and its SLO verdict (`unresolved` when an SLO's interval
     still straddled its threshold after the last trial)."""
     sessions = result.sessions_per_s
-    unit = "" if over == "concurrency" else " " + rate_unit(sessions is not None)
+    unit = "" if over.closed_loop else " " + over.unit(sessions is not None)
     achieved = "" if sessions is None else f"{format_number(sessions)} sessions/s, "
     if result.slo_passed:
         verdict = "SLOs held"

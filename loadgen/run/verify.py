@@ -13,6 +13,7 @@ from typing import Any
 
 import gevent.event
 
+from loadgen.evaluate.curve import Over
 from loadgen.fmt import format_number
 from loadgen.run.drills import DrillRun, run_drills
 from loadgen.run.fleet import Fleet, FleetError
@@ -59,9 +60,8 @@ def verify_plan(
                 f"verify.external_replicas ({len(spec.external_replicas)} given)"
             ),
         }
-    assert scenario.search is not None
-    duration = spec.duration if spec.duration is not None else scenario.search.level_duration
-    warmup = spec.warmup if spec.warmup is not None else scenario.search.level_warmup
+    duration = spec.duration if spec.duration is not None else levels.spec.level_duration
+    warmup = spec.warmup if spec.warmup is not None else levels.spec.level_warmup
     replicas = _replicas(levels, spec, count, starts, start_replica, say, fleet)
     unit = str(plan.get("unit", "req/s"))  # sessions/s when the levels' arrivals are sessions
     setup: dict[str, Any] = {
@@ -154,7 +154,7 @@ def _run_level(
     balancer = _balancer(levels, spec, replicas)
     balancer.start_probing()
     try:
-        levels.run(peak, "rate", duration_s=duration, warmup_s=warmup, role=role, balancer=balancer)
+        levels.run(peak, Over.RATE, duration_s=duration, warmup_s=warmup, role=role, balancer=balancer)
     finally:
         balancer.stop_probing()
     return balancer.events

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from kernel.units import MAX_DURATION_S
+from loadgen.scenario.mode import SearchMode, VerifyMode
 
 if TYPE_CHECKING:
     from loadgen.scenario.model import Scenario
@@ -52,22 +53,23 @@ def plan_problems(scenario: Scenario, senders: int | None) -> list[tuple[Loc, st
             rate, field = phase.peak_rate()
             if rate > senders * MAX_RATE_PER_PROCESS:
                 problems.append((("traffic", index, field), _too_fast(rate, senders)))
-    search = scenario.search
-    if search is not None:
+    mode = scenario.mode
+    if isinstance(mode, SearchMode):
+        search = mode.search
         top, where = _top_level(search.max, search.levels)
-        if search.over == "concurrency" and top > MAX_CONCURRENCY_LEVEL:
+        if search.over.closed_loop and top > MAX_CONCURRENCY_LEVEL:
             problems.append((where, f"{top:g} concurrent users is more than {MAX_CONCURRENCY_LEVEL:,}"))
         search_s = search.max_levels * search.trials * search.level_duration
         if search_s > MAX_DURATION_S:
             problems.append((("search", "max_levels"), _too_long(search_s, "the search may last")))
-        if search.over == "rate":
+        if not search.over.closed_loop:  # a rate level plans its requests
             if not top * search.level_duration <= MAX_PLANNED_REQUESTS:
                 problems.append((where, _too_many(top * search.level_duration, "one level plans")))
             elif senders is not None and top > MAX_RATE_PER_PROCESS:
                 problems.append((where, _too_fast(top, 1) + " (a search runs in one process)"))
-        verify = scenario.verify_spec
-        peak = scenario.capacity.peak_rate if scenario.capacity is not None else None
-        if verify is not None and isinstance(peak, int | float):
+        # A verification runs the peak for its duration: one level's plan, when the peak is a number.
+        if isinstance(mode, VerifyMode) and isinstance(mode.capacity.peak_rate, int | float):
+            peak, verify = mode.capacity.peak_rate, mode.verify
             seconds = verify.duration if verify.duration is not None else search.level_duration
             if not peak * seconds <= MAX_PLANNED_REQUESTS:
                 problems.append((("capacity", "peak_rate"), _too_many(peak * seconds, "verify plans")))

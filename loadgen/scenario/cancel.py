@@ -17,12 +17,13 @@ whole number ≥ 1 for `tokens`; a normal time below 0 cancels at the send.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, TypeAlias
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from kernel.strict import StrictModel
 from kernel.units import Fraction
+from loadgen.scenario.distributions import Distribution, counts
 from loadgen.scenario.durations import DurationDistribution
 
 # As workload.MAX_TOKENS (not imported: workload.py imports this module).
@@ -36,41 +37,16 @@ CancelTime = DurationDistribution
 # ---- after a number of tokens ------------------------------------------------------------------
 
 
-class FixedCancelTokens(StrictModel):
-    kind: Literal["fixed"]
-    value: int = Field(ge=1, le=MAX_CANCEL_TOKENS)
+CANCEL_TOKENS = counts("CancelTokens", __name__, 1, MAX_CANCEL_TOKENS, "token count")
+FixedCancelTokens = CANCEL_TOKENS.fixed
+UniformCancelTokens = CANCEL_TOKENS.uniform
+NormalCancelTokens = CANCEL_TOKENS.normal
+LognormalCancelTokens = CANCEL_TOKENS.lognormal
 
-
-class UniformCancelTokens(StrictModel):
-    kind: Literal["uniform"]
-    min: int = Field(ge=1, le=MAX_CANCEL_TOKENS)
-    max: int = Field(ge=1, le=MAX_CANCEL_TOKENS)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformCancelTokens:
-        if self.max < self.min:
-            raise ValueError("max must be >= min")
-        return self
-
-
-class NormalCancelTokens(StrictModel):
-    kind: Literal["normal"]
-    mean: float = Field(gt=0, le=MAX_CANCEL_TOKENS)
-    std: float = Field(ge=0, le=MAX_CANCEL_TOKENS)
-
-
-class LognormalCancelTokens(StrictModel):
-    """`mean` is the mean token count; `sigma` the spread of its logarithm."""
-
-    kind: Literal["lognormal"]
-    mean: float = Field(gt=0, le=MAX_CANCEL_TOKENS)
-    sigma: float = Field(ge=0, le=10)
-
-
-CancelTokens = Annotated[
-    FixedCancelTokens | UniformCancelTokens | NormalCancelTokens | LognormalCancelTokens,
-    Field(discriminator="kind"),
-]
+if TYPE_CHECKING:
+    CancelTokens: TypeAlias = Distribution[int]
+else:
+    CancelTokens = CANCEL_TOKENS.union
 
 # ---- the section ---------------------------------------------------------------------------------
 

@@ -1,18 +1,17 @@
 """A duration distribution, as a scenario writes one: fixed, uniform, normal or lognormal, in
 seconds (with units: `200ms`, `2s`). Used by `workload.cancel` (after.time) and
-`workload.sessions` (think_time); sampled by loadgen.traffic.durations.sample_durations.
+`workload.sessions` (think_time); sampled by loadgen.scenario.distributions.sample.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, TypeAlias
 
-from pydantic import Field, model_validator
-
-from kernel.strict import StrictModel
-from kernel.units import Duration, PositiveDuration
+from kernel.units import MAX_DURATION_S, Duration, PositiveDuration
+from loadgen.scenario.distributions import Bounds, Distribution, family
 
 __all__ = [
+    "DURATIONS",
     "DurationDistribution",
     "FixedDuration",
     "LognormalDuration",
@@ -20,39 +19,23 @@ __all__ = [
     "UniformDuration",
 ]
 
+# Draws are clipped to 0..a year: a normal's negative draws are 0, a lognormal's far tail would
+# overflow a timer.
+DURATIONS = family(
+    "Duration",
+    __name__,
+    Bounds(0.0, MAX_DURATION_S, whole=False),
+    value=Duration,
+    mean=PositiveDuration,
+    std=Duration,
+    mean_is="duration",
+)
+FixedDuration = DURATIONS.fixed
+UniformDuration = DURATIONS.uniform
+NormalDuration = DURATIONS.normal
+LognormalDuration = DURATIONS.lognormal
 
-class FixedDuration(StrictModel):
-    kind: Literal["fixed"]
-    value: Duration
-
-
-class UniformDuration(StrictModel):
-    kind: Literal["uniform"]
-    min: Duration
-    max: Duration
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformDuration:
-        if self.max < self.min:
-            raise ValueError("max must be >= min")
-        return self
-
-
-class NormalDuration(StrictModel):
-    kind: Literal["normal"]
-    mean: PositiveDuration
-    std: Duration
-
-
-class LognormalDuration(StrictModel):
-    """`mean` is the mean duration; `sigma` the spread of its logarithm."""
-
-    kind: Literal["lognormal"]
-    mean: PositiveDuration
-    sigma: float = Field(ge=0, le=10)
-
-
-DurationDistribution = Annotated[
-    FixedDuration | UniformDuration | NormalDuration | LognormalDuration,
-    Field(discriminator="kind"),
-]
+if TYPE_CHECKING:
+    DurationDistribution: TypeAlias = Distribution[float]
+else:
+    DurationDistribution = DURATIONS.union

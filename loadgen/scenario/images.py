@@ -33,53 +33,31 @@ Images need `api: chat` and are not sent with multi-turn sessions (a history wou
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, model_validator
 
 from kernel.strict import StrictModel
 from loadgen.inputs.dataset_images import IMAGE_SUFFIXES as IMAGE_SUFFIXES  # the readers' list
 from loadgen.inputs.files import base_dir
+from loadgen.scenario.distributions import Distribution, counts
 
 MAX_IMAGES = 100  # per request; more is a typo (vLLM's per-prompt limits are a few)
 MAX_SIDE = 8192  # pixels; a generated image is held in memory for the run
 POOL_SIZE = 16  # distinct generated images per (size, format)
 
 
-class FixedImages(StrictModel):
-    kind: Literal["fixed"]
-    value: int = Field(ge=0, le=MAX_IMAGES)
+# Drawn image counts are clipped to 0..MAX_IMAGES.
+IMAGES = counts("Images", __name__, 0, MAX_IMAGES, "image count")
+FixedImages = IMAGES.fixed
+UniformImages = IMAGES.uniform
+NormalImages = IMAGES.normal
+LognormalImages = IMAGES.lognormal
 
-
-class UniformImages(StrictModel):
-    kind: Literal["uniform"]
-    min: int = Field(ge=0, le=MAX_IMAGES)
-    max: int = Field(ge=0, le=MAX_IMAGES)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformImages:
-        if self.max < self.min:
-            raise ValueError("max must be >= min")
-        return self
-
-
-class NormalImages(StrictModel):
-    kind: Literal["normal"]
-    mean: float = Field(ge=0, le=MAX_IMAGES)
-    std: float = Field(ge=0, le=MAX_IMAGES)
-
-
-class LognormalImages(StrictModel):
-    """`mean` is the mean image count; `sigma` the spread of its logarithm."""
-
-    kind: Literal["lognormal"]
-    mean: float = Field(gt=0, le=MAX_IMAGES)
-    sigma: float = Field(ge=0, le=10)
-
-
-ImageCount = Annotated[
-    FixedImages | UniformImages | NormalImages | LognormalImages, Field(discriminator="kind")
-]
+if TYPE_CHECKING:
+    ImageCount: TypeAlias = Distribution[int]
+else:
+    ImageCount = IMAGES.union
 
 
 class ImagesSpec(StrictModel):

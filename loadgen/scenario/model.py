@@ -27,6 +27,7 @@ from loadgen.inputs.files import field_error
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
 from loadgen.scenario.drills import BalancerSpec, Drill, ExternalReplica
 from loadgen.scenario.environments import Environment, RecommendSpec
+from loadgen.scenario.mode import CapacityMode, Mode, PhasesMode, SearchMode, run_mode
 from loadgen.scenario.phases import (
     Phase,
 )
@@ -167,7 +168,7 @@ class Scenario(StrictModel):
         if self.server is not None:
             message = "give either server: or environments: (each with its own server:), not both"
             raise field_error("environments", message, None)
-        if self.search is None or self.capacity is None:
+        if not isinstance(self.mode, CapacityMode):
             raise field_error(
                 "environments",
                 "environments are compared by capacity and replica plan: give search: and capacity: too",
@@ -184,12 +185,13 @@ class Scenario(StrictModel):
     @model_validator(mode="after")
     def _evaluator_parts_fit(self) -> Scenario:
         # Each message is located at the key that is out of place (the loader shows its line).
-        if self.search is not None and self.traffic:
+        searches = isinstance(self.mode, SearchMode)
+        if searches and self.traffic:
             message = "give either traffic: (phases) or search: (load levels), not both"
             raise field_error("search", message, None)
-        if self.search is not None and self.warmup > 0:
+        if searches and self.warmup > 0:
             raise field_error("warmup", "with search:, set search.level_warmup instead of warmup", None)
-        if self.capacity is not None and self.search is None:
+        if self.capacity is not None and not searches:
             message = "needs search: (the plan divides by the capacity it measures)"
             raise field_error("capacity", message, None)
         if self.verify_spec is not None and self.capacity is None:
@@ -222,11 +224,11 @@ class Scenario(StrictModel):
     def _sessions_fit_the_search(self) -> Scenario:
         """A search of sessions: levels with a warm-up (it builds the sessions up and sizes the
         tail after the window), and a peak that counts sessions as the capacity does."""
-        sessions = self.has_sessions
-        if self.search is not None and sessions and self.search.level_warmup <= 0:
+        sessions, mode = self.has_sessions, self.mode
+        if isinstance(mode, SearchMode) and sessions and mode.search.level_warmup <= 0:
             # The warm-up builds the sessions up and sizes the tail that lets the measured ones finish.
             message = "with sessions, give each level a warm-up at least a session long (turns × think time)"
-            raise field_error(("search", "level_warmup"), message, self.search.level_warmup)
+            raise field_error(("search", "level_warmup"), message, mode.search.level_warmup)
         peak = self.capacity.peak_rate if self.capacity is not None else None
         conversation = isinstance(peak, PeakFromTrace) and peak.from_trace.format == "conversation"
         if isinstance(peak, PeakFromTrace) and conversation != sessions:
@@ -245,7 +247,7 @@ class Scenario(StrictModel):
 
     @model_validator(mode="after")
     def _warmup_inside_traffic(self) -> Scenario:
-        if self.search is not None:
+        if not isinstance(self.mode, PhasesMode):
             return self
         if not self.traffic:
             raise field_error("traffic", "give at least one phase (or a search: section)", self.traffic)
@@ -297,6 +299,11 @@ class Scenario(StrictModel):
     def classes(self) -> list[tuple[str, float, Workload]]:
         """(name, weight, workload) of every workload class (one workload: "default")."""
         return workload_classes(self.workload)
+
+    @property
+    def mode(self) -> Mode:
+        """What this scenario runs: phases, or a search (with a capacity, and its check)."""
+        return run_mode(self.traffic, self.search, self.capacity, self.verify_spec)
 
     @property
     def has_sessions(self) -> bool:

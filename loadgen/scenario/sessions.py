@@ -40,13 +40,14 @@ normal, lognormal), rounded, clipped to 1..MAX_TURNS.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, TypeAlias
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from kernel.strict import StrictModel
 from kernel.units import PositiveDuration
 from loadgen.inputs.conversations import MAX_TURNS as MAX_TURNS  # the id scheme's bound
+from loadgen.scenario.distributions import Distribution, counts
 from loadgen.scenario.durations import DurationDistribution
 from loadgen.scenario.lengths import FixedLength, Length
 
@@ -54,38 +55,17 @@ SESSION_ID_BASE = 2**40  # later turns' ids start here (MAX_PLANNED_REQUESTS is 
 DEFAULT_LINGER_S = 600.0
 
 
-class FixedTurns(StrictModel):
-    kind: Literal["fixed"]
-    value: int = Field(ge=1, le=MAX_TURNS)
+# Drawn turn counts are clipped to 1..MAX_TURNS.
+TURNS = counts("Turns", __name__, 1, MAX_TURNS, "number of turns")
+FixedTurns = TURNS.fixed
+UniformTurns = TURNS.uniform
+NormalTurns = TURNS.normal
+LognormalTurns = TURNS.lognormal
 
-
-class UniformTurns(StrictModel):
-    kind: Literal["uniform"]
-    min: int = Field(ge=1, le=MAX_TURNS)
-    max: int = Field(ge=1, le=MAX_TURNS)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> UniformTurns:
-        if self.max < self.min:
-            raise ValueError("max must be >= min")
-        return self
-
-
-class NormalTurns(StrictModel):
-    kind: Literal["normal"]
-    mean: float = Field(gt=0, le=MAX_TURNS)
-    std: float = Field(ge=0, le=MAX_TURNS)
-
-
-class LognormalTurns(StrictModel):
-    """`mean` is the mean number of turns; `sigma` the spread of its logarithm."""
-
-    kind: Literal["lognormal"]
-    mean: float = Field(gt=0, le=MAX_TURNS)
-    sigma: float = Field(ge=0, le=10)
-
-
-Turns = Annotated[FixedTurns | UniformTurns | NormalTurns | LognormalTurns, Field(discriminator="kind")]
+if TYPE_CHECKING:
+    Turns: TypeAlias = Distribution[int]
+else:
+    Turns = TURNS.union
 
 
 class AgentSpec(StrictModel):

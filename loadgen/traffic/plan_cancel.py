@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from loadgen.scenario.cancel import CancelAfter, CancelSpec, CancelTime, CancelTokens
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Workload
-from loadgen.traffic.durations import sample_durations
-from loadgen.traffic.plan_draws import sample_counts
 
 # Mixed into the seed of the cancel streams ("canc"), apart from the plan's and the search levels'.
 CANCEL_STREAM = 0x63616E63
@@ -36,12 +35,12 @@ Decided = dict[int, CancelPoint]
 
 def sample_cancel_times(spec: CancelTime, count: int, rng: np.random.Generator) -> np.ndarray:
     """Seconds from the send, drawn from `spec` (a normal's negative draws cancel at once)."""
-    return sample_durations(spec, count, rng)
+    return sample(spec, count, rng)
 
 
 def sample_cancel_tokens(spec: CancelTokens, count: int, rng: np.random.Generator) -> np.ndarray:
     """Token counts drawn from `spec`, rounded, at least 1 (drawn as the workload's lengths)."""
-    return sample_counts(spec, count, rng)
+    return sample(spec, count, rng)
 
 
 @dataclass(frozen=True)

@@ -13,45 +13,17 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
 
 import numpy as np
 
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Length, Workload
 from loadgen.traffic.plan_streams import PREPASS_CHUNK, Ticker
 
 
-class CountSpec(Protocol):
-    """A count distribution: the workload's lengths, a session's turns, a cancel's tokens."""
-
-    @property
-    def kind(self) -> str: ...
-
-
-_MOST = np.iinfo(np.int64).max // 2  # far past any valid count; a lognormal's tail stays finite
-
-
-def sample_counts(
-    spec: CountSpec, count: int, rng: np.random.Generator, most: int = _MOST, least: int = 1
-) -> np.ndarray:
-    """Whole numbers drawn from `spec` (fixed, uniform, normal, lognormal), rounded, in least..most."""
-    fields: Any = spec  # each kind carries its own keys (value; min, max; mean, std; mean, sigma)
-    if spec.kind == "fixed":
-        values = np.full(count, fields.value, dtype=float)
-    elif spec.kind == "uniform":
-        values = rng.integers(fields.min, fields.max + 1, size=count).astype(float)
-    elif spec.kind == "normal":
-        values = rng.normal(fields.mean, fields.std, size=count)
-    else:  # lognormal with the requested mean: E[X] = exp(mu + sigma²/2)
-        mu = np.log(fields.mean) - fields.sigma**2 / 2
-        values = rng.lognormal(mu, fields.sigma, size=count)
-    counts: np.ndarray = np.clip(np.rint(values), least, most).astype(np.int64)
-    return counts
-
-
 def sample_lengths(spec: Length, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Token counts drawn from `spec`, at least 1 each."""
-    return sample_counts(spec, count, rng)
+    """Token counts drawn from `spec`, in 1..MAX_TOKENS."""
+    return sample(spec, count, rng)
 
 
 def _skip_lengths(

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadgen.scenario.images import MAX_IMAGES, ImagesSpec
+from loadgen.scenario.distributions import sample
+from loadgen.scenario.images import ImagesSpec
 from loadgen.scenario.model import Workload
-from loadgen.traffic.plan_draws import sample_counts
 
 # Mixed into the seed of the image streams ("imag"), apart from the plan's, cancels' and prefixes'.
 IMAGE_STREAM = 0x696D6167
@@ -24,7 +24,7 @@ IMAGE_STREAM = 0x696D6167
 
 def sample_image_counts(spec: ImagesSpec, count: int, rng: np.random.Generator) -> np.ndarray:
     """`count` requests' image counts, rounded, in 0..MAX_IMAGES."""
-    return sample_counts(spec.count, count, rng, most=MAX_IMAGES, least=0)
+    return sample(spec.count, count, rng)
 
 
 @dataclass(frozen=True)

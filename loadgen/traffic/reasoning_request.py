@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.workload import Workload
-from loadgen.traffic.plan_draws import sample_counts
 
 # The body field the built-in servers read (servers/http/openai.py); real servers ignore it.
 SIMULATE_FIELD = "simulate_reasoning"
@@ -26,7 +26,7 @@ def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int)
     if spec is None or spec.tokens is None:
         return 0
     rng = np.random.default_rng((zlib.crc32(request_class.encode()), request_id))
-    return int(sample_counts(spec.tokens, 1, rng)[0])
+    return int(sample(spec.tokens, 1, rng)[0])
 
 
 def reasoning_fields(workload: Workload, tokens: int) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 from loadgen.collect.records import RequestRecord
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.scenario.cancel import CancelSpec
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import (
     DEFAULT_LINGER_S,
@@ -40,10 +41,9 @@ from loadgen.scenario.sessions import (
     Turns,
     later_turn_id,
 )
-from loadgen.traffic.durations import sample_durations
 from loadgen.traffic.openai_api import ToolCall, prompt_text
 from loadgen.traffic.plan_cancel import cancel_points
-from loadgen.traffic.plan_draws import sample_counts, sample_lengths
+from loadgen.traffic.plan_draws import sample_lengths
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import PlannedRequest
 
@@ -57,7 +57,7 @@ AGENT_STREAM = 0x61676E74
 
 def sample_turns(spec: Turns, count: int, rng: np.random.Generator) -> np.ndarray:
     """Turn counts drawn from `spec`, rounded, within 1..MAX_TURNS."""
-    return sample_counts(spec, count, rng, MAX_TURNS)
+    return sample(spec, count, rng)
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def session_draws(
     else:
         turns = 1 + len(given or ())
     later = turns - 1
-    think = sample_durations(spec.think_time, later, rng)
+    think = sample(spec.think_time, later, rng)
     prompt = [int(n) for n in sample_lengths(workload.prompt_tokens, later, rng).tolist()]
     output = [int(n) for n in sample_lengths(workload.output_tokens, later, rng).tolist()]
     texts: tuple[str | None, ...] = ()
@@ -321,7 +321,7 @@ class SessionBook:
         """The request that answers the record's tool calls, due their tool latency after it."""
         results = self._add_calls(session, answer, calls, agent)
         assert session.agent_rng is not None
-        wait_s = float(sample_durations(agent.tool_latency, 1, session.agent_rng)[0])
+        wait_s = float(sample(agent.tool_latency, 1, session.agent_rng)[0])
         due_s = round((record.done_s or record.scheduled_s) + wait_s, 6)
         if not self._within(session, due_s):
             return None

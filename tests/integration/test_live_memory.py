@@ -44,6 +44,7 @@ LEVELS = """
 from gevent import monkey; monkey.patch_all()
 import json, sys
 import gevent.event
+from loadgen.evaluate.curve import Over
 from loadgen.run.level_runner import LevelRunner
 from loadgen.live.observers import Observers
 from loadgen.scenario.model import Scenario
@@ -78,7 +79,7 @@ def report(name, requests):
 
 for level in scenario.search.levels:
     report(level, levels.measure(level).requests)
-levels.run(60, "rate", duration_s=0.6, warmup_s=0.2, role="verify")
+levels.run(60, Over.RATE, duration_s=0.6, warmup_s=0.2, role="verify")
 report("verify", None)
 print(json.dumps(out))
 """

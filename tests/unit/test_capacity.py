@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadgen.evaluate.capacity import capacity_at_slo
-from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.search import SearchSpec
 from loadgen.run.search import search
 from tests import simulated_curve
@@ -71,7 +71,7 @@ def test_the_capacity_carries_its_levels_interval_and_an_unresolved_level_is_not
         level(20, True, ci=(19.0, 21.0)),
         level(24, False, unresolved=("ttft p95",)),  # straddles: not held, and named as what broke
     ]
-    cap = capacity_at_slo(levels, "rate", precision=0.05)
+    cap = capacity_at_slo(levels, Over.RATE, precision=0.05)
     assert cap is not None
     assert (cap["rate_rps"], cap["ci95"], cap["limiting_slo"]) == (20, [19.0, 21.0], "ttft p95")
     assert cap["precision"] == pytest.approx(0.05)
@@ -80,14 +80,14 @@ def test_the_capacity_carries_its_levels_interval_and_an_unresolved_level_is_not
 
 
 def test_a_concurrency_step_of_one_user_is_said_to_be_as_fine_as_it_gets() -> None:
-    cap = capacity_at_slo([level(8, True), level(9, False, ("ttft p95",))], "concurrency", precision=0.05)
+    cap = capacity_at_slo([level(8, True), level(9, False, ("ttft p95",))], Over.CONCURRENCY, precision=0.05)
     assert cap is not None
     assert cap["grid"]["within_precision"] is False
     assert cap["grid"]["note"] == (
         "concurrency is a whole number: the step from 8 to 9 users (12.5%) cannot get finer than the "
         "5% precision"
     )
-    within = capacity_at_slo([level(40, True), level(42, False, ("ttft p95",))], "concurrency", 0.05)
+    within = capacity_at_slo([level(40, True), level(42, False, ("ttft p95",))], Over.CONCURRENCY, 0.05)
     assert within is not None and within["grid"]["within_precision"] is True
 
 
@@ -135,7 +135,7 @@ def test_on_a_plateau_the_capacity_is_the_lowest_level_within_the_best_ones_inte
         LevelResult(12, 40.1, 1283, ci95=(39.6, 40.6), trials=1),
         level(16, False, ("ttft p95",)),
     ]
-    cap = capacity_at_slo(levels, "concurrency", precision=0.05)
+    cap = capacity_at_slo(levels, Over.CONCURRENCY, precision=0.05)
     assert cap is not None
     assert (cap["level"], cap["rate_rps"], cap["limiting_slo"]) == (9, 39.9, "ttft p95")
     assert cap["grid"]["next_level"] == 10
@@ -150,5 +150,5 @@ def test_a_wide_interval_on_the_highest_reading_does_not_pull_the_capacity_down(
         LevelResult(24, 44.5, 1424, ci95=(29.8, 59.2), trials=1),
         LevelResult(32, 46.3, 1482, ci95=(25.1, 67.5), trials=1),
     ]
-    cap = capacity_at_slo(levels, "concurrency", precision=0.05)
+    cap = capacity_at_slo(levels, Over.CONCURRENCY, precision=0.05)
     assert cap is not None and (cap["level"], cap["rate_rps"]) == (16, 37.3)

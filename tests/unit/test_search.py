@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.search import SearchSpec, more_trials, too_coarse
 from loadgen.run.search import describe_level, search
@@ -56,7 +56,7 @@ def test_concurrency_search_finds_the_slot_count_within_nine_levels() -> None:
     # 16 serves no more than 8: one level more (32, no more either) confirms it, then bisection.
     assert visited == [1, 2, 4, 8, 16, 32, 12, 10, 9]
     assert len(visited) <= 9
-    knee = find_knee(results, "concurrency")
+    knee = find_knee(results, Over.CONCURRENCY)
     assert abs(knee["level"] - SLOTS) <= 1
     assert knee["throughput_rps"] == pytest.approx(SLOTS / 0.68)
 
@@ -81,11 +81,11 @@ def test_concurrency_levels_are_whole_numbers_and_never_exceed_max() -> None:
 
 def test_a_level_line_says_its_interval_trials_and_an_unresolved_slo() -> None:
     sure = LevelResult(4, 50.0, 3200.0, ci95=(48.0, 52.0), trials=2, ttft_ms={"p95": 80.0})
-    assert "50 req/s ±4.0% (2 trials), TTFT p95 80 ms" in describe_level(sure, "concurrency", 0.05)
+    assert "50 req/s ±4.0% (2 trials), TTFT p95 80 ms" in describe_level(sure, Over.CONCURRENCY, 0.05)
     wide = LevelResult(4, 50.0, 3200.0, ci95=(45.0, 55.0), trials=5)
-    assert "±10.0% (5 trials, precision 5% not reached)" in describe_level(wide, "concurrency", 0.05)
+    assert "±10.0% (5 trials, precision 5% not reached)" in describe_level(wide, Over.CONCURRENCY, 0.05)
     straddling = replace(wide, slo_passed=False, unresolved_slos=("ttft p95",))
-    line = describe_level(straddling, "rate", 0.05)
+    line = describe_level(straddling, Over.RATE, 0.05)
     assert line.startswith("search: rate 4 req/s: 50 req/s")
     assert line.endswith("unresolved: ttft p95 (95% interval straddles the SLO)")
 
@@ -178,7 +178,7 @@ def test_throughput_flattening_without_slo_break_triggers_bisection() -> None:
     results = run_search(SearchSpec(max=64), saturating)
     # 4 → 8: latency outgrew throughput; 16 confirms it (against 4); then bisection in [4, 8].
     assert [r.level for r in results] == [1, 2, 4, 8, 16, 6, 7]
-    assert abs(find_knee(results, "concurrency")["level"] - 5) <= 1
+    assert abs(find_knee(results, Over.CONCURRENCY)["level"] - 5) <= 1
 
 
 def test_latency_growing_with_throughput_at_low_load_does_not_stop_the_search() -> None:
@@ -192,7 +192,7 @@ def test_latency_growing_with_throughput_at_low_load_does_not_stop_the_search() 
     results = run_search(SearchSpec(max=64, precision=None), batching)
     visited = [r.level for r in results]
     assert visited[:5] == [1, 2, 4, 8, 16], visited
-    assert find_knee(results, "concurrency")["level"] == 8
+    assert find_knee(results, Over.CONCURRENCY)["level"] == 8
 
 
 def test_fixed_grid_is_run_as_given_and_capped_at_max() -> None:
@@ -222,7 +222,7 @@ def test_one_slow_level_does_not_end_the_search() -> None:
     results = run_search(SearchSpec(max=64, precision=None), noisy)
     visited = [r.level for r in results]
     assert visited[:6] == [1, 2, 4, 8, 16, 32], visited
-    assert find_knee(results, "concurrency")["level"] == 16
+    assert find_knee(results, Over.CONCURRENCY)["level"] == 16
 
 
 @pytest.mark.parametrize(

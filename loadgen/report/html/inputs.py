@@ -21,10 +21,12 @@ from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.server_metrics_summary import MetricsLog, read_server_metrics
 from loadgen.collect.stats import PhaseWindow
 from loadgen.collect.timeline import Timeline
+from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow, mark_unmeasured
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import Span
 from loadgen.rundir.folder import RunMeta
+from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
@@ -88,7 +90,7 @@ class RunInputs:
     resources: Sequence[ResourceSample] = ()
     server_metrics: MetricsLog = field(default_factory=MetricsLog)
     memory_window: tuple[float, float] | None = None
-    over: str | None = None  # "concurrency" | "rate" for a search
+    over: Over | None = None  # what a search's levels count
 
     @property
     def sampled(self) -> bool:
@@ -117,8 +119,8 @@ def level_label(window: LevelWindow) -> str:
         return f"verify ×{window.replicas}"
     if window.role == "verify_one_fewer":
         return f"×{window.replicas}"
-    prefix = "c=" if window.over == "concurrency" else ""
-    suffix = "" if window.over == "concurrency" else "/s"
+    prefix = "c=" if window.over.closed_loop else ""
+    suffix = "" if window.over.closed_loop else "/s"
     return f"{prefix}{format_number(window.level)}{suffix}"
 
 
@@ -147,7 +149,8 @@ def run_inputs(
     resources = list(read_samples(run_dir / RESOURCES_FILE))
     metrics = read_server_metrics(run_dir / RESOURCES_FILE)
     records = charts.records()
-    if scenario.search is None:
+    mode = scenario.mode
+    if not isinstance(mode, SearchMode):
         return RunInputs(
             records=records,
             records_total=charts.total,
@@ -166,12 +169,12 @@ def run_inputs(
         records=mark_unmeasured(records, levels),  # as the report counts them
         records_total=charts.total,
         timeline=charts.timeline,
-        spans=level_spans(levels, scenario.search.level_warmup, verify_warmup),
+        spans=level_spans(levels, mode.search.level_warmup, verify_warmup),
         levels=levels,
         resources=resources,
         server_metrics=metrics,
         memory_window=window,
-        over=scenario.search.over,
+        over=mode.over,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.evaluate.curve import Over
 from loadgen.report.drill_facts import failed_drills
 from loadgen.report.evaluation_markdown import slo_words
 from loadgen.report.html import slo_lines
@@ -34,13 +35,13 @@ def level_over(report: Mapping[str, Any]) -> str:
 def level_axis(over: str) -> str:
     if over == SESSIONS:
         return "offered session rate (sessions/s)"
-    return "concurrency (closed-loop users)" if over == "concurrency" else "offered rate (req/s)"
+    return "concurrency (closed-loop users)" if over == Over.CONCURRENCY else "offered rate (req/s)"
 
 
 def level_name(over: str, level: Any) -> str:
     if over == SESSIONS:
         return f"{num(level)} sessions/s"
-    return f"concurrency {num(level)}" if over == "concurrency" else f"{num(level)} req/s"
+    return f"concurrency {num(level)}" if over == Over.CONCURRENCY else f"{num(level)} req/s"
 
 
 def _verification(replicas: Mapping[str, Any]) -> Card:
