@@ -14,15 +14,12 @@ import argparse
 import gc
 import sys
 import tracemalloc
-from pathlib import Path
 
 import msgpack
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from loadgen.distributed import protocol  # noqa: E402
-from loadgen.scenario.loader import parse_scenario  # noqa: E402
-from loadgen.traffic.schedule import Schedule, build_schedule  # noqa: E402
+from loadgen.distributed import protocol
+from loadgen.scenario.loader import parse_scenario
+from loadgen.traffic.schedule import Schedule, build_schedule
 
 RATE = 1000  # req/s: the plan's length is requests / RATE seconds
 
@@ -80,7 +77,9 @@ def wire_per_request(schedule: Schedule) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=100_000)
     args = parser.parse_args()
     print(f"{'plan':10} {'requests':>9} {'memory B/req':>13} {'wire B/req':>11}")

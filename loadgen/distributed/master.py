@@ -35,8 +35,8 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.distributed import auth, channel, protocol
 from loadgen.distributed.local import LocalWorkers
 from loadgen.scenario.model import Scenario
-from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.schedule import Schedule
+from loadgen.traffic.session_policy import WORKERS_GRACE_S, SessionPolicy
 from servers.base import Endpoint, free_port
 
 if TYPE_CHECKING:
@@ -51,7 +51,6 @@ LEAD_PER_REQUEST_S = 50e-6
 LOST_AFTER_S = 5.0  # heartbeats missing this long: the worker is lost
 EXIT_GRACE_S = 0.5  # a worker process that exited: wait this long for its last messages
 STOP_GRACE_S = 15.0  # after a stop, how long workers get to send what they have
-END_GRACE_S = 30.0  # beyond the schedule and the request timeout
 
 
 class DistributedError(Exception):
@@ -284,11 +283,11 @@ def _wait_done(
     scenario: Scenario,
 ) -> None:
     """Until every worker is done or lost (or the time is up: the rest are lost)."""
-    # Sessions send their later turns up to `linger` past the schedule's end (workload.sessions).
-    linger = max((w.sessions.linger for _, _, w in scenario.classes if w.sessions is not None), default=0.0)
-    if any(getattr(phase, "format", None) == "conversation" for phase in scenario.traffic):
-        linger = max(linger, DEFAULT_LINGER_S)  # a conversation trace's sessions linger as synthetic ones
-    end_s = schedule.duration_s + linger + scenario.workload.request_timeout + END_GRACE_S
+    # Sessions send their later turns up to their linger past the schedule's end; a conversation
+    # trace's sessions are known from the scenario here (a worker learns of them from its plan).
+    scripted = any(getattr(phase, "format", None) == "conversation" for phase in scenario.traffic)
+    policy = SessionPolicy.of(scenario.workload)
+    end_s = policy.deadline_s(schedule.duration_s, grace_s=WORKERS_GRACE_S, scripted=scripted)
     deadline = time.monotonic() + (t0_ns - time.perf_counter_ns()) / 1e9 + end_s
     stopped = False
     exited_at: dict[int, float] = {}

@@ -16,8 +16,8 @@ turn from the session's generator after its other draws.
 
 A session replayed from a conversation trace (loadgen.traffic.conversations) is scripted: its turn
 1 carries `session_script` (every later turn's think time, lengths and optional text), which
-becomes its SessionDraws instead of a draw; it needs no `workload.sessions` (linger: the class's,
-else DEFAULT_LINGER_S) and is never cancelled past turn 1.
+becomes its SessionDraws instead of a draw; it needs no `workload.sessions` and is never
+cancelled past turn 1. Each session's linger is the run's session policy's (session_policy.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from loadgen.collect.records import RequestRecord
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import (
-    DEFAULT_LINGER_S,
     MAX_TURNS,
     AgentSpec,
     SessionsSpec,
@@ -46,6 +45,7 @@ from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.plan_draws import sample_counts, sample_lengths
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.session_policy import SessionPolicy
 
 # Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.
 SESSIONS_STREAM = 0x73657373
@@ -165,18 +165,14 @@ class SessionCounts:
 
 class SessionBook:
     """Every open session of one runner. `end_s`: the schedule's end on the run clock (the
-    linger bound counts from it); `workloads`: each class's settings, by name; `linger_s`: the
-    linger bound for every session, instead of its class's (a search level's: 0)."""
+    linger bound counts from it); `policy`: each class's settings and each session's linger."""
 
-    def __init__(
-        self, workloads: Mapping[str, Workload], end_s: float, linger_s: float | None = None
-    ) -> None:
-        self._workloads = workloads
+    def __init__(self, policy: SessionPolicy, end_s: float) -> None:
+        self._policy = policy
         self._end_s = end_s
-        self._linger_s = linger_s
         self._open: dict[int, _Session] = {}
         self.counts = SessionCounts()
-        self.scripted = False  # whether a scripted session was opened (their linger: the drain's)
+        self.scripted = False  # whether a scripted session was opened (the drain waits for its linger)
 
     @property
     def open(self) -> int:
@@ -191,16 +187,12 @@ class SessionBook:
             spec = workload.sessions
             if planned.session_script is not None:
                 draws = scripted_draws(planned.session_script)
-                linger = spec.linger if spec is not None else DEFAULT_LINGER_S
                 self.scripted = True
             elif planned.session_seed is None or spec is None:
                 return None
             else:
                 entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
                 draws = session_draws(planned.session_seed, planned.id, spec, workload, entry)
-                linger = spec.linger
-            if self._linger_s is not None:
-                linger = self._linger_s
             session = _Session(
                 session=planned.id,
                 draws=draws,
@@ -208,7 +200,7 @@ class SessionBook:
                 history=[],
                 start_s=round(planned.scheduled_s, 6),
                 first=planned,
-                linger_end_s=self._end_s + linger,
+                linger_end_s=self._end_s + self._policy.session_linger_s(workload),
                 output_tokens=planned.output_tokens,
             )
             if spec is not None and spec.agent is not None:
@@ -306,7 +298,7 @@ class SessionBook:
         return following
 
     def _agent(self, session: _Session) -> AgentSpec | None:
-        spec = self._workloads.get(session.first.request_class)
+        spec = self._policy.classes.get(session.first.request_class)
         sessions = spec.sessions if spec is not None else None
         return sessions.agent if sessions is not None and session.agent_rng is not None else None
 
@@ -368,9 +360,3 @@ class SessionBook:
         """A due turn that will not be sent (the run is over): its session is cut."""
         if self._open.pop(planned.id, None) is not None:
             self.counts.cut += 1
-
-
-def needs_book(workloads: Mapping[str, Workload]) -> bool:
-    """Whether any class holds sessions (a conversation trace's sessions need a book too: the
-    runner keeps one for every open-loop run, as only the plan says whether it replays one)."""
-    return any(workload.sessions is not None for workload in workloads.values())

@@ -16,6 +16,7 @@ from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import MAX_TURNS, later_turn_id
 from loadgen.traffic.schedule import build_schedule
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook, scripted_draws
 from loadgen.traffic.traces import TraceError, read_trace
 
@@ -144,7 +145,7 @@ def test_the_book_replays_a_script_without_workload_sessions(tmp_path: Path) -> 
     workload: Workload = scenario.workload
     assert workload.sessions is None
     seven = list(build_schedule(scenario).requests)[1]
-    book = SessionBook({"default": workload}, end_s=1.0)
+    book = SessionBook(SessionPolicy.of(workload), end_s=1.0)
     assert book.messages(seven, workload) == [{"role": "user", "content": TEXT_1}]
     record = RequestRecord(id=seven.id, phase=0, scheduled_s=seven.scheduled_s, status="ok", done_s=0.5)
     following = book.answered(seven, record, "an answer")

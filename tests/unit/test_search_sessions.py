@@ -23,6 +23,7 @@ from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_requests import rate_level_requests
 from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook
 from tests.cli_helpers import ROOT
 
@@ -87,13 +88,13 @@ def test_a_session_level_opens_a_session_per_arrival_and_runs_a_warm_up_tail() -
 def test_a_session_in_a_level_is_cut_at_the_schedules_end_whatever_its_linger() -> None:
     scenario = _scenario()  # linger defaults to 10 min; a level's book is given 0
     first = _level(scenario, 7, 2.0)[-1]
-    book = SessionBook({"default": scenario.workload}, end_s=108.0, linger_s=0.0)
+    book = SessionBook(SessionPolicy.of(scenario.workload, linger_s=0.0), end_s=108.0)
     book.messages(first, scenario.workload)
     done_s = 107.8  # the next turn would be due at 108.3
     record = RequestRecord(id=first.id, phase=3, scheduled_s=first.scheduled_s, done_s=done_s, status="ok")
     assert book.answered(first, record, "a b") is None
     assert book.counts.cut == 1 and book.open == 0
-    kept = SessionBook({"default": scenario.workload}, end_s=108.0)
+    kept = SessionBook(SessionPolicy.of(scenario.workload), end_s=108.0)
     kept.messages(first, scenario.workload)
     assert kept.answered(first, record, "a b") is not None  # its class's linger: 10 min
 

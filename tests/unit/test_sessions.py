@@ -16,6 +16,7 @@ from loadgen.scenario.model import Scenario
 from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id, session_of
 from loadgen.traffic.openai_api import StreamParser, TextStreamParser, prompt_text
 from loadgen.traffic.schedule import PlannedRequest, build_schedule
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook, sample_turns, session_draws
 
 BASE = """
@@ -123,7 +124,7 @@ def _book(linger: str = "3s") -> tuple[SessionBook, Scenario, PlannedRequest]:
         SESSIONS.replace("linger: 3s", f"linger: {linger}").replace("min: 1, max: 5", "min: 3, max: 3")
     )
     first = next(iter(build_schedule(scenario).requests))
-    book = SessionBook({"default": scenario.workload}, end_s=2.0)
+    book = SessionBook(SessionPolicy.of(scenario.workload), end_s=2.0)
     return book, scenario, first
 
 
@@ -177,7 +178,7 @@ def test_a_failed_turn_ends_its_session_and_late_turns_are_cut() -> None:
 def test_a_request_outside_sessions_gets_no_messages() -> None:
     scenario = _scenario("")
     first = next(iter(build_schedule(scenario).requests))
-    book = SessionBook({"default": scenario.workload}, end_s=2.0)
+    book = SessionBook(SessionPolicy.of(scenario.workload), end_s=2.0)
     assert book.messages(first, scenario.workload) is None
 
 
