@@ -15,9 +15,9 @@ import gc
 import sys
 import tracemalloc
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 
-from loadgen.distributed import protocol
+from loadgen.distributed import plan_wire
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import Schedule, build_schedule
 
@@ -68,12 +68,12 @@ def memory_per_request(schedule: Schedule) -> float:
 
 def wire_per_request(schedule: Schedule) -> float:
     """msgpack bytes of one worker's share (the whole plan) as the master sends it."""
-    share = protocol.split_columns(schedule.requests, 1)[0]
-    payload = {"requests": share}
-    phases = getattr(schedule, "phases", None)
-    if phases is not None:  # the per-phase constants travel once per plan
-        payload["phases"] = protocol.encode_phases(phases, 1)
-    return len(msgpack.packb(payload)) / len(schedule.requests)
+    payload = {
+        "requests": plan_wire.split_columns(schedule.requests, 1)[0],
+        "phases": plan_wire.encode_phases(schedule.phases, 1),  # once a plan, not once a request
+    }
+    packed: bytes = msgpack.packb(payload)
+    return len(packed) / len(schedule.requests)
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """The master of a distributed run: a Locust MasterRunner used as the channel to the workers.
 
 It does not spawn users itself. It waits for the workers, measures each one's clock offset with
-a ping-pong, splits the one seeded schedule among them exactly (protocol.split_plan), sends each
+a ping-pong, splits the one seeded schedule among them exactly (plan_wire.split_plan), sends each
 its share with a common start time, and writes every record that comes back to the one
 requests.jsonl (through the sink, as it arrives). A worker whose process exits, or whose
 heartbeats stop for LOST_AFTER_S, before it said it was done is lost: its requests that never
@@ -32,7 +32,7 @@ from locust.runners import STATE_MISSING, MasterRunner
 
 from loadgen.collect import stats_wire
 from loadgen.collect.run_stats import RunStats
-from loadgen.distributed import auth, channel, protocol
+from loadgen.distributed import auth, channel, plan_wire, protocol
 from loadgen.distributed.local import LocalWorkers
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
@@ -244,17 +244,14 @@ def _send_plans(
     records: protocol.RecordsMode,
 ) -> int:
     """Send every worker its share; return t0 (perf_counter_ns) of the run clock."""
-    shares = protocol.split_columns(schedule.requests, len(workers))  # the plan, once, as columns
+    shares = plan_wire.split_columns(schedule.requests, len(workers))  # the plan, once, as columns
     lead_s = START_LEAD_S + LEAD_PER_REQUEST_S * len(schedule.requests)
     t0_wall_ns = time.time_ns() + round(lead_s * 1e9)
     t0_ns = time.perf_counter_ns() + (t0_wall_ns - time.time_ns())
     workload = protocol.dump_workload(scenario.workload)
+    phases = plan_wire.encode_phases(schedule.phases, len(workers))  # each worker's share of the caps
     for worker, share in zip(workers, shares, strict=True):
         worker.owned = len(share["id"])
-        columns = share
-        columns["max_concurrency"] = [
-            protocol.worker_cap(cap, len(workers)) for cap in columns["max_concurrency"]
-        ]
         sample = protocol.clock_offset(worker.samples)
         offset_ns = sample.offset_ns if sample is not None else 0
         plan = {
@@ -262,8 +259,9 @@ def _send_plans(
             "t0_wall_ns": t0_wall_ns + offset_ns,  # in the worker's clock
             "endpoint": {"base_url": endpoint.base_url, "model": endpoint.model, "api_key": endpoint.api_key},
             "workload": workload,
-            "requests": columns,
-            "slots": protocol.worker_cap(scenario.max_concurrency, len(workers)),
+            "requests": share,
+            "phases": phases,
+            "slots": plan_wire.worker_cap(scenario.max_concurrency, len(workers)),
             "phase_starts": list(schedule.phase_starts),
             "duration_s": schedule.duration_s,
             "records": records,

@@ -27,7 +27,7 @@ import gevent.event
 import gevent.pool
 
 from loadgen.traffic.run_clock import wait_until
-from loadgen.traffic.schedule import PlannedRequest, PlannedRequests
+from loadgen.traffic.schedule import Phases, PlannedRequest, PlannedRequests
 from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook
 
@@ -45,12 +45,13 @@ class Ticket:
 @dataclass(frozen=True)
 class Drive:
     """What a run hands its dispatcher to send: the run clock's zero (perf_counter_ns), its stop,
-    and the open loop's schedule, or when the closed loop starts sending (`start_ns`) and until
-    when (`end_at(0)`, then `end_at(planned_end)`: a later end, or None to stop)."""
+    the open loop's schedule and the phase table, or when the closed loop starts sending
+    (`start_ns`) and until when (`end_at(0)`, then `end_at(planned_end)`: a later end, or None)."""
 
     t0_ns: int
     stop: gevent.event.Event
     requests: PlannedRequests
+    phases: Phases  # each phase's constants: its concurrency cap
     start_ns: int
     end_at: Callable[[int], int | None] | None = None
 
@@ -65,6 +66,7 @@ class Dispatcher:
         self.released = 0
         self.finished = 0
         self._run: Drive | None = None
+        self._phases: Phases = {}
         self._book: SessionBook | None = None
         self._due_turns = gevent.pool.Group()  # sessions' later turns waiting for their due time
 
@@ -78,7 +80,7 @@ class Dispatcher:
     def drive(self, run: Drive) -> None:
         """Release the schedule's requests at their due times. Blocks until the last is released
         (or the run stopped)."""
-        self._run = run
+        self._run, self._phases = run, run.phases
         gevent.spawn(self._release_all, run).join()
 
     def _release_all(self, run: Drive) -> None:
@@ -119,7 +121,8 @@ class Dispatcher:
         if ticket is None:
             return None
         picked_ns = time.perf_counter_ns()
-        while self.in_flight >= ticket.planned.max_concurrency:
+        cap = self._phases[ticket.planned.phase].max_concurrency
+        while self.in_flight >= cap:
             self._slot_freed.clear()
             self._slot_freed.wait()
         self.in_flight += 1

@@ -102,11 +102,12 @@ class TrafficRunner:
         if t0_ns is None:
             t0_ns = planned_t0_ns()
         self.t0_ns = self._context.t0_ns = t0_ns
+        self._context.phases = self.schedule.phases
         book = self.dispatcher.keep_book(self.policy, self.schedule.duration_s)
         self._context.sessions = book
         self._context.next_turn = self.dispatcher.next_turn if book is not None else None
         start = start_ns if start_ns is not None else t0_ns
-        self.dispatcher.drive(Drive(t0_ns, stop, self.schedule.requests, start, end_at))
+        self.dispatcher.drive(Drive(t0_ns, stop, self.schedule.requests, self.schedule.phases, start, end_at))
         self._drain(stop)
         interrupted = stop.is_set()
         ended_s = (time.perf_counter_ns() - self.t0_ns) / 1e9

@@ -4,7 +4,7 @@ Pure state, no clock and no I/O: the user asks it for a turn's messages before s
 the answer after; it returns the next turn's planned request, due `think_time` after the answer's
 end, or None when the session is over. The runner releases that turn at its due time.
 
-A session is opened by its turn 1 (a planned request carrying `session_seed`) and keyed by the id
+A session is opened by its turn 1 (a planned request carrying a SessionStart `seed`) and keyed by the id
 of its turn in flight or due. Its draws (turn count, later turns' lengths, think times) come from a
 generator seeded from (scenario seed, SESSIONS_STREAM, session id): the same session always makes
 the same turns, whatever the timing, and the plan's own streams are never touched. A session's
@@ -15,7 +15,7 @@ history begins with turn 1's prompt) and is cancelled with the class's `cancel` 
 turn from the session's generator after its other draws.
 
 A session replayed from a conversation trace (loadgen.traffic.conversations) is scripted: its turn
-1 carries `session_script` (every later turn's think time, lengths and optional text), which
+1 carries a SessionStart `script` (every later turn's think time, lengths and optional text), which
 becomes its SessionDraws instead of a draw; it needs no `workload.sessions` and is never
 cancelled past turn 1. Each session's linger is the run's session policy's (session_policy.py).
 """
@@ -44,7 +44,7 @@ from loadgen.traffic.openai_api import ToolCall, prompt_text
 from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.plan_draws import sample_counts, sample_lengths
 from loadgen.traffic.prompts import request_prompt
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
 
 # Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.
@@ -75,7 +75,7 @@ class SessionDraws:
 
 
 def scripted_draws(script: Sequence[Sequence[Any]]) -> SessionDraws:
-    """A conversation trace's session (PlannedRequest.session_script: rows of (think s, prompt
+    """A conversation trace's session (SessionStart.script: rows of (think s, prompt
     tokens, output tokens, text or None); lists after a distributed worker's decoding) as draws."""
     return SessionDraws(
         turns=len(script) + 1,
@@ -184,15 +184,15 @@ class SessionBook:
         None when it belongs to no session. Opens the session of a turn 1."""
         session = self._open.get(planned.id)
         if session is None:
-            spec = workload.sessions
-            if planned.session_script is not None:
-                draws = scripted_draws(planned.session_script)
+            spec, start = workload.sessions, planned.session
+            if start is not None and start.script is not None:
+                draws = scripted_draws(start.script)
                 self.scripted = True
-            elif planned.session_seed is None or spec is None:
+            elif start is None or start.seed is None or spec is None:
                 return None
             else:
                 entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
-                draws = session_draws(planned.session_seed, planned.id, spec, workload, entry)
+                draws = session_draws(start.seed, planned.id, spec, workload, entry)
             session = _Session(
                 session=planned.id,
                 draws=draws,
@@ -204,7 +204,7 @@ class SessionBook:
                 output_tokens=planned.output_tokens,
             )
             if spec is not None and spec.agent is not None:
-                seeds = [planned.session_seed or 0, AGENT_STREAM, planned.id]
+                seeds = [start.seed or 0, AGENT_STREAM, planned.id]
                 session.agent_rng = np.random.default_rng(seeds)
             self._open[planned.id] = session
             self.counts.started += 1
@@ -268,8 +268,7 @@ class SessionBook:
             prompt_tokens=draws.prompt_tokens[turn - 1],
             output_tokens=draws.output_tokens[turn - 1],
             prompt=draws.prompts[turn - 1] if draws.prompts else None,
-            cancel_after_s=draws.cancels[turn - 1][0] if draws.cancels else None,
-            cancel_after_tokens=draws.cancels[turn - 1][1] if draws.cancels else None,
+            cancel=_cancel(draws.cancels[turn - 1]) if draws.cancels else None,
         )
 
     def _within(self, session: _Session, due_s: float) -> bool:
@@ -288,10 +287,8 @@ class SessionBook:
             id=later_turn_id(session.session, session.sent),
             scheduled_s=due_s,
             dataset_row=None,
-            prefix_group=session.first.prefix_group,  # its history begins with turn 1's prefix
-            prefix_blocks=None,
-            session_seed=None,  # found by its id: it opens no session of its own
-            session_script=None,
+            prefix=_later_prefix(session.first.prefix),
+            session=None,  # found by its id: it opens no session of its own
             **fields,
         )
         self._open[following.id] = session
@@ -325,8 +322,7 @@ class SessionBook:
             prompt_tokens=results,
             output_tokens=session.output_tokens,
             prompt=None,
-            cancel_after_s=None,
-            cancel_after_tokens=None,
+            cancel=None,
         )
 
     def _add_calls(
@@ -360,3 +356,15 @@ class SessionBook:
         """A due turn that will not be sent (the run is over): its session is cut."""
         if self._open.pop(planned.id, None) is not None:
             self.counts.cut += 1
+
+
+def _cancel(point: tuple[float | None, int | None]) -> Cancel | None:
+    """A later turn's cancel point as drawn ((None, None): not cancelled)."""
+    return None if point == (None, None) else Cancel(*point)
+
+
+def _later_prefix(first: Prefix | None) -> Prefix | None:
+    """A later turn's prefix: turn 1's group (its history begins with turn 1's prefix), no blocks."""
+    if first is None or first.group is None:
+        return None
+    return first if first.blocks is None else Prefix(group=first.group)

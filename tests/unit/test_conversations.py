@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from loadgen.collect.records import RequestRecord
-from loadgen.distributed.protocol import decode_plan, split_columns
+from loadgen.distributed.plan_wire import decode_plan, split_columns
 from loadgen.evaluate.replicas import TraceWindow
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
@@ -129,15 +129,16 @@ traffic: [{{kind: trace, path: {SMALL}, format: conversation}}]
 def test_the_plan_carries_each_session_on_its_turn_1_and_a_worker_gets_it(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path)
     planned = list(build_schedule(scenario).requests)
-    assert [p.session_script for p in planned] == [
+    assert [p.session.script if p.session else None for p in planned] == [
         row.script for row in read_trace(SMALL, "conversation").rows
     ]
     assert [p.prompt for p in planned] == [None, TEXT_1, None]
     (share,) = split_columns(planned, 1)
-    assert [p.session_script is not None for p in decode_plan(share)] == [True, True, True]
+    assert [p.session is not None and p.session.script is not None for p in decode_plan(share)] == [True] * 3
     # over the wire a tuple becomes a list: the book reads either
     wired = json.loads(json.dumps(share))
-    assert [len(p.session_script or ()) for p in decode_plan(wired)] == [2, 1, 0]
+    assert [len(p.session.script or ()) for p in decode_plan(wired) if p.session] == [2, 1, 0]
+    assert list(decode_plan(wired)) == planned
 
 
 def test_the_book_replays_a_script_without_workload_sessions(tmp_path: Path) -> None:
@@ -151,7 +152,7 @@ def test_the_book_replays_a_script_without_workload_sessions(tmp_path: Path) -> 
     following = book.answered(seven, record, "an answer")
     assert following is not None
     assert (following.id, following.scheduled_s, following.output_tokens) == (later_turn_id(1, 2), 0.58, 5)
-    assert following.session_script is None
+    assert following.session is None
     assert book.messages(following, workload) == [
         {"role": "user", "content": TEXT_1},
         {"role": "assistant", "content": "an answer"},

@@ -22,7 +22,7 @@ from loadgen.report.html.search_section import decision_cards, level_over
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_requests import rate_level_requests
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.schedule import PlannedRequest, SessionStart
 from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook
 from tests.cli_helpers import ROOT
@@ -73,8 +73,8 @@ def test_a_session_level_opens_a_session_per_arrival_and_runs_a_warm_up_tail() -
     scenario = _scenario()
     plain = _level(scenario, None, 0.0)
     level = _level(scenario, 7, 2.0)
-    assert all(planned.session_seed == 7 for planned in level)
-    assert all(planned.session_seed is None for planned in plain)
+    assert all(planned.session == SessionStart(seed=7) for planned in level)
+    assert all(planned.session is None for planned in plain)
     # The tail is drawn after the rest: the level up to its end is the level without it.
     head = [planned for planned in level if planned.scheduled_s < 106.0]
     assert [(p.id, p.scheduled_s, p.warmup) for p in head] == [(p.id, p.scheduled_s, p.warmup) for p in plain]
