@@ -6,7 +6,7 @@ lands (iterating the stream would wait for 4 KiB blocks and smear TTFT), with a 
 request in wall time: connect, headers, body.
 
 A request planned to be cancelled (workload.cancel) is closed by the client as a user closes a
-tab: a second timer `cancel_after_s` from its send, or once `cancel_after_tokens` content chunks
+tab: a second timer its `cancel.after_s` after its send, or once `cancel.after_tokens` content chunks
 have arrived. Its connection is dropped (the server sees the client go), and its record is
 `cancelled` with what it received: first token, gaps, tokens, and the moment it was cancelled as
 its end. A request whose answer ends (or fails) before its cancel point is recorded as it ended.
