@@ -1,7 +1,7 @@
 """The master of a distributed run: a Locust MasterRunner used as the channel to the workers.
 
 It does not spawn users itself. It waits for the workers, measures each one's clock offset with
-a ping-pong, splits the one seeded schedule among them exactly (protocol.split_plan), sends each
+a ping-pong, splits the one seeded schedule among them exactly (plan_wire.split_plan), sends each
 its share with a common start time, and writes every record that comes back to the one
 requests.jsonl (through the sink, as it arrives). A worker whose process exits, or whose
 heartbeats stop for LOST_AFTER_S, before it said it was done is lost: its requests that never
@@ -32,12 +32,12 @@ from locust.runners import STATE_MISSING, MasterRunner
 
 from loadgen.collect import stats_wire
 from loadgen.collect.run_stats import RunStats
-from loadgen.distributed import auth, channel, protocol
+from loadgen.distributed import auth, channel, plan_wire, protocol
 from loadgen.distributed.local import LocalWorkers
 from loadgen.distributed.run_parts import MasterRun
 from loadgen.scenario.model import Scenario
-from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.schedule import Schedule
+from loadgen.traffic.session_policy import WORKERS_GRACE_S, SessionPolicy
 from servers.base import Endpoint, free_port
 
 OnStart = Callable[[int, Callable[[], int]], Callable[[], None]]
@@ -49,7 +49,6 @@ LEAD_PER_REQUEST_S = 50e-6
 LOST_AFTER_S = 5.0  # heartbeats missing this long: the worker is lost
 EXIT_GRACE_S = 0.5  # a worker process that exited: wait this long for its last messages
 STOP_GRACE_S = 15.0  # after a stop, how long workers get to send what they have
-END_GRACE_S = 30.0  # beyond the schedule and the request timeout
 
 
 class DistributedError(Exception):
@@ -243,17 +242,14 @@ def _send_plans(
     records: protocol.RecordsMode,
 ) -> int:
     """Send every worker its share; return t0 (perf_counter_ns) of the run clock."""
-    shares = protocol.split_columns(schedule.requests, len(workers))  # the plan, once, as columns
+    shares = plan_wire.split_columns(schedule.requests, len(workers))  # the plan, once, as columns
     lead_s = START_LEAD_S + LEAD_PER_REQUEST_S * len(schedule.requests)
     t0_wall_ns = time.time_ns() + round(lead_s * 1e9)
     t0_ns = time.perf_counter_ns() + (t0_wall_ns - time.time_ns())
     workload = protocol.dump_workload(scenario.workload)
+    phases = plan_wire.encode_phases(schedule.phases, len(workers))  # each worker's share of the caps
     for worker, share in zip(workers, shares, strict=True):
         worker.owned = len(share["id"])
-        columns = share
-        columns["max_concurrency"] = [
-            protocol.worker_cap(cap, len(workers)) for cap in columns["max_concurrency"]
-        ]
         sample = protocol.clock_offset(worker.samples)
         offset_ns = sample.offset_ns if sample is not None else 0
         plan = {
@@ -261,8 +257,9 @@ def _send_plans(
             "t0_wall_ns": t0_wall_ns + offset_ns,  # in the worker's clock
             "endpoint": {"base_url": endpoint.base_url, "model": endpoint.model, "api_key": endpoint.api_key},
             "workload": workload,
-            "requests": columns,
-            "slots": protocol.worker_cap(scenario.max_concurrency, len(workers)),
+            "requests": share,
+            "phases": phases,
+            "slots": plan_wire.worker_cap(scenario.max_concurrency, len(workers)),
             "phase_starts": list(schedule.phase_starts),
             "duration_s": schedule.duration_s,
             "records": records,
@@ -282,11 +279,11 @@ def _wait_done(
     scenario: Scenario,
 ) -> None:
     """Until every worker is done or lost (or the time is up: the rest are lost)."""
-    # Sessions send their later turns up to `linger` past the schedule's end (workload.sessions).
-    linger = max((w.sessions.linger for _, _, w in scenario.classes if w.sessions is not None), default=0.0)
-    if any(getattr(phase, "format", None) == "conversation" for phase in scenario.traffic):
-        linger = max(linger, DEFAULT_LINGER_S)  # a conversation trace's sessions linger as synthetic ones
-    end_s = schedule.duration_s + linger + scenario.workload.request_timeout + END_GRACE_S
+    # Sessions send their later turns up to their linger past the schedule's end; a conversation
+    # trace's sessions are known from the scenario here (a worker learns of them from its plan).
+    scripted = any(getattr(phase, "format", None) == "conversation" for phase in scenario.traffic)
+    policy = SessionPolicy.of(scenario.workload)
+    end_s = policy.deadline_s(schedule.duration_s, grace_s=WORKERS_GRACE_S, scripted=scripted)
     deadline = time.monotonic() + (t0_ns - time.perf_counter_ns()) / 1e9 + end_s
     stopped = False
     exited_at: dict[int, float] = {}

@@ -1,9 +1,8 @@
 """What the master and its workers say to each other, and the pure parts of it.
 
-Pure (no gevent, no Locust): message names, the exact split of the schedule among workers (one
-pass over the lazy plan, each share held as columns), the wire form of planned requests (columns
-of plain values) and of records (batches of dicts), the clock-offset estimate from a ping-pong,
-and the `client.workers` summary of the report.
+Pure (no gevent, no Locust): message names, the wire form of records (batches of dicts), the
+clock-offset estimate from a ping-pong, and the `client.workers` summary of the report. The plan's
+split among the workers and its wire form: plan_wire.py.
 
 Messages ride on Locust's master/worker channel (ZeroMQ + msgpack), so every payload is plain
 data: dicts, lists, str, int, float, bool, None.
@@ -11,9 +10,8 @@ data: dicts, lists, str, int, float, bool, None.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
@@ -25,7 +23,6 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
 from loadgen.inputs.files import BASE_DIR_CONTEXT
 from loadgen.scenario.workload import Workload, WorkloadField
-from loadgen.traffic.schedule import PlannedRequest, PlannedRequests
 
 # master → worker
 MSG_PING = "loadtest_ping"  # {seq, master_ns}: answered at once with MSG_PONG
@@ -43,8 +40,6 @@ RECORDS_MODES: tuple[RecordsMode, ...] = ("all", "summary")
 
 BATCH_RECORDS = 100  # a batch goes out when it holds this many records…
 BATCH_INTERVAL_S = 0.2  # …or when its oldest record has waited this long
-
-_PLANNED_FIELDS = tuple(f.name for f in fields(PlannedRequest))
 
 
 @dataclass(frozen=True)
@@ -65,58 +60,6 @@ class DistributedOptions:
     @property
     def total(self) -> int:
         return self.local + self.remote
-
-
-def split_plan(requests: Iterable[PlannedRequest], workers: int) -> list[list[PlannedRequest]]:
-    """Worker k gets the requests at positions k, k+N, k+2N, …: each request exactly once, each
-    worker's share in schedule order (so a trace's order holds within every worker)."""
-    if workers < 1:
-        raise ValueError(f"need at least one worker, not {workers}")
-    shares: list[list[PlannedRequest]] = [[] for _ in range(workers)]
-    for position, request in enumerate(requests):
-        shares[position % workers].append(request)
-    return shares
-
-
-def split_columns(requests: Iterable[PlannedRequest], workers: int) -> list[dict[str, list[Any]]]:
-    """split_plan's shares in encode_requests' wire form, in one pass over a (lazy) plan. The
-    master sends each worker its whole share up front, so the shares are held, but only as these
-    columns of plain values (about a tenth of the PlannedRequest objects' memory)."""
-    if workers < 1:
-        raise ValueError(f"need at least one worker, not {workers}")
-    shares: list[dict[str, list[Any]]] = [{name: [] for name in _PLANNED_FIELDS} for _ in range(workers)]
-    appends = [[share[name].append for name in _PLANNED_FIELDS] for share in shares]
-    for position, request in enumerate(requests):
-        for append, name in zip(appends[position % workers], _PLANNED_FIELDS, strict=True):
-            append(getattr(request, name))
-    return shares
-
-
-def worker_cap(max_concurrency: int, workers: int) -> int:
-    """Each worker's share of a phase's concurrency cap (the workers together keep about the cap)."""
-    return max(1, math.ceil(max_concurrency / workers))
-
-
-def encode_requests(requests: Sequence[PlannedRequest]) -> dict[str, list[Any]]:
-    """Columns of plain values, one per PlannedRequest field (smaller on the wire than dicts)."""
-    return {name: [getattr(request, name) for request in requests] for name in _PLANNED_FIELDS}
-
-
-def decode_requests(columns: Mapping[str, Sequence[Any]]) -> list[PlannedRequest]:
-    """The inverse of encode_requests; columns this version does not know are ignored."""
-    return list(decode_plan(columns))
-
-
-def decode_plan(columns: Mapping[str, Sequence[Any]]) -> PlannedRequests:
-    """decode_requests as a lazy plan: each request is made from the columns as it is sent."""
-    known = [name for name in _PLANNED_FIELDS if name in columns]
-    count = len(columns[known[0]]) if known else 0
-
-    def each() -> Iterator[PlannedRequest]:
-        for i in range(count):
-            yield PlannedRequest(**{name: columns[name][i] for name in known})
-
-    return PlannedRequests(count, each)
 
 
 def encode_records(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from locust.runners import WorkerRunner
 
 from kernel.redact import register_secret
 from loadgen.collect.records import RequestRecord
-from loadgen.distributed import auth, channel, protocol
+from loadgen.distributed import auth, channel, plan_wire, protocol
 from loadgen.traffic.client_process import CpuMeter, freeze_heap
 from loadgen.traffic.runner import TrafficRunner
 from loadgen.traffic.schedule import Schedule
@@ -102,9 +102,13 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
     endpoint = Endpoint(**data["endpoint"])
     register_secret(endpoint.api_key)  # the server's key came with the plan: never print it
     workload = protocol.load_workload(data["workload"])
-    requests = protocol.decode_plan(data["requests"])
+    requests = plan_wire.decode_plan(data["requests"])
     schedule = Schedule(
-        requests=requests, windows=[], phase_starts=list(data["phase_starts"]), duration_s=data["duration_s"]
+        requests=requests,
+        windows=[],
+        phase_starts=list(data["phase_starts"]),
+        duration_s=data["duration_s"],
+        phases=plan_wire.decode_phases(data["phases"]),
     )
     batcher = protocol.RecordBatcher()
     sent = 0

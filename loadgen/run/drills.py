@@ -31,7 +31,7 @@ from loadgen.scenario.phases import Phase, RampPhase
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.balancer import Balancer
 from loadgen.traffic.level_behaviour import LevelBehaviour
-from loadgen.traffic.level_requests import arrival_phase, level_rng, requests_at
+from loadgen.traffic.level_requests import arrival_phase, level_phases, level_rng, requests_at
 from loadgen.traffic.schedule import PlannedRequest, PlannedRequests, Schedule
 
 WAIT_STEP_S = 0.01  # how often a drain or a wait for rotation looks again
@@ -155,12 +155,10 @@ class DrillLevel:
         planned = requests_at(
             times,
             measured=(self.warmup_s, start),
-            level=self.run.peak,
             offset_s=offset_s,
             phase=index,
             first_id=first_id,
             workload=self.run.scenario.workload,
-            max_concurrency=self._max_concurrency(),
             rng=rng,
         )
         requests = LevelBehaviour(self.run.scenario.workload, self.run.scenario.seed, index).apply(planned)
@@ -176,6 +174,7 @@ class DrillLevel:
             windows=[],
             phase_starts=[offset_s],
             duration_s=offset_s + start,
+            phases=level_phases(index, self.run.peak, self._max_concurrency()),
         )
 
     def _max_concurrency(self) -> int:

@@ -38,7 +38,7 @@ from loadgen.traffic.balancer import Balancer
 from loadgen.traffic.client_process import CpuMeter
 from loadgen.traffic.closed_loop import ClosedLoopDispatcher
 from loadgen.traffic.level_behaviour import LevelBehaviour
-from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
+from loadgen.traffic.level_requests import ClosedLoopSupply, level_phases, level_rng, rate_level_requests
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import PlannedRequests, Schedule
 from servers.base import Endpoint
@@ -174,7 +174,7 @@ class LevelRunner:
             # Started over the warm-up's first half: the rest lets the last users settle.
             dispatcher = ClosedLoopDispatcher(supply, users=int(level), stagger_s=warmup_s / 2)
         runner = TrafficRunner(
-            Schedule.empty(),
+            Schedule.empty(supply.phases if supply is not None else None),
             self.endpoint,
             self.scenario.workload,
             self._keep,
@@ -296,6 +296,7 @@ class LevelRunner:
             windows=[],
             phase_starts=[offset_s],
             duration_s=offset_s + duration_s + tail_s,
+            phases=level_phases(index, rate, self.spec.max_concurrency),
         )
 
     def _announce(self, index: int, level: float, over: Over, role: LevelRole, trial: int) -> None:

@@ -13,10 +13,14 @@ With multi-turn sessions a user holds a conversation: its next request is its se
 turn (`hold`, from the session book), sent when due (think time after the answer), and it starts
 a new session only when its last one ended. Concurrency is then concurrent chat users, some of
 them reading and typing. A turn still held when the level closes is not sent (`on_drop`).
+
+As the run's sending strategy (`drive`, see dispatch.py) it opens the level at its start and
+closes it when the caller's `end_at` says the level is over.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,9 +28,12 @@ from typing import Any
 import gevent
 import gevent.event
 
-from loadgen.traffic.dispatch import Dispatcher, Ticket
+from loadgen.traffic.dispatch import Dispatcher, Drive, Ticket
 from loadgen.traffic.level_requests import ClosedLoopSupply
+from loadgen.traffic.run_clock import wait_until
 from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.session_policy import SessionPolicy
+from loadgen.traffic.sessions import SessionBook
 
 
 class ClosedLoopDispatcher(Dispatcher):
@@ -42,6 +49,30 @@ class ClosedLoopDispatcher(Dispatcher):
         self._started = 0  # users that took their first request
         self._turns: dict[Any, PlannedRequest] = {}  # each user's (greenlet's) next session turn
         self.on_drop: Callable[[PlannedRequest], None] | None = None  # a held turn not sent
+
+    def keep_book(self, policy: SessionPolicy, end_s: float) -> SessionBook | None:
+        """A book only when a class holds sessions. A user holds its session's next turn; the
+        level's close ends the rest (so no linger bound: `end_s` is not used)."""
+        if not policy.keeps_sessions:
+            return None
+        book = SessionBook(policy, math.inf)
+        self.on_drop = book.drop
+        return book
+
+    def drive(self, run: Drive) -> None:
+        """Open the level at `run.start_ns`, close it when `run.end_at` says so. Blocks."""
+        if run.end_at is None:
+            raise ValueError("a closed-loop run needs end_at")
+        if not wait_until(run.start_ns, run.stop):
+            return
+        self.open(run.t0_ns)
+        end_ns = run.end_at(0)
+        while end_ns is not None and wait_until(end_ns, run.stop):
+            end_ns = run.end_at(end_ns)
+        self.close()  # users finish the request in hand, then stop
+
+    def next_turn(self, planned: PlannedRequest) -> None:
+        self.hold(planned)
 
     def open(self, t0_ns: int) -> None:
         """Users spawned before the level's start wait here until it starts."""

@@ -21,7 +21,7 @@ from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_en
 from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
 from loadgen.traffic.plan_images import ImageCursor, ImagePlan, image_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 
 
 class LevelBehaviour:
@@ -60,10 +60,10 @@ class LevelBehaviour:
         for position, request in enumerate(requests):
             changes: dict[str, Any] = {}
             if position in cancelled:
-                changes["cancel_after_s"], changes["cancel_after_tokens"] = cancelled[position]
+                changes["cancel"] = Cancel(*cancelled[position])
             # A dataset line is sent as written (the scenario refuses prefix: with dataset:).
             if groups is not None and groups[position] != NO_GROUP and request.dataset_row is None:
-                changes["prefix_group"] = groups[position]
+                changes["prefix"] = Prefix(group=groups[position])
             if adapters is not None and adapters[position] is not None:
                 changes["adapter"] = adapters[position]
             if counts is not None and counts[position]:

@@ -22,7 +22,7 @@ from loadgen.scenario.phases import ConstantPhase, PoissonPhase
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.level_behaviour import LevelBehaviour
-from loadgen.traffic.schedule import Draw, PlannedRequest, draw_requests
+from loadgen.traffic.schedule import Draw, PhaseConstants, PlannedRequest, SessionStart, draw_requests
 
 
 def level_rng(seed: int, index: int) -> np.random.Generator:
@@ -67,35 +67,38 @@ def rate_level_requests(
     return requests_at(
         times,
         measured=(warmup_s, duration_s),
-        level=rate,
         offset_s=offset_s,
         phase=phase,
         first_id=first_id,
         workload=workload,
-        max_concurrency=max_concurrency,
         rng=rng,
         session_seed=session_seed,
     )
+
+
+def level_phases(phase: int, level: float, max_concurrency: int) -> dict[int, PhaseConstants]:
+    """A search level's phase table: its one phase, at `level`, under `max_concurrency`."""
+    return {phase: PhaseConstants(max_concurrency, level)}
 
 
 def requests_at(
     times: np.ndarray,
     *,
     measured: tuple[float, float],
-    level: float,
     offset_s: float,
     phase: int,
     first_id: int,
     workload: Workload,
-    max_concurrency: int,
     rng: np.random.Generator,
     session_seed: int | None = None,
 ) -> list[PlannedRequest]:
     """Requests due at `times` (seconds from `offset_s`), their classes and lengths drawn from
-    `rng`; those outside the `measured` span [start, end) are warm-up."""
+    `rng`; those outside the `measured` span [start, end) are warm-up. Their phase's constants
+    (its level and cap): level_phases."""
     classes = workload_classes(workload)
     draws = draw_requests(classes, len(times), rng)
     opens = {name for name, _, each in classes if each.sessions is not None}
+    start = SessionStart(seed=session_seed) if session_seed is not None else None
     return [
         PlannedRequest(
             id=first_id + i,
@@ -104,11 +107,9 @@ def requests_at(
             prompt_tokens=draws[i].prompt_tokens,
             output_tokens=draws[i].output_tokens,
             warmup=bool(t < measured[0] or t >= measured[1]),
-            max_concurrency=max_concurrency,
-            level=level,
             request_class=draws[i].request_class,
             dataset_row=draws[i].dataset_row,
-            session_seed=session_seed if draws[i].request_class in opens else None,
+            session=start if draws[i].request_class in opens else None,
         )
         for i, t in enumerate(times)
     ]
@@ -138,6 +139,12 @@ class ClosedLoopSupply:
         self._next_id = self.first_id
         self._draws: list[Draw] = []
         self._opens = {name for name, _, each in workload_classes(self.workload) if each.sessions is not None}
+        self._start = SessionStart(seed=self.session_seed) if self.session_seed is not None else None
+
+    @property
+    def phases(self) -> dict[int, PhaseConstants]:
+        """The level's phase table: as many users as the level, each one request at a time."""
+        return level_phases(self.phase, self.level, int(self.level))
 
     @property
     def issued(self) -> int:
@@ -154,11 +161,9 @@ class ClosedLoopSupply:
             prompt_tokens=draw.prompt_tokens,
             output_tokens=draw.output_tokens,
             warmup=now_s < self.warmup_until_s or now_s >= self.measured_until_s,
-            max_concurrency=int(self.level),
-            level=self.level,
             request_class=draw.request_class,
             dataset_row=draw.dataset_row,
-            session_seed=self.session_seed if draw.request_class in self._opens else None,
+            session=self._start if draw.request_class in self._opens else None,
         )
         self._next_id += 1
         if self.behaviour is not None and self.behaviour.active:

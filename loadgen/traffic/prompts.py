@@ -67,13 +67,14 @@ def trace_prompt(hash_ids: Sequence[int], block_tokens: int, tokens: int, reques
 
 def request_prompt(planned: PlannedRequest, workload: Workload) -> str:
     """The synthetic prompt of a planned request (one with no text or dataset line of its own)."""
-    if planned.prefix_blocks:
-        return trace_prompt(planned.prefix_blocks, planned.block_tokens, planned.prompt_tokens, planned.id)
+    prefix = planned.prefix
+    if prefix is not None and prefix.blocks:
+        return trace_prompt(prefix.blocks, prefix.block_tokens, planned.prompt_tokens, planned.id)
     own = prompt_text(planned.prompt_tokens, planned.id)
     spec = workload.prefix
-    if planned.prefix_group is None or spec is None:
+    if prefix is None or prefix.group is None or spec is None:
         return own
-    return prefix_text(spec.tokens, planned.prefix_group, planned.request_class) + " " + own
+    return prefix_text(spec.tokens, prefix.group, planned.request_class) + " " + own
 
 
 def _filled(head: list[str], tokens: int, seed: int) -> str:

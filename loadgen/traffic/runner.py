@@ -1,5 +1,7 @@
-"""Runs a schedule through Locust: users are the concurrency slots, a scheduler greenlet releases
-each request at its due time (open loop), and every finished request goes to the sink.
+"""Runs a schedule through Locust: users are the concurrency slots, the dispatcher sends the
+requests (its strategy: the open loop releases each at its due time, dispatch.py; the closed loop
+sends as users free up, closed_loop.py), and every finished request goes to the sink. The run
+ends when the last request is answered, or at the session policy's deadline (session_policy.py).
 
 Lives in the gevent world: import this module only after `gevent.monkey.patch_all()` (the CLI).
 """
@@ -7,31 +9,25 @@ Lives in the gevent world: import this module only after `gevent.monkey.patch_al
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import gevent
 import gevent.event
-import gevent.pool
 from locust.env import Environment
 from locust.stats import RequestStats
 
 from loadgen.collect.records import RequestRecord
 from loadgen.scenario.model import Workload
-from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.balancer import Balancer
-from loadgen.traffic.closed_loop import ClosedLoopDispatcher
-from loadgen.traffic.dispatch import Dispatcher, Ticket
-from loadgen.traffic.schedule import PlannedRequest, Schedule
-from loadgen.traffic.sessions import SessionBook, needs_book
+from loadgen.traffic.dispatch import Dispatcher, Drive
+from loadgen.traffic.schedule import Schedule
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.users import OpenAIUser, RunContext
 from servers.base import Endpoint
 
 SPAWN_TIMEOUT_S = 60.0
-DRAIN_GRACE_S = 5.0
-SPIN_S = 0.0015  # see _wait_until
 START_LEAD_NS = 20_000_000  # the first request is due shortly after the scheduler starts
 
 
@@ -56,10 +52,11 @@ class TrafficRunner:
         balancer: Balancer | None = None,
         session_linger_s: float | None = None,
     ) -> None:
-        """`dispatcher`: a ClosedLoopDispatcher makes a closed-loop run (the schedule is then
-        unused); `balancer`: picks each request's replica among several (a plan's verification);
-        `session_linger_s`: how long after the schedule's end sessions' turns are still sent,
-        instead of each class's `sessions.linger` (a search level ends where its schedule does)."""
+        """`dispatcher`: how the requests are sent (dispatch.py: the open loop, the default;
+        a ClosedLoopDispatcher makes a closed-loop run, the schedule then unused); `balancer`:
+        picks each request's replica among several (a plan's verification); `session_linger_s`:
+        how long after the schedule's end sessions' turns are still sent, instead of each
+        class's `sessions.linger` (a search level ends where its schedule does)."""
         self.schedule = schedule
         self.dispatcher = dispatcher or Dispatcher()
         self.t0_ns = 0
@@ -68,17 +65,8 @@ class TrafficRunner:
         self._user_class = type(
             "OpenAIUser", (OpenAIUser,), {"run_context": self._context, "abstract": False}
         )
-        self._drain_timeout = workload.request_timeout + DRAIN_GRACE_S
         self._endpoint = endpoint
-        # Multi-turn sessions: later turns wait for their due time in these greenlets.
-        self._turns = gevent.pool.Group()
-        self._stop: gevent.event.Event | None = None
-        self._session_linger_s = session_linger_s
-        linger = [w.sessions.linger for w in self._context.classes.values() if w.sessions is not None]
-        if linger and session_linger_s is not None:
-            linger = [session_linger_s]
-        if linger:  # the drain waits for turns due up to the linger bound after the schedule's end
-            self._drain_timeout += max(linger)
+        self.policy = SessionPolicy.of(workload, linger_s=session_linger_s)
 
     def spawn(self, slots: int) -> Environment:
         """Start every slot before the first request is due, so spawning never delays one."""
@@ -114,32 +102,16 @@ class TrafficRunner:
         if t0_ns is None:
             t0_ns = planned_t0_ns()
         self.t0_ns = self._context.t0_ns = t0_ns
-        self._stop = stop
-        # Every open-loop run keeps a book: a conversation trace's sessions are known only from the
-        # plan (turn 1 carries its script); without sessions it costs a dict lookup a request.
-        if not isinstance(self.dispatcher, ClosedLoopDispatcher):
-            self._context.sessions = SessionBook(
-                self._context.classes, self.schedule.duration_s, linger_s=self._session_linger_s
-            )
-            self._context.next_turn = self._next_turn
-        elif needs_book(self._context.classes):
-            # A closed-loop user holds its session's next turn; the level's close ends the rest.
-            book = SessionBook(self._context.classes, math.inf)
-            self._context.sessions = book
-            self._context.next_turn = self.dispatcher.hold
-            self.dispatcher.on_drop = book.drop
-        if isinstance(self.dispatcher, ClosedLoopDispatcher):
-            if end_at is None:
-                raise ValueError("a closed-loop run needs end_at")
-            self._closed_loop(start_ns if start_ns is not None else t0_ns, end_at, stop)
-        else:
-            scheduler = gevent.spawn(self._release_all, stop)
-            scheduler.join()
+        self._context.phases = self.schedule.phases
+        book = self.dispatcher.keep_book(self.policy, self.schedule.duration_s)
+        self._context.sessions = book
+        self._context.next_turn = self.dispatcher.next_turn if book is not None else None
+        start = start_ns if start_ns is not None else t0_ns
+        self.dispatcher.drive(Drive(t0_ns, stop, self.schedule.requests, self.schedule.phases, start, end_at))
         self._drain(stop)
-        self._turns.kill()  # turns still thinking when the run stopped are not sent
         interrupted = stop.is_set()
         ended_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
-        self.dispatcher.close()
+        self.dispatcher.close()  # turns still thinking when the run stopped are not sent
         if environment.runner is not None:
             environment.runner.quit()  # kills what is still in flight: those records say 'interrupted'
         return TrafficOutcome(
@@ -150,50 +122,17 @@ class TrafficRunner:
             ended_s=ended_s,
         )
 
-    def _release_all(self, stop: gevent.event.Event) -> None:
-        # The plan makes its requests as they are taken (schedule.py): nothing held grows with the run.
-        for planned in self.schedule.requests:
-            # An absolute deadline from t0: lateness never accumulates from one request to the next.
-            due_ns = self.t0_ns + round(planned.scheduled_s * 1e9)
-            if not _wait_until(due_ns, stop):
-                return
-            self.dispatcher.release(Ticket(planned=planned, scheduled_ns=due_ns))
-
-    def _next_turn(self, planned: PlannedRequest) -> None:
-        """A session's next turn: released at its due time (an absolute deadline, as the plan's)."""
-        self._turns.spawn(self._release_turn, planned)
-
-    def _release_turn(self, planned: PlannedRequest) -> None:
-        due_ns = self.t0_ns + round(planned.scheduled_s * 1e9)
-        stop = self._stop
-        if stop is None or not _wait_until(due_ns, stop):
-            if self._context.sessions is not None:
-                self._context.sessions.drop(planned)
-            return
-        self.dispatcher.release(Ticket(planned=planned, scheduled_ns=due_ns))
-
-    def _closed_loop(
-        self, start_ns: int, end_at: Callable[[int], int | None], stop: gevent.event.Event
-    ) -> None:
-        assert isinstance(self.dispatcher, ClosedLoopDispatcher)
-        if not _wait_until(start_ns, stop):
-            return
-        self.dispatcher.open(self.t0_ns)
-        end_ns = end_at(0)
-        while end_ns is not None and _wait_until(end_ns, stop):
-            end_ns = end_at(end_ns)
-        self.dispatcher.close()  # users finish the request in hand, then stop
-
     def _drain(self, stop: gevent.event.Event) -> None:
-        deadline = time.monotonic() + self._drain_timeout
+        """Wait for the requests in flight and the sessions' turns still due, until the policy's
+        deadline (counted from now: the schedule is over)."""
+        began = time.monotonic()
         sessions = self._context.sessions
         while (
             self.dispatcher.finished < self.dispatcher.released or (sessions is not None and sessions.open)
         ) and not stop.is_set():
-            # a conversation trace's sessions linger DEFAULT_LINGER_S (the classes' linger is in
-            # the timeout already); their book says so once one opened
-            scripted = DEFAULT_LINGER_S if sessions is not None and sessions.scripted else 0.0
-            if time.monotonic() > deadline + scripted:
+            # a conversation trace's sessions linger too: their book says so once one opened
+            scripted = sessions is not None and sessions.scripted
+            if time.monotonic() > self.policy.deadline_s(began, scripted=scripted):
                 return
             stop.wait(0.02)
 
@@ -211,18 +150,3 @@ class _Unrecorded(RequestStats):
 def planned_t0_ns() -> int:
     """A t0 for the schedule: shortly from now, so the first request is not late at once."""
     return time.perf_counter_ns() + START_LEAD_NS
-
-
-def _wait_until(due_ns: int, stop: gevent.event.Event) -> bool:
-    """Sleep until `due_ns`; False if the run was stopped meanwhile.
-
-    The event loop's timers wake up to a millisecond late (timeouts are rounded up to whole
-    ms), so the last stretch is spent yielding: other greenlets run, and the release lands
-    within tens of microseconds of its time instead of half a millisecond on average.
-    """
-    wait_s = (due_ns - time.perf_counter_ns()) / 1e9 - SPIN_S
-    if wait_s > 0 and stop.wait(wait_s):
-        return False
-    while time.perf_counter_ns() < due_ns:
-        gevent.sleep(0)
-    return not stop.is_set()

@@ -27,8 +27,8 @@ a request). Search levels and a distributed worker's share hold their few reques
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -44,10 +44,15 @@ from loadgen.traffic.plan_streams import ArrivalPlan, Ticker, plan_arrivals
 
 __all__ = [
     "CHUNK",
+    "Cancel",
     "Draw",
+    "PhaseConstants",
+    "Phases",
     "PlannedRequest",
     "PlannedRequests",
+    "Prefix",
     "Schedule",
+    "SessionStart",
     "build_schedule",
     "draw_requests",
     "sample_lengths",
@@ -58,34 +63,65 @@ __all__ = [
 CHUNK = 8192
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class PhaseConstants:
+    """What every request of one phase shares, looked up by its phase index (Schedule.phases)."""
+
+    max_concurrency: int  # the phase's concurrency cap (a distributed worker's share of it)
+    level: float | None = None  # the search level the phase is (search runs only)
+
+
+Phases = Mapping[int, PhaseConstants]
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """The client cancels the request (workload.cancel): this long after its send, or after this
+    many tokens."""
+
+    after_s: float | None = None
+    after_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """A shared prompt prefix (loadgen.traffic.prompts): the workload.prefix group the request
+    starts with, or a trace row's blocks (Mooncake hash_ids) of `block_tokens` words each."""
+
+    group: int | None = None
+    blocks: tuple[int, ...] | None = None
+    block_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStart:
+    """Turn 1 of a multi-turn session. `seed`: the scenario's seed, which seeds the session's own
+    draws (workload.sessions, loadgen.traffic.sessions). `script`: a session replayed from a
+    conversation trace, its later turns (think time s, prompt tokens, output tokens, prompt text
+    or None) given instead of drawn; on the request itself, not a side table, so a distributed
+    worker's share carries it."""
+
+    seed: int | None = None
+    script: tuple[tuple[float, int, int, str | None], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PlannedRequest:
+    """One request of the plan: its core, and a sub-record (or value) per feature, None (0 for
+    images) when the feature is off. Its phase's constants are in the plan's `phases`."""
+
     id: int
     phase: int
     scheduled_s: float
     prompt_tokens: int
     output_tokens: int
     warmup: bool
-    max_concurrency: int
-    level: float | None = None  # the search level this request belongs to (search runs only)
-    prompt: str | None = None  # text to send as is (a trace row's prompt); None: prompt_tokens words
     request_class: str = "default"  # the workload class it was drawn from
     dataset_row: int | None = None  # index into its class's dataset entries (sent instead of prompt)
-    # The client cancels it (workload.cancel): this long after its send, or after this many tokens.
-    cancel_after_s: float | None = None
-    cancel_after_tokens: int | None = None
-    # Shared prompt prefixes (loadgen.traffic.prompts): the workload.prefix group it starts with,
-    # or a trace row's blocks (Mooncake hash_ids) of block_tokens words each.
-    prefix_group: int | None = None
-    prefix_blocks: tuple[int, ...] | None = None
-    block_tokens: int = 0
-    # Turn 1 of a multi-turn session (workload.sessions): the scenario's seed, which seeds the
-    # session's own draws (loadgen.traffic.sessions); None: no session.
-    session_seed: int | None = None
-    # Turn 1 of a session replayed from a conversation trace: its later turns (think time s,
-    # prompt tokens, output tokens, prompt text or None), given instead of drawn. On the request
-    # itself, not a side table, so a distributed worker's share carries it.
-    session_script: tuple[tuple[float, int, int, str | None], ...] | None = None
+    prompt: str | None = None  # text to send as is (a trace row's prompt); None: prompt_tokens words
+    cancel: Cancel | None = None
+    prefix: Prefix | None = None
+    session: SessionStart | None = None
     adapter: str | None = None  # the LoRA adapter it names as its model (workload.adapters)
     images: int = 0  # images its chat message carries (workload.images)
 
@@ -124,11 +160,15 @@ class Schedule:
     windows: list[PhaseWindow]  # measured part of each phase (warm-up cut off)
     phase_starts: list[float]
     duration_s: float
+    phases: Phases = field(default_factory=dict)  # each phase's constants, by its index
 
     @classmethod
-    def empty(cls) -> Schedule:
-        """No planned requests: a run before its plan, or a search level filled in as it runs."""
-        return cls(requests=PlannedRequests.of(()), windows=[], phase_starts=[], duration_s=0.0)
+    def empty(cls, phases: Phases | None = None) -> Schedule:
+        """No planned requests: a run before its plan, or a search level filled in as it runs
+        (its `phases`: the level's)."""
+        return cls(
+            requests=PlannedRequests.of(()), windows=[], phase_starts=[], duration_s=0.0, phases=phases or {}
+        )
 
 
 def build_schedule(
@@ -144,17 +184,16 @@ def build_schedule(
     tick = Ticker(checkpoint)
     arrivals = plan_arrivals(scenario.traffic, scenario.warmup, rng, tick)
     draws = plan_draws(scenario.classes, arrivals.count, rng, tick)
-    caps = [phase.max_concurrency for phase in scenario.traffic]
     cancels = CancelPlan.of(scenario.classes, cancel_entropy(scenario.seed))
     prefixes = PrefixPlan.of(scenario.classes, prefix_entropy(scenario.seed))
     blocks = [getattr(phase, "block_tokens", 0) for phase in scenario.traffic]  # trace phases'
-    sessions = _session_seeds(scenario)
+    sessions = _session_starts(scenario)
     adapters = AdapterPlan.of(scenario.classes, adapter_entropy(scenario.seed))
     images = ImagePlan.of(scenario.classes, image_entropy(scenario.seed))
 
     def make() -> Iterator[PlannedRequest]:
         requests = _requests(
-            arrivals, draws, cancels, scenario.warmup, caps, chunk, prefixes, blocks, sessions, images
+            arrivals, draws, cancels, scenario.warmup, chunk, prefixes, blocks, sessions, images
         )
         return requests if adapters is None else _with_adapters(requests, adapters.cursor(), draws, chunk)
 
@@ -163,6 +202,7 @@ def build_schedule(
         windows=arrivals.windows,
         phase_starts=arrivals.phase_starts,
         duration_s=arrivals.duration_s,
+        phases={index: PhaseConstants(phase.max_concurrency) for index, phase in enumerate(scenario.traffic)},
     )
 
 
@@ -171,11 +211,10 @@ def _requests(
     draws: DrawPlan,
     cancels: CancelPlan | None,
     warmup: float,
-    caps: Sequence[int],
     chunk: int,
     prefixes: PrefixPlan | None = None,
     blocks: Sequence[int] = (),
-    sessions: Sequence[int | None] = (),
+    sessions: Sequence[SessionStart | None] = (),
     images: ImagePlan | None = None,
 ) -> Iterator[PlannedRequest]:
     """Every request in order: each source's times a chunk at a time, with that many draws (and
@@ -188,9 +227,10 @@ def _requests(
     first_class = names[0]
     # ShareGPT entries' own output lengths (their first gpt reply's), per class; empty: none has
     replies = _entry_outputs([streams.workload for streams in draws.classes])
+    groups_made: dict[int, Prefix] = {}  # one record per prefix group: the requests share it
     next_id = 0
     for source in arrivals.sources:
-        phase, cap = source.phase, caps[source.phase]
+        phase = source.phase
         shared = _shared_first_blocks(getattr(source, "rows", ()))
         for times, rows in source.chunks(chunk):
             drawn = cursor.take(len(times))
@@ -218,14 +258,13 @@ def _requests(
                         prompt_tokens=_replayed_prompt_tokens(row),
                         output_tokens=max(1, row.output_tokens),
                         warmup=warm[j],
-                        max_concurrency=cap,
-                        prompt=row.prompt,
                         request_class=first_class,
+                        prompt=row.prompt,
                     )
                     if row.hash_ids and row.prompt is None:
                         planned = _blocks(planned, row.hash_ids, blocks[phase], shared)
                     if row.script is not None:  # a conversation trace's session
-                        planned = replace(planned, session_script=row.script)
+                        planned = replace(planned, session=SessionStart(script=row.script))
                     if counts and counts[j]:
                         planned = replace(planned, images=counts[j])
                     yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
@@ -243,14 +282,16 @@ def _requests(
                         prompt_tokens=prompt[j],
                         output_tokens=output[j],
                         warmup=warm[j],
-                        max_concurrency=cap,
                         request_class=names[classes[j]],
                         dataset_row=None if lines[j] < 0 else lines[j],
                     )
                     if groups and groups[j] != NO_GROUP and lines[j] < 0:  # a dataset line is sent as is
-                        planned = replace(planned, prefix_group=groups[j])
+                        group = groups_made.get(groups[j])
+                        if group is None:
+                            group = groups_made[groups[j]] = Prefix(group=groups[j])
+                        planned = replace(planned, prefix=group)
                     if sessions and sessions[classes[j]] is not None:  # turn 1 of a session
-                        planned = replace(planned, session_seed=sessions[classes[j]])
+                        planned = replace(planned, session=sessions[classes[j]])
                     if counts and counts[j]:
                         planned = replace(planned, images=counts[j])
                     yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
@@ -303,17 +344,21 @@ def _with_replies(
     return output
 
 
-def _session_seeds(scenario: Scenario) -> list[int | None]:
-    """Per class, the seed its sessions draw from (None: no sessions); empty when no class has
-    sessions, so a plan without them makes its requests exactly as before."""
-    seeds = [scenario.seed if workload.sessions is not None else None for _, _, workload in scenario.classes]
-    return seeds if any(seed is not None for seed in seeds) else []
+def _session_starts(scenario: Scenario) -> list[SessionStart | None]:
+    """Per class, its sessions' start: the seed they draw from (None: no sessions; one record a
+    class, its requests share it); empty when no class has sessions, so a plan without them makes
+    its requests exactly as before."""
+    starts = [
+        SessionStart(seed=scenario.seed) if workload.sessions is not None else None
+        for _, _, workload in scenario.classes
+    ]
+    return starts if any(start is not None for start in starts) else []
 
 
 def _cancelled(planned: PlannedRequest, after: tuple[float | None, int | None]) -> PlannedRequest:
     """`planned` with its cancel point (made apart: most requests are not cancelled, and passing two
     more arguments for every request cost 0.35 µs of the ~2.5 µs a request takes to make)."""
-    return replace(planned, cancel_after_s=after[0], cancel_after_tokens=after[1])
+    return replace(planned, cancel=Cancel(after[0], after[1]))
 
 
 def _shared_first_blocks(rows: Sequence[TraceRow]) -> set[int]:
@@ -330,10 +375,10 @@ def _shared_first_blocks(rows: Sequence[TraceRow]) -> set[int]:
 def _blocks(
     planned: PlannedRequest, hash_ids: tuple[int, ...], block_tokens: int, shared: set[int]
 ) -> PlannedRequest:
-    """A trace row's request with its blocks; its `prefix_group` (what the tool knows it shares)
+    """A trace row's request with its blocks; its prefix group (what the tool knows it shares)
     is its first block's id when another row of the phase begins with the same block."""
     group = hash_ids[0] if hash_ids[0] in shared else None
-    return replace(planned, prefix_blocks=hash_ids, block_tokens=block_tokens, prefix_group=group)
+    return replace(planned, prefix=Prefix(group=group, blocks=hash_ids, block_tokens=block_tokens))
 
 
 def _replayed_prompt_tokens(row: TraceRow) -> int:

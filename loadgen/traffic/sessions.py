@@ -4,7 +4,7 @@ Pure state, no clock and no I/O: the user asks it for a turn's messages before s
 the answer after; it returns the next turn's planned request, due `think_time` after the answer's
 end, or None when the session is over. The runner releases that turn at its due time.
 
-A session is opened by its turn 1 (a planned request carrying `session_seed`) and keyed by the id
+A session is opened by its turn 1 (a planned request carrying a SessionStart `seed`) and keyed by the id
 of its turn in flight or due. Its draws (turn count, later turns' lengths, think times) come from a
 generator seeded from (scenario seed, SESSIONS_STREAM, session id): the same session always makes
 the same turns, whatever the timing, and the plan's own streams are never touched. A session's
@@ -15,9 +15,9 @@ history begins with turn 1's prompt) and is cancelled with the class's `cancel` 
 turn from the session's generator after its other draws.
 
 A session replayed from a conversation trace (loadgen.inputs.conversations) is scripted: its turn
-1 carries `session_script` (every later turn's think time, lengths and optional text), which
-becomes its SessionDraws instead of a draw; it needs no `workload.sessions` (linger: the class's,
-else DEFAULT_LINGER_S) and is never cancelled past turn 1.
+1 carries a SessionStart `script` (every later turn's think time, lengths and optional text), which
+becomes its SessionDraws instead of a draw; it needs no `workload.sessions` and is never
+cancelled past turn 1. Each session's linger is the run's session policy's (session_policy.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import (
-    DEFAULT_LINGER_S,
     MAX_TURNS,
     AgentSpec,
     SessionsSpec,
@@ -45,7 +44,8 @@ from loadgen.traffic.openai_api import ToolCall, prompt_text
 from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.plan_draws import sample_lengths
 from loadgen.traffic.prompts import request_prompt
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
+from loadgen.traffic.session_policy import SessionPolicy
 
 # Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.
 SESSIONS_STREAM = 0x73657373
@@ -75,7 +75,7 @@ class SessionDraws:
 
 
 def scripted_draws(script: Sequence[Sequence[Any]]) -> SessionDraws:
-    """A conversation trace's session (PlannedRequest.session_script: rows of (think s, prompt
+    """A conversation trace's session (SessionStart.script: rows of (think s, prompt
     tokens, output tokens, text or None); lists after a distributed worker's decoding) as draws."""
     return SessionDraws(
         turns=len(script) + 1,
@@ -165,18 +165,14 @@ class SessionCounts:
 
 class SessionBook:
     """Every open session of one runner. `end_s`: the schedule's end on the run clock (the
-    linger bound counts from it); `workloads`: each class's settings, by name; `linger_s`: the
-    linger bound for every session, instead of its class's (a search level's: 0)."""
+    linger bound counts from it); `policy`: each class's settings and each session's linger."""
 
-    def __init__(
-        self, workloads: Mapping[str, Workload], end_s: float, linger_s: float | None = None
-    ) -> None:
-        self._workloads = workloads
+    def __init__(self, policy: SessionPolicy, end_s: float) -> None:
+        self._policy = policy
         self._end_s = end_s
-        self._linger_s = linger_s
         self._open: dict[int, _Session] = {}
         self.counts = SessionCounts()
-        self.scripted = False  # whether a scripted session was opened (their linger: the drain's)
+        self.scripted = False  # whether a scripted session was opened (the drain waits for its linger)
 
     @property
     def open(self) -> int:
@@ -188,19 +184,15 @@ class SessionBook:
         None when it belongs to no session. Opens the session of a turn 1."""
         session = self._open.get(planned.id)
         if session is None:
-            spec = workload.sessions
-            if planned.session_script is not None:
-                draws = scripted_draws(planned.session_script)
-                linger = spec.linger if spec is not None else DEFAULT_LINGER_S
+            spec, start = workload.sessions, planned.session
+            if start is not None and start.script is not None:
+                draws = scripted_draws(start.script)
                 self.scripted = True
-            elif planned.session_seed is None or spec is None:
+            elif start is None or start.seed is None or spec is None:
                 return None
             else:
                 entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
-                draws = session_draws(planned.session_seed, planned.id, spec, workload, entry)
-                linger = spec.linger
-            if self._linger_s is not None:
-                linger = self._linger_s
+                draws = session_draws(start.seed, planned.id, spec, workload, entry)
             session = _Session(
                 session=planned.id,
                 draws=draws,
@@ -208,11 +200,11 @@ class SessionBook:
                 history=[],
                 start_s=round(planned.scheduled_s, 6),
                 first=planned,
-                linger_end_s=self._end_s + linger,
+                linger_end_s=self._end_s + self._policy.session_linger_s(workload),
                 output_tokens=planned.output_tokens,
             )
             if spec is not None and spec.agent is not None:
-                seeds = [planned.session_seed or 0, AGENT_STREAM, planned.id]
+                seeds = [start.seed or 0, AGENT_STREAM, planned.id]
                 session.agent_rng = np.random.default_rng(seeds)
             self._open[planned.id] = session
             self.counts.started += 1
@@ -276,8 +268,7 @@ class SessionBook:
             prompt_tokens=draws.prompt_tokens[turn - 1],
             output_tokens=draws.output_tokens[turn - 1],
             prompt=draws.prompts[turn - 1] if draws.prompts else None,
-            cancel_after_s=draws.cancels[turn - 1][0] if draws.cancels else None,
-            cancel_after_tokens=draws.cancels[turn - 1][1] if draws.cancels else None,
+            cancel=_cancel(draws.cancels[turn - 1]) if draws.cancels else None,
         )
 
     def _within(self, session: _Session, due_s: float) -> bool:
@@ -296,17 +287,15 @@ class SessionBook:
             id=later_turn_id(session.session, session.sent),
             scheduled_s=due_s,
             dataset_row=None,
-            prefix_group=session.first.prefix_group,  # its history begins with turn 1's prefix
-            prefix_blocks=None,
-            session_seed=None,  # found by its id: it opens no session of its own
-            session_script=None,
+            prefix=_later_prefix(session.first.prefix),
+            session=None,  # found by its id: it opens no session of its own
             **fields,
         )
         self._open[following.id] = session
         return following
 
     def _agent(self, session: _Session) -> AgentSpec | None:
-        spec = self._workloads.get(session.first.request_class)
+        spec = self._policy.classes.get(session.first.request_class)
         sessions = spec.sessions if spec is not None else None
         return sessions.agent if sessions is not None and session.agent_rng is not None else None
 
@@ -333,8 +322,7 @@ class SessionBook:
             prompt_tokens=results,
             output_tokens=session.output_tokens,
             prompt=None,
-            cancel_after_s=None,
-            cancel_after_tokens=None,
+            cancel=None,
         )
 
     def _add_calls(
@@ -370,7 +358,13 @@ class SessionBook:
             self.counts.cut += 1
 
 
-def needs_book(workloads: Mapping[str, Workload]) -> bool:
-    """Whether any class holds sessions (a conversation trace's sessions need a book too: the
-    runner keeps one for every open-loop run, as only the plan says whether it replays one)."""
-    return any(workload.sessions is not None for workload in workloads.values())
+def _cancel(point: tuple[float | None, int | None]) -> Cancel | None:
+    """A later turn's cancel point as drawn ((None, None): not cancelled)."""
+    return None if point == (None, None) else Cancel(*point)
+
+
+def _later_prefix(first: Prefix | None) -> Prefix | None:
+    """A later turn's prefix: turn 1's group (its history begins with turn 1's prefix), no blocks."""
+    if first is None or first.group is None:
+        return None
+    return first if first.blocks is None else Prefix(group=first.group)

@@ -6,7 +6,7 @@ lands (iterating the stream would wait for 4 KiB blocks and smear TTFT), with a 
 request in wall time: connect, headers, body.
 
 A request planned to be cancelled (workload.cancel) is closed by the client as a user closes a
-tab: a second timer `cancel_after_s` from its send, or once `cancel_after_tokens` content chunks
+tab: a second timer its `cancel.after_s` after its send, or once `cancel.after_tokens` content chunks
 have arrived. Its connection is dropped (the server sees the client go), and its record is
 `cancelled` with what it received: first token, gaps, tokens, and the moment it was cancelled as
 its end. A request whose answer ends (or fails) before its cancel point is recorded as it ended.
@@ -45,7 +45,7 @@ from loadgen.traffic.openai_api import (
 )
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.reasoning_request import reasoning_fields, reasoning_tokens_of
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.sessions import SessionBook
 from loadgen.traffic.tool_request import calls_tool, tool_fields
 from servers.base import Endpoint
@@ -69,6 +69,8 @@ class RunContext:
     dispatcher: Dispatcher
     sink: Callable[[RequestRecord], None]
     t0_ns: int = 0
+    # The run's phase table (its phases' constants, by index): set with t0_ns.
+    phases: Phases = field(default_factory=dict)
     # Several replicas (a plan's verification): the balancer picks each request's replica.
     balancer: Balancer | None = None
     # Multi-turn sessions (workload.sessions): the open sessions, and where their next turns go
@@ -186,7 +188,9 @@ class OpenAIUser(FastHttpUser):
         response: Any = None
         timeout = gevent.Timeout(workload.request_timeout)
         # The user gives up this long after the send (None: not before the answer ends).
-        cancel = gevent.Timeout(planned.cancel_after_s) if planned.cancel_after_s is not None else None
+        plan_cancel = planned.cancel
+        after_s = plan_cancel.after_s if plan_cancel is not None else None
+        cancel = gevent.Timeout(after_s) if after_s is not None else None
         timeout.start()
         sent_ns = time.perf_counter_ns()  # after the body is built: from_send is the server's share
         if cancel is not None:
@@ -214,7 +218,8 @@ class OpenAIUser(FastHttpUser):
                 status, kind = "error", "http"
                 error = http_error_text(http_status, read_body(response.stream, limit), ctx.secrets)
             elif workload.stream:
-                done_ns = _read_stream(response.stream, parser, limit, planned.cancel_after_tokens)
+                after_tokens = plan_cancel.after_tokens if plan_cancel is not None else None
+                done_ns = _read_stream(response.stream, parser, limit, after_tokens)
             else:
                 parser.feed_body(read_body(response.stream, limit), time.perf_counter_ns())
         except gevent.Timeout as exc:
@@ -272,10 +277,10 @@ class OpenAIUser(FastHttpUser):
             warmup=planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
-            level=planned.level,
+            level=ctx.phases[planned.phase].level,
             request_class=planned.request_class,
             cached_tokens=result.usage_cached_tokens,
-            prefix_group=planned.prefix_group,
+            prefix_group=planned.prefix.group if planned.prefix is not None else None,
             adapter=planned.adapter,
         )
         if calls:
@@ -320,9 +325,9 @@ class OpenAIUser(FastHttpUser):
             warmup=ticket.planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
-            level=ticket.planned.level,
+            level=ctx.phases[ticket.planned.phase].level,
             request_class=ticket.planned.request_class,
-            prefix_group=ticket.planned.prefix_group,
+            prefix_group=ticket.planned.prefix.group if ticket.planned.prefix is not None else None,
             adapter=ticket.planned.adapter,
         )
         if ctx.sessions is not None:  # a failed turn ends its session: the record says which

@@ -26,7 +26,7 @@ from loadgen.scenario.model import Workload  # noqa: E402
 from loadgen.scenario.phases import ConstantPhase  # noqa: E402
 from loadgen.traffic.arrivals import arrival_offsets  # noqa: E402
 from loadgen.traffic.balancer import Balancer  # noqa: E402
-from loadgen.traffic.level_requests import requests_at  # noqa: E402
+from loadgen.traffic.level_requests import level_phases, requests_at  # noqa: E402
 from loadgen.traffic.runner import TrafficRunner  # noqa: E402
 from loadgen.traffic.schedule import PlannedRequests, Schedule  # noqa: E402
 from servers.simulated import SimulatedAdapter, SimulatedServerConfig  # noqa: E402
@@ -48,15 +48,14 @@ def main(policy: str, rate: float, seconds: float) -> None:
         planned = requests_at(
             times,
             measured=(0.0, seconds),
-            level=rate,
             offset_s=0.2,
             phase=0,
             first_id=0,
             workload=workload,
-            max_concurrency=256,
             rng=rng,
         )
-        schedule = Schedule(PlannedRequests.of(planned), [], [0.2], 0.2 + seconds)
+        phases = level_phases(0, rate, 256)
+        schedule = Schedule(PlannedRequests.of(planned), [], [0.2], 0.2 + seconds, phases)
         start = time.perf_counter_ns()
         balancer = Balancer.over(endpoints, policy, clock=lambda: (time.perf_counter_ns() - start) / 1e9)  # type: ignore[arg-type]
         runner = TrafficRunner(schedule, endpoints[0][0], workload, records.append, balancer=balancer)

@@ -14,7 +14,7 @@ from loadgen.collect.stats import PhaseWindow
 from loadgen.inputs.traces import TraceRow, scale_rate
 from loadgen.scenario.model import Length, Scenario, Workload
 from loadgen.scenario.phases import ConstantPhase, GammaPhase, Phase, PoissonPhase, ShapedPhase, TracePhase
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.schedule import PhaseConstants, PlannedRequest
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,12 @@ class EagerSchedule:
     windows: list[PhaseWindow]  # measured part of each phase (warm-up cut off)
     phase_starts: list[float]
     duration_s: float
+    phases: dict[int, PhaseConstants]  # each phase's cap (once on every request, as then)
 
     @classmethod
     def empty(cls) -> EagerSchedule:
         """No planned requests: a run before its plan, or a search level filled in as it runs."""
-        return cls(requests=[], windows=[], phase_starts=[], duration_s=0.0)
+        return cls(requests=[], windows=[], phase_starts=[], duration_s=0.0, phases={})
 
 
 # Planning a long run is seconds of pure CPU: every this many requests it calls `checkpoint`,
@@ -79,13 +80,15 @@ def eager_schedule(scenario: Scenario, checkpoint: Callable[[], None] | None = N
                 else draws[i].prompt_tokens,
                 output_tokens=max(1, replayed[i].output_tokens) if i in replayed else draws[i].output_tokens,
                 warmup=times[i] < scenario.warmup,
-                max_concurrency=scenario.traffic[phases[i]].max_concurrency,
                 prompt=replayed[i].prompt if i in replayed else None,
                 request_class=first_class if i in replayed else draws[i].request_class,
                 dataset_row=None if i in replayed else draws[i].dataset_row,
             )
         )
-    return EagerSchedule(requests=requests, windows=windows, phase_starts=starts, duration_s=offset)
+    caps = {index: PhaseConstants(phase.max_concurrency) for index, phase in enumerate(scenario.traffic)}
+    return EagerSchedule(
+        requests=requests, windows=windows, phase_starts=starts, duration_s=offset, phases=caps
+    )
 
 
 def _target_rate(phase: Phase, cut: float, phase_times: list[float], offset: float) -> float:

@@ -15,7 +15,7 @@ from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.stats import PhaseWindow
 from loadgen.collect.stats_wire import pack, unpack
-from loadgen.distributed import protocol
+from loadgen.distributed import plan_wire
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.plan_adapters import adapter_entropy
@@ -169,7 +169,7 @@ def test_search_levels_and_worker_shares_carry_the_adapter() -> None:
         "docs",
     }
     assert all((r.adapter is None) == (r.request_class == "plain") for r in shaped)
-    decoded = protocol.decode_requests(protocol.encode_requests(planned))
+    decoded = plan_wire.decode_requests(plan_wire.encode_requests(planned))
     assert [r.adapter for r in decoded] == [r.adapter for r in planned]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.distributed import protocol
+from loadgen.distributed import plan_wire
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.plan_cancel import cancel_entropy, sample_cancel_times, sample_cancel_tokens
@@ -101,11 +101,11 @@ def test_adding_cancel_moves_nothing_else_of_the_plan() -> None:
     assert all(workload.cancel is None for _, _, workload in plain.classes)
     plain_plan = list(build_schedule(plain).requests)
     assert plain_plan == eager_schedule(plain).requests
-    assert all(r.cancel_after_s is None and r.cancel_after_tokens is None for r in plain_plan)
+    assert all(r.cancel is None for r in plain_plan)
     lazy = list(build_schedule(parse_scenario(MIXED), chunk=97).requests)
-    stripped = [dataclasses.replace(r, cancel_after_s=None, cancel_after_tokens=None) for r in lazy]
+    stripped = [dataclasses.replace(r, cancel=None) for r in lazy]
     assert stripped == plain_plan
-    assert sum(r.cancel_after_s is not None or r.cancel_after_tokens is not None for r in lazy) > 50
+    assert sum(r.cancel is not None for r in lazy) > 50
 
 
 def _eager_cancels(
@@ -141,15 +141,15 @@ def _eager_cancels(
 def test_the_lazy_cancels_are_one_whole_draw_whatever_the_chunk(chunk: int) -> None:
     scenario = parse_scenario(MIXED)
     requests = list(build_schedule(scenario, chunk=chunk).requests)
-    got = [(r.cancel_after_s, r.cancel_after_tokens) for r in requests]
+    got = [_point(r) for r in requests]
     assert got == _eager_cancels(scenario, requests)
     by_class = {name: [r for r in requests if r.request_class == name] for name, _, _ in scenario.classes}
-    assert not any(r.cancel_after_s or r.cancel_after_tokens for r in by_class["patient"])
-    assert all(r.cancel_after_s is None for r in by_class["reader"])
-    assert {r.cancel_after_tokens for r in by_class["reader"]} - {None} == set(range(2, 10))
+    assert not any(r.cancel for r in by_class["patient"])
+    assert all(_point(r)[0] is None for r in by_class["reader"])
+    assert {_point(r)[1] for r in by_class["reader"]} - {None} == set(range(2, 10))
     traced = [r for r in requests if r.phase == 1]
     assert traced and {r.request_class for r in traced} == {"reader"}  # rows are the first class's
-    assert any(r.cancel_after_tokens for r in traced)
+    assert any(_point(r)[1] for r in traced)
 
 
 def test_the_share_is_the_fraction_cancelled_and_the_times_follow_their_distribution() -> None:
@@ -157,7 +157,7 @@ def test_the_share_is_the_fraction_cancelled_and_the_times_follow_their_distribu
         "rate: 5, duration: 2s", "rate: 1000, duration: 20s"
     )
     requests = list(build_schedule(parse_scenario(text)).requests)
-    times = np.array([r.cancel_after_s for r in requests if r.cancel_after_s is not None])
+    times = np.array([r.cancel.after_s for r in requests if r.cancel is not None])
     n = len(requests)
     assert abs(len(times) / n - 0.3) < 4 * np.sqrt(0.3 * 0.7 / n)  # 20,000 draws: within 4 σ
     assert times.min() == 0.0  # a normal's draws below 0 cancel at the send
@@ -168,17 +168,22 @@ def test_the_share_is_the_fraction_cancelled_and_the_times_follow_their_distribu
 def test_another_seed_cancels_other_requests() -> None:
     scenario = parse_scenario(MIXED)
     other = parse_scenario(MIXED.replace("seed: 11", "seed: 12"))
-    mine = [r.cancel_after_tokens for r in build_schedule(scenario).requests]
-    theirs = [r.cancel_after_tokens for r in build_schedule(other).requests]
+    mine = [_point(r) for r in build_schedule(scenario).requests]
+    theirs = [_point(r) for r in build_schedule(other).requests]
     assert mine != theirs
 
 
 def test_the_cancels_travel_to_workers_and_an_older_master_sends_none() -> None:
     requests = list(build_schedule(parse_scenario(MIXED)).requests)
-    columns = protocol.encode_requests(requests)
-    assert protocol.decode_requests(columns) == requests
-    older = {name: values for name, values in columns.items() if not name.startswith("cancel_")}
-    decoded = protocol.decode_requests(older)
-    assert [
-        dataclasses.replace(r, cancel_after_s=None, cancel_after_tokens=None) for r in requests
-    ] == decoded
+    columns = plan_wire.encode_requests(requests)
+    assert plan_wire.decode_requests(columns) == requests
+    assert "cancel" in columns
+    older = {name: values for name, values in columns.items() if name != "cancel"}
+    decoded = plan_wire.decode_requests(older)
+    assert [dataclasses.replace(r, cancel=None) for r in requests] == decoded
+
+
+def _point(request: PlannedRequest) -> tuple[float | None, int | None]:
+    """A request's cancel point: (after s, after tokens); (None, None) when not cancelled."""
+    cancel = request.cancel
+    return (cancel.after_s, cancel.after_tokens) if cancel is not None else (None, None)

@@ -70,7 +70,6 @@ def _turn(due_s: float) -> PlannedRequest:
         prompt_tokens=4,
         output_tokens=2,
         warmup=False,
-        max_concurrency=1,
     )
 
 
@@ -109,7 +108,7 @@ def test_closing_drops_the_turns_users_still_hold() -> None:
         outcome.append(dispatcher.take())
 
     def between() -> None:  # holds a turn, has not asked for it yet when the level closes
-        dispatcher.hold(PlannedRequest(7, 0, 30.0, 4, 2, False, 1))
+        dispatcher.hold(PlannedRequest(7, 0, 30.0, 4, 2, False))
         gevent.sleep(0.2)
 
     greenlets = [gevent.spawn(waiting), gevent.spawn(between)]
@@ -134,8 +133,8 @@ def test_the_supply_opens_sessions_and_marks_the_tail_as_warm_up() -> None:
     supply.measured_until_s = 5.0
     made = [supply.next(now) for now in (0.5, 1.0, 4.9, 5.0, 6.0)]
     assert [p.warmup for p in made] == [True, False, False, True, True]
-    assert all(p.session_seed == 9 for p in made)
+    assert all(p.session is not None and p.session.seed == 9 for p in made)
     plain = ClosedLoopSupply(
         2, 0, 0, Workload(), np.random.default_rng(0), warmup_until_s=1.0, session_seed=9
     )
-    assert plain.next(2.0).session_seed is None  # a class without sessions opens none
+    assert plain.next(2.0).session is None  # a class without sessions opens none

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from loadgen.collect.records import RequestRecord
-from loadgen.distributed.protocol import decode_plan, split_columns
+from loadgen.distributed.plan_wire import decode_plan, split_columns
 from loadgen.evaluate.replicas import TraceWindow
 from loadgen.inputs.traces import TraceError, read_trace
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import MAX_TURNS, later_turn_id
 from loadgen.traffic.schedule import build_schedule
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook, scripted_draws
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,15 +129,16 @@ traffic: [{{kind: trace, path: {SMALL}, format: conversation}}]
 def test_the_plan_carries_each_session_on_its_turn_1_and_a_worker_gets_it(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path)
     planned = list(build_schedule(scenario).requests)
-    assert [p.session_script for p in planned] == [
+    assert [p.session.script if p.session else None for p in planned] == [
         row.script for row in read_trace(SMALL, "conversation").rows
     ]
     assert [p.prompt for p in planned] == [None, TEXT_1, None]
     (share,) = split_columns(planned, 1)
-    assert [p.session_script is not None for p in decode_plan(share)] == [True, True, True]
+    assert [p.session is not None and p.session.script is not None for p in decode_plan(share)] == [True] * 3
     # over the wire a tuple becomes a list: the book reads either
     wired = json.loads(json.dumps(share))
-    assert [len(p.session_script or ()) for p in decode_plan(wired)] == [2, 1, 0]
+    assert [len(p.session.script or ()) for p in decode_plan(wired) if p.session] == [2, 1, 0]
+    assert list(decode_plan(wired)) == planned
 
 
 def test_the_book_replays_a_script_without_workload_sessions(tmp_path: Path) -> None:
@@ -144,13 +146,13 @@ def test_the_book_replays_a_script_without_workload_sessions(tmp_path: Path) -> 
     workload: Workload = scenario.workload
     assert workload.sessions is None
     seven = list(build_schedule(scenario).requests)[1]
-    book = SessionBook({"default": workload}, end_s=1.0)
+    book = SessionBook(SessionPolicy.of(workload), end_s=1.0)
     assert book.messages(seven, workload) == [{"role": "user", "content": TEXT_1}]
     record = RequestRecord(id=seven.id, phase=0, scheduled_s=seven.scheduled_s, status="ok", done_s=0.5)
     following = book.answered(seven, record, "an answer")
     assert following is not None
     assert (following.id, following.scheduled_s, following.output_tokens) == (later_turn_id(1, 2), 0.58, 5)
-    assert following.session_script is None
+    assert following.session is None
     assert book.messages(following, workload) == [
         {"role": "user", "content": TEXT_1},
         {"role": "assistant", "content": "an answer"},

@@ -9,8 +9,8 @@ import pytest
 
 from loadgen.scenario.loader import ScenarioError, load_scenario
 from loadgen.scenario.model import Workload
-from loadgen.traffic.level_requests import ClosedLoopSupply, level_rng, rate_level_requests
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.level_requests import ClosedLoopSupply, level_phases, level_rng, rate_level_requests
+from loadgen.traffic.schedule import PhaseConstants, PlannedRequest
 
 BASE = """name: evaluator
 server: {kind: simulated}
@@ -87,7 +87,8 @@ def test_rate_level_sends_exactly_its_share_before_and_after_warmup() -> None:
     assert sum(r.warmup for r in requests) == 50
     assert all(100.0 <= r.scheduled_s < 104.0 for r in requests)
     assert [r.id for r in requests] == list(range(1000, 1200))
-    assert {(r.phase, r.level, r.max_concurrency) for r in requests} == {(3, 50, 64)}
+    assert {r.phase for r in requests} == {3}
+    assert level_phases(3, 50, 64) == {3: PhaseConstants(64, 50)}
     assert _rate_level(seed=1) == requests  # seeded: the same level run makes the same requests
     assert _rate_level(seed=2) != requests
 
@@ -98,7 +99,8 @@ def test_closed_loop_supply_numbers_requests_and_marks_warmup() -> None:
     made = [supply.next(now) for now in (4.0, 4.9, 5.0, 6.0, 7.0, 8.0)]  # crosses a block boundary
     assert [r.id for r in made] == list(range(500, 506)) and supply.issued == 6
     assert [r.warmup for r in made] == [True, True, False, False, False, False]
-    assert all(10 <= r.output_tokens <= 20 and r.level == 8 and r.max_concurrency == 8 for r in made)
+    assert all(10 <= r.output_tokens <= 20 and r.phase == 2 for r in made)
+    assert supply.phases == {2: PhaseConstants(8, 8)}  # as many users as the level
 
 
 def test_peak_rate_from_a_trace_resolves_beside_the_scenario(tmp_path: Path) -> None:

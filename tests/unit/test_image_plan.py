@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.distributed import protocol
+from loadgen.distributed import plan_wire
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
@@ -152,12 +152,12 @@ def test_the_counts_follow_their_distribution() -> None:
 
 def test_the_counts_travel_to_workers() -> None:
     requests = list(build_schedule(parse_scenario(MIXED)).requests)
-    assert protocol.decode_requests(protocol.encode_requests(requests)) == requests
+    assert plan_wire.decode_requests(plan_wire.encode_requests(requests)) == requests
 
 
 def test_a_search_level_draws_its_counts_from_its_own_stream() -> None:
     scenario = parse_scenario(MIXED)
-    planned = [PlannedRequest(i, 0, 0.0, 8, 4, False, 8, request_class="vision") for i in range(400)]
+    planned = [PlannedRequest(i, 0, 0.0, 8, 4, False, request_class="vision") for i in range(400)]
     once = LevelBehaviour(scenario.workload, scenario.seed, 3).apply(planned)
     again = LevelBehaviour(scenario.workload, scenario.seed, 3)
     assert again.active

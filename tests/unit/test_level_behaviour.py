@@ -35,11 +35,17 @@ def _level(index: int, workload: Workload = WORKLOAD) -> list[PlannedRequest]:
 
 def test_a_rate_level_cancels_and_prefixes_its_share() -> None:
     shaped = LevelBehaviour(WORKLOAD, 7, 2).apply(_level(2))
-    cancelled = [r for r in shaped if r.cancel_after_tokens is not None]
-    prefixed = [r for r in shaped if r.prefix_group is not None]
+    cancelled = [r for r in shaped if r.cancel is not None]
+    prefixed = [r for r in shaped if r.prefix is not None]
     assert len(shaped) == 1000
-    assert 430 < len(cancelled) < 570 and all(r.cancel_after_tokens == 3 for r in cancelled)
-    assert 740 < len(prefixed) < 860 and {r.prefix_group for r in prefixed} == {0, 1, 2}
+    assert 430 < len(cancelled) < 570 and all(
+        r.cancel is not None and r.cancel.after_tokens == 3 for r in cancelled
+    )
+    assert 740 < len(prefixed) < 860 and {r.prefix.group for r in prefixed if r.prefix is not None} == {
+        0,
+        1,
+        2,
+    }
     # Only the drawn fields change: times and lengths are the level's own.
     plain = _level(2)
     assert [(r.id, r.scheduled_s, r.prompt_tokens) for r in shaped] == [
@@ -54,7 +60,7 @@ def test_the_draws_depend_on_the_level_not_on_the_blocks() -> None:
     blocks = [stepwise.apply(requests[start : start + 37]) for start in range(0, len(requests), 37)]
     assert [r for block in blocks for r in block] == whole
     other = LevelBehaviour(WORKLOAD, 7, 4).apply(requests)
-    assert [r.prefix_group for r in other] != [r.prefix_group for r in whole]
+    assert [r.prefix for r in other] != [r.prefix for r in whole]
 
 
 def test_a_plain_workload_draws_nothing() -> None:
@@ -75,5 +81,5 @@ def test_a_closed_loop_level_shapes_each_request_it_makes() -> None:
         behaviour=LevelBehaviour(WORKLOAD, 7, 0),
     )
     made = [supply.next(0.01 * i) for i in range(400)]
-    assert 150 < sum(r.cancel_after_tokens is not None for r in made) < 250
-    assert 280 < sum(r.prefix_group is not None for r in made) < 360
+    assert 150 < sum(r.cancel is not None for r in made) < 250
+    assert 280 < sum(r.prefix is not None for r in made) < 360

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.distributed import protocol
+from loadgen.distributed import plan_wire
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.openai_api import WORDS, StreamParser, prompt_text
 from loadgen.traffic.plan_prefix import draw_groups, prefix_entropy
 from loadgen.traffic.prompts import BLOCK_MARK, PREFIX_MARK, prefix_text, request_prompt
-from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
+from loadgen.traffic.schedule import CHUNK, PlannedRequest, Prefix, build_schedule
 from servers.engines.prefix_cache import PrefixCache
 from tests.unit.eager_schedule import eager_schedule
 
@@ -96,9 +96,13 @@ def test_adding_prefix_moves_nothing_else_of_the_plan() -> None:
     plain = parse_scenario("\n".join(line for line in MIXED.splitlines() if "prefix:" not in line))
     plain_plan = list(build_schedule(plain).requests)
     assert plain_plan == eager_schedule(plain).requests
-    assert all(r.prefix_group is None for r in plain_plan)
+    assert all(_group(r) is None for r in plain_plan)
     lazy = list(build_schedule(parse_scenario(MIXED), chunk=97).requests)
-    assert [dataclasses.replace(r, prefix_group=None) for r in lazy] == plain_plan
+    assert [dataclasses.replace(r, prefix=None) for r in lazy] == plain_plan
+
+
+def _group(request: PlannedRequest) -> int | None:
+    return request.prefix.group if request.prefix is not None else None
 
 
 def _eager_groups(scenario: Scenario, requests: list[PlannedRequest]) -> list[int | None]:
@@ -124,16 +128,14 @@ def _eager_groups(scenario: Scenario, requests: list[PlannedRequest]) -> list[in
 def test_the_lazy_groups_are_one_whole_draw_whatever_the_chunk(chunk: int) -> None:
     scenario = parse_scenario(MIXED)
     requests = list(build_schedule(scenario, chunk=chunk).requests)
-    assert [r.prefix_group for r in requests] == _eager_groups(scenario, requests)
+    assert [_group(r) for r in requests] == _eager_groups(scenario, requests)
 
 
 def test_the_share_and_the_weights_are_what_is_drawn() -> None:
     many = MIXED.replace("rate: 60, duration: 5s", "rate: 3000, duration: 5s")
     requests = list(build_schedule(parse_scenario(many)).requests)
-    by_class = {
-        name: [r.prefix_group for r in requests if r.request_class == name] for name in ("rag", "chat")
-    }
-    assert all(r.prefix_group is None for r in requests if r.request_class == "plain")
+    by_class = {name: [_group(r) for r in requests if r.request_class == name] for name in ("rag", "chat")}
+    assert all(_group(r) is None for r in requests if r.request_class == "plain")
     assert all(group in (0, 1) for group in by_class["chat"])  # share 1: every one
     rag = by_class["rag"]
     n = len(rag)
@@ -143,12 +145,12 @@ def test_the_share_and_the_weights_are_what_is_drawn() -> None:
     sigma = np.sqrt(0.6 * 0.4 / len(with_prefix))  # the largest of the three
     assert np.allclose(counts, [0.6, 0.3, 0.1], atol=4 * sigma)
     other = parse_scenario(many.replace("seed: 11", "seed: 12"))
-    assert [r.prefix_group for r in build_schedule(other).requests] != [r.prefix_group for r in requests]
+    assert [_group(r) for r in build_schedule(other).requests] != [_group(r) for r in requests]
 
 
 def test_the_groups_travel_to_workers() -> None:
     requests = list(build_schedule(parse_scenario(MIXED)).requests)
-    assert protocol.decode_requests(protocol.encode_requests(requests)) == requests
+    assert plan_wire.decode_requests(plan_wire.encode_requests(requests)) == requests
 
 
 # ---- the text -----------------------------------------------------------------------------------
@@ -183,7 +185,9 @@ def test_a_prefixed_prompt_hits_a_prefix_cache_on_its_prefix_only() -> None:
     workload = scenario.workload
 
     def planned(request_id: int, group: int | None) -> PlannedRequest:
-        return PlannedRequest(request_id, 0, 0.0, 20, 4, False, 8, prefix_group=group)
+        return PlannedRequest(
+            request_id, 0, 0.0, 20, 4, False, prefix=None if group is None else Prefix(group)
+        )
 
     cache = PrefixCache(1000, 16)
     first = request_prompt(planned(0, 0), workload).split()

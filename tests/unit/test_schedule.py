@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from loadgen.scenario.loader import parse_scenario
-from loadgen.traffic.schedule import build_schedule
+from loadgen.traffic.schedule import PhaseConstants, build_schedule
 
 BASE = """
 name: plan
@@ -27,7 +27,7 @@ def test_phases_run_back_to_back_and_warmup_is_split_off():
     assert all(4 <= r.scheduled_s < 10 for r in phase1)
     assert sum(r.warmup for r in schedule.requests) == 20  # exactly 2 s × 10 req/s
     assert all(r.warmup == (r.scheduled_s < 2) for r in schedule.requests)
-    assert [r.max_concurrency for r in phase1][:1] == [7]
+    assert schedule.phases == {0: PhaseConstants(256), 1: PhaseConstants(7)}  # the default cap, its own
     times = [r.scheduled_s for r in schedule.requests]
     assert times == sorted(times)
     assert [(w.index, w.start_s, w.end_s, w.target_rate) for w in schedule.windows] == [

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.distributed import protocol
+from loadgen.distributed import plan_wire
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic import plan_draws, plan_streams
@@ -42,13 +42,9 @@ LARGE = 50_000  # example plans beyond this many requests are compared at one ch
 # Their own tests check them (test_cancel_plan, test_prefix_plan, test_trace_blocks,
 # test_sessions, test_adapter_plan, test_image_plan); here they must leave every other field as it was.
 _OWN_STREAMS = {
-    "cancel_after_s": None,
-    "cancel_after_tokens": None,
-    "prefix_group": None,
-    "prefix_blocks": None,
-    "block_tokens": 0,
-    "session_seed": None,
-    "session_script": None,
+    "cancel": None,
+    "prefix": None,
+    "session": None,
     "adapter": None,
     "images": 0,
 }
@@ -67,6 +63,7 @@ def _same(lazy: Schedule, eager: EagerSchedule) -> None:
     assert lazy.windows == eager.windows
     assert lazy.phase_starts == eager.phase_starts
     assert lazy.duration_s == eager.duration_s
+    assert lazy.phases == eager.phases
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[path.name for path in EXAMPLES])
@@ -214,14 +211,16 @@ def test_the_distributed_split_takes_one_pass_over_the_lazy_plan(
     scenario, eager = mixed
     lazy = build_schedule(scenario, chunk=17).requests
     for workers in (1, 3):
-        shares = protocol.split_columns(lazy, workers)
-        expected = [protocol.encode_requests(share) for share in protocol.split_plan(eager.requests, workers)]
+        shares = plan_wire.split_columns(lazy, workers)
+        expected = [
+            plan_wire.encode_requests(share) for share in plan_wire.split_plan(eager.requests, workers)
+        ]
         assert shares == expected
-        assert [list(protocol.decode_plan(share)) for share in shares] == protocol.split_plan(
+        assert [list(plan_wire.decode_plan(share)) for share in shares] == plan_wire.split_plan(
             eager.requests, workers
         )
     with pytest.raises(ValueError):
-        protocol.split_columns(lazy, 0)
+        plan_wire.split_columns(lazy, 0)
 
 
 def test_checkpoint_is_called_while_positioning_and_can_abandon_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,8 @@ from loadgen.report.html.search_section import decision_cards, level_over
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_requests import rate_level_requests
-from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.schedule import PlannedRequest, SessionStart
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook
 from tests.cli_helpers import ROOT
 
@@ -72,8 +73,8 @@ def test_a_session_level_opens_a_session_per_arrival_and_runs_a_warm_up_tail() -
     scenario = _scenario()
     plain = _level(scenario, None, 0.0)
     level = _level(scenario, 7, 2.0)
-    assert all(planned.session_seed == 7 for planned in level)
-    assert all(planned.session_seed is None for planned in plain)
+    assert all(planned.session == SessionStart(seed=7) for planned in level)
+    assert all(planned.session is None for planned in plain)
     # The tail is drawn after the rest: the level up to its end is the level without it.
     head = [planned for planned in level if planned.scheduled_s < 106.0]
     assert [(p.id, p.scheduled_s, p.warmup) for p in head] == [(p.id, p.scheduled_s, p.warmup) for p in plain]
@@ -87,13 +88,13 @@ def test_a_session_level_opens_a_session_per_arrival_and_runs_a_warm_up_tail() -
 def test_a_session_in_a_level_is_cut_at_the_schedules_end_whatever_its_linger() -> None:
     scenario = _scenario()  # linger defaults to 10 min; a level's book is given 0
     first = _level(scenario, 7, 2.0)[-1]
-    book = SessionBook({"default": scenario.workload}, end_s=108.0, linger_s=0.0)
+    book = SessionBook(SessionPolicy.of(scenario.workload, linger_s=0.0), end_s=108.0)
     book.messages(first, scenario.workload)
     done_s = 107.8  # the next turn would be due at 108.3
     record = RequestRecord(id=first.id, phase=3, scheduled_s=first.scheduled_s, done_s=done_s, status="ok")
     assert book.answered(first, record, "a b") is None
     assert book.counts.cut == 1 and book.open == 0
-    kept = SessionBook({"default": scenario.workload}, end_s=108.0)
+    kept = SessionBook(SessionPolicy.of(scenario.workload), end_s=108.0)
     kept.messages(first, scenario.workload)
     assert kept.answered(first, record, "a b") is not None  # its class's linger: 10 min
 

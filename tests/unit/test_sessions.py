@@ -15,7 +15,8 @@ from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id, session_of
 from loadgen.traffic.openai_api import StreamParser, TextStreamParser, prompt_text
-from loadgen.traffic.schedule import PlannedRequest, build_schedule
+from loadgen.traffic.schedule import PlannedRequest, SessionStart, build_schedule
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook, sample_turns, session_draws
 
 BASE = """
@@ -60,9 +61,9 @@ def test_a_plan_with_sessions_differs_only_in_marking_turn_ones() -> None:
     with_sessions = list(build_schedule(_scenario()).requests)
     without = list(build_schedule(_scenario("")).requests)
     assert len(with_sessions) == len(without) > 50
-    assert all(planned.session_seed == 7 for planned in with_sessions)
-    assert all(planned.session_seed is None for planned in without)
-    assert [dataclasses.replace(p, session_seed=None) for p in with_sessions] == without
+    assert all(planned.session == SessionStart(seed=7) for planned in with_sessions)
+    assert all(planned.session is None for planned in without)
+    assert [dataclasses.replace(p, session=None) for p in with_sessions] == without
 
 
 def test_draws_depend_on_the_seed_and_session_only() -> None:
@@ -123,7 +124,7 @@ def _book(linger: str = "3s") -> tuple[SessionBook, Scenario, PlannedRequest]:
         SESSIONS.replace("linger: 3s", f"linger: {linger}").replace("min: 1, max: 5", "min: 3, max: 3")
     )
     first = next(iter(build_schedule(scenario).requests))
-    book = SessionBook({"default": scenario.workload}, end_s=2.0)
+    book = SessionBook(SessionPolicy.of(scenario.workload), end_s=2.0)
     return book, scenario, first
 
 
@@ -144,12 +145,8 @@ def test_the_book_sends_the_history_with_the_actual_answers() -> None:
     assert second.id == later_turn_id(first.id, 2)
     assert second.scheduled_s == pytest.approx(done_s + draws.think_s[0], abs=1e-6)
     assert (second.prompt_tokens, second.output_tokens) == (draws.prompt_tokens[0], draws.output_tokens[0])
-    assert (second.phase, second.max_concurrency, second.session_seed) == (
-        first.phase,
-        first.max_concurrency,
-        None,
-    )
-    assert second.prefix_group == first.prefix_group  # its history begins with turn 1's prompt
+    assert (second.phase, second.session) == (first.phase, None)
+    assert second.prefix == first.prefix  # its history begins with turn 1's prompt
     messages = book.messages(second, scenario.workload)
     assert messages is not None
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
@@ -177,7 +174,7 @@ def test_a_failed_turn_ends_its_session_and_late_turns_are_cut() -> None:
 def test_a_request_outside_sessions_gets_no_messages() -> None:
     scenario = _scenario("")
     first = next(iter(build_schedule(scenario).requests))
-    book = SessionBook({"default": scenario.workload}, end_s=2.0)
+    book = SessionBook(SessionPolicy.of(scenario.workload), end_s=2.0)
     assert book.messages(first, scenario.workload) is None
 
 

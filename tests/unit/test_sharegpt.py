@@ -13,6 +13,7 @@ from loadgen.inputs.sharegpt import ShareGPTError, looks_like_sharegpt, read_sha
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.traffic.schedule import build_schedule
+from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook, session_draws
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +118,7 @@ def test_a_session_replays_its_conversation_s_human_messages(tmp_path: Path) -> 
     )
     assert session_draws(5, 0, capped, workload, entry).turns == 2
     first = next(p for p in build_schedule(scenario).requests if p.dataset_row == 1)
-    book = SessionBook({"default": workload}, end_s=2.0)
+    book = SessionBook(SessionPolicy.of(workload), end_s=2.0)
     history = book.messages(first, workload)
     assert [m["role"] for m in history or []] == ["system", "user"]
 

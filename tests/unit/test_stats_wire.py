@@ -61,7 +61,7 @@ def test_sketched_stats_come_back_with_the_same_percentiles() -> None:
 
 
 def _shares(records: list[RequestRecord], workers: int) -> list[list[RequestRecord]]:
-    """As protocol.split_plan deals requests out: worker k gets positions k, k+N, …"""
+    """As plan_wire.split_plan deals requests out: worker k gets positions k, k+N, …"""
     return [records[k::workers] for k in range(workers)]
 
 

@@ -41,15 +41,18 @@ def test_the_reader_keeps_hash_ids_and_refuses_bad_ones(tmp_path: Path) -> None:
 
 def test_the_plan_carries_the_blocks_and_what_the_tool_knows_is_shared() -> None:
     plan = _plan()
-    assert [r.prefix_blocks for r in plan] == [(0, 1, 2), (0, 1, 3), (4,), (0, 5), None, (6,)]
-    assert {r.block_tokens for r in plan if r.prefix_blocks} == {512}
+    prefixes = [r.prefix for r in plan]
+    assert [p.blocks if p else None for p in prefixes] == [(0, 1, 2), (0, 1, 3), (4,), (0, 5), None, (6,)]
+    assert {p.block_tokens for p in prefixes if p} == {512}
     # block 0 begins three rows: those are the ones sent with a shared prefix
-    assert [r.prefix_group for r in plan] == [0, 0, None, 0, None, None]
+    assert [p.group if p else None for p in prefixes] == [0, 0, None, 0, None, None]
     assert [r.prompt_tokens for r in plan] == [1200, 1100, 300, 700, 40, 600]
 
 
 def test_the_block_size_comes_from_the_phase() -> None:
-    assert {r.block_tokens for r in _plan(", block_tokens: 16") if r.prefix_blocks} == {16}
+    assert {r.prefix.block_tokens for r in _plan(", block_tokens: 16") if r.prefix and r.prefix.blocks} == {
+        16
+    }
     with pytest.raises(ScenarioError, match="block_tokens"):
         _plan(", block_tokens: 0")
 

@@ -1,0 +1,230 @@
+"""A distributed run's plan on the wire: the exact split of the schedule among the workers (one
+pass over the lazy plan, each share held as columns), each share's wire form and the phase table's.
+
+Pure (no gevent, no Locust). A share is columns of plain values (msgpack rides Locust's channel):
+one per core field of the planned requests, and per feature that some request of the share has
+(a replayed prompt, a cancel, a prefix, a session, an adapter, images) each request's index into
+the feature's distinct values, so a plan without a feature pays nothing for it and one where every
+request shares a value (a session's seed, a prefix group) pays a byte a request. Each phase's
+constants go once per plan, with the worker's share of its concurrency cap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from loadgen.traffic.schedule import (
+    Cancel,
+    PhaseConstants,
+    Phases,
+    PlannedRequest,
+    PlannedRequests,
+    Prefix,
+    SessionStart,
+)
+
+
+def split_plan(requests: Iterable[PlannedRequest], workers: int) -> list[list[PlannedRequest]]:
+    """Worker k gets the requests at positions k, k+N, k+2N, …: each request exactly once, each
+    worker's share in schedule order (so a trace's order holds within every worker)."""
+    if workers < 1:
+        raise ValueError(f"need at least one worker, not {workers}")
+    shares: list[list[PlannedRequest]] = [[] for _ in range(workers)]
+    for position, request in enumerate(requests):
+        shares[position % workers].append(request)
+    return shares
+
+
+def split_columns(requests: Iterable[PlannedRequest], workers: int) -> list[dict[str, Any]]:
+    """split_plan's shares in encode_requests' wire form, in one pass over a (lazy) plan. The
+    master sends each worker its whole share up front, so the shares are held, but only as these
+    columns of plain values (about a tenth of the PlannedRequest objects' memory)."""
+    if workers < 1:
+        raise ValueError(f"need at least one worker, not {workers}")
+    shares = [_Columns() for _ in range(workers)]
+    adds = [share.add for share in shares]
+    for position, request in enumerate(requests):
+        adds[position % workers](request)
+    return [share.data for share in shares]
+
+
+def worker_cap(max_concurrency: int, workers: int) -> int:
+    """Each worker's share of a phase's concurrency cap (the workers together keep about the cap)."""
+    return max(1, math.ceil(max_concurrency / workers))
+
+
+def encode_phases(phases: Phases, workers: int) -> list[list[Any]]:
+    """The plan's phase table for one of `workers` workers: its share of each phase's cap."""
+    return [
+        [index, worker_cap(constants.max_concurrency, workers), constants.level]
+        for index, constants in phases.items()
+    ]
+
+
+def decode_phases(data: Sequence[Sequence[Any]]) -> dict[int, PhaseConstants]:
+    return {int(index): PhaseConstants(int(cap), level) for index, cap, level in data}
+
+
+def encode_requests(requests: Iterable[PlannedRequest]) -> dict[str, Any]:
+    """Columns of plain values, smaller on the wire than dicts: one per core field (the class as
+    an index into `classes`), and per feature that some request has, each request's index into
+    the feature's distinct values (`{"at": [...], "values": [off, ...]}`, index 0: off)."""
+    columns = _Columns()
+    for request in requests:
+        columns.add(request)
+    return columns.data
+
+
+def decode_requests(columns: Mapping[str, Any]) -> list[PlannedRequest]:
+    """The inverse of encode_requests; columns this version does not know are ignored."""
+    return list(decode_plan(columns))
+
+
+def decode_plan(columns: Mapping[str, Any]) -> PlannedRequests:
+    """decode_requests as a lazy plan: each request is made from the columns as it is sent."""
+    ids, phases, times = columns["id"], columns["phase"], columns["scheduled_s"]
+    prompt_tokens, output_tokens = columns["prompt_tokens"], columns["output_tokens"]
+    warmup, rows = columns["warmup"], columns["dataset_row"]
+    names, classes = columns["classes"], columns["request_class"]
+    features = [_decoded(name, columns.get(name)) for name in _FEATURES]
+    (prompt_at, prompts), (cancel_at, cancels), (prefix_at, prefixes) = features[:3]
+    (session_at, sessions), (adapter_at, adapters), (images_at, images) = features[3:]
+
+    def each() -> Iterator[PlannedRequest]:
+        for i in range(len(ids)):
+            yield PlannedRequest(
+                ids[i],
+                phases[i],
+                times[i],
+                prompt_tokens[i],
+                output_tokens[i],
+                warmup[i],
+                names[classes[i]],
+                rows[i],
+                prompts[prompt_at[i]],
+                cancels[cancel_at[i]],
+                prefixes[prefix_at[i]],
+                sessions[session_at[i]],
+                adapters[adapter_at[i]],
+                images[images_at[i]],
+            )
+
+    return PlannedRequests(len(ids), each)
+
+
+_CORE = ("id", "phase", "scheduled_s", "prompt_tokens", "output_tokens", "warmup", "dataset_row")
+# Each feature's value on the wire, and back; a request without it has None (images: 0).
+_FEATURES = ("prompt", "cancel", "prefix", "session", "adapter", "images")
+_ENCODE: dict[str, Callable[[Any], Any]] = {
+    "cancel": lambda cancel: (cancel.after_s, cancel.after_tokens),
+    "prefix": lambda prefix: (prefix.group, prefix.blocks, prefix.block_tokens),
+    "session": lambda start: (start.seed, start.script),
+}
+_DECODE: dict[str, Callable[[Any], Any]] = {
+    "cancel": lambda value: Cancel(value[0], value[1]),
+    "prefix": lambda value: Prefix(value[0], None if value[1] is None else tuple(value[1]), value[2]),
+    "session": lambda value: SessionStart(value[0], _script(value[1])),
+}
+
+
+class _Columns:
+    """One share's wire form, a request at a time (see encode_requests)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {name: [] for name in (*_CORE, "request_class", "classes")}
+        self._appends = [self._data[name].append for name in _CORE]
+        self._classes: dict[str, int] = {}
+        self._features: dict[str, _Feature] = {}
+
+    @property
+    def data(self) -> dict[str, Any]:
+        features = {
+            name: {"at": feature.at, "values": feature.values} for name, feature in self._features.items()
+        }
+        return {**self._data, **features}
+
+    def add(self, request: PlannedRequest) -> None:
+        data = self._data
+        position = len(data["id"])
+        for append, value in zip(self._appends, _core(request), strict=True):
+            append(value)
+        index = self._classes.get(request.request_class)
+        if index is None:
+            index = self._classes[request.request_class] = len(data["classes"])
+            data["classes"].append(request.request_class)
+        data["request_class"].append(index)
+        values = (
+            request.prompt,
+            request.cancel,
+            request.prefix,
+            request.session,
+            request.adapter,
+            request.images or None,
+        )
+        for name, value in zip(_FEATURES, values, strict=True):
+            feature = self._features.get(name)
+            if feature is None:
+                if value is None:
+                    continue
+                feature = self._features[name] = _Feature(position, _ENCODE.get(name))
+            feature.add(value)
+
+
+class _Feature:
+    """One feature's column: each request's index into its distinct values (0: off). Made at the
+    first request that has it: the requests before had it off."""
+
+    def __init__(self, before: int, encode: Callable[[Any], Any] | None) -> None:
+        self.at: list[int] = [0] * before
+        self.values: list[Any] = [None]
+        self._index: dict[Any, int] = {}
+        self._encode = encode
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.at.append(0)
+            return
+        index = self._index.get(value)
+        if index is None:
+            index = self._index[value] = len(self.values)
+            self.values.append(value if self._encode is None else self._encode(value))
+        self.at.append(index)
+
+
+class _AllOff:
+    """The index column of a feature no request of the share has."""
+
+    def __getitem__(self, position: int) -> int:
+        return 0
+
+
+def _decoded(name: str, column: Mapping[str, Any] | None) -> tuple[Any, list[Any]]:
+    """A feature's index column and its values as planned (index 0: off)."""
+    off = 0 if name == "images" else None
+    if column is None:
+        return _AllOff(), [off]
+    decode = _DECODE.get(name)
+    values = column["values"][1:]
+    return column["at"], [off, *(values if decode is None else map(decode, values))]
+
+
+def _core(request: PlannedRequest) -> tuple[Any, ...]:
+    """The _CORE columns' values (the class goes as an index, made apart)."""
+    return (
+        request.id,
+        request.phase,
+        request.scheduled_s,
+        request.prompt_tokens,
+        request.output_tokens,
+        request.warmup,
+        request.dataset_row,
+    )
+
+
+def _script(script: Sequence[Sequence[Any]] | None) -> tuple[tuple[float, int, int, str | None], ...] | None:
+    """A session's script as planned (msgpack hands tuples back as lists)."""
+    if script is None:
+        return None
+    return tuple((float(turn[0]), int(turn[1]), int(turn[2]), turn[3]) for turn in script)
