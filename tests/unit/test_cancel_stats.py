@@ -17,9 +17,9 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.collect.stats import compute_metrics
 from loadgen.collect.windows import PhaseWindow
 from loadgen.evaluate.slo import SLOSpec, check_slos
-from loadgen.reference.report_metrics import Metrics
 from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.markdown_report import render_markdown
+from loadgen.report.model.metrics import Metrics
 
 WINDOW = PhaseWindow(0, "constant", 8.0, 0.0, 1.0)
 

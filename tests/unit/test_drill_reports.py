@@ -13,7 +13,6 @@ import pytest
 from loadgen.environments.compare import EnvironmentRun, compare_environments
 from loadgen.environments.render import render_markdown as render_comparison
 from loadgen.evaluate.level_results import LevelWindow
-from loadgen.reference.report_evaluation import Verified
 from loadgen.report import drill_facts, search_report
 from loadgen.report.build import exit_code
 from loadgen.report.evaluation_markdown import evaluation_lines
@@ -21,6 +20,7 @@ from loadgen.report.html.drill_section import fleet_steps
 from loadgen.report.html.inputs import RunInputs
 from loadgen.report.html.run_report import render_run_html
 from loadgen.report.junit_report import render_junit
+from loadgen.report.model.evaluation import Verified
 from tests.unit.drill_fixtures import kill_drill, rolling_restart_drill, scale_up_drill, verified_with
 from tests.unit.test_environments import BASIS, by_name
 from tests.unit.test_environments import search_report as environment_report

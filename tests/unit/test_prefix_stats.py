@@ -12,8 +12,8 @@ from loadgen.collect import stats_wire
 from loadgen.collect.columns import chunked_columns
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
-from loadgen.reference.report_metrics import Metrics
 from loadgen.report.markdown_report import _prefix_lines
+from loadgen.report.model.metrics import Metrics
 from tests.unit.test_run_stats import WINDOWS, _records
 
 FIRST_PREFIXED = 250  # before it, no request had a prefix: later chunks must still count those

@@ -10,9 +10,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from loadgen.reference.report_evaluation import Capacity, Knee, OperatingPoint, Replicas
-from loadgen.reference.report_metrics import Client, Metrics, Phase, ReportPart, SLOCheck
-from loadgen.reference.report_server import Server
+from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Replicas
+from loadgen.report.model.metrics import Client, Metrics, Phase, ReportPart, SLOCheck
+from loadgen.report.model.server import Server
 
 
 class Report(ReportPart):
