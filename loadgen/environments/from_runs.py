@@ -14,9 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import yaml
 
 from loadgen.environments.compare import EnvironmentRun
+from loadgen.report.json_report import load_report
+from loadgen.report.model import Report
 
 COMPARISON_FILE = "comparison.json"
 
@@ -33,6 +36,18 @@ def _read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RunsError(f"{path} is not a JSON object")
     return data
+
+
+def _read_report(path: Path) -> Report:
+    try:
+        return load_report(path)
+    except OSError as exc:
+        raise RunsError(f"cannot read {path}: {exc}") from None
+    except pydantic.ValidationError as exc:
+        # An older layout, another tool's file, or a cut-off write: say which and the first problem.
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the top level"
+        raise RunsError(f"{path} is not a loadtest report.json ({where}: {first['msg']})") from None
 
 
 def _scenario_data(run_dir: Path) -> dict[str, Any]:
@@ -59,9 +74,7 @@ def _one_run(path: Path) -> EnvironmentRun:
     report_path = run_dir / "report.json"
     if not report_path.exists():
         raise RunsError(f"{path} is not a run directory (no report.json)")
-    report = _read_json(report_path)
-    if "capacity" not in report or "knee" not in report:
-        raise RunsError(f"{run_dir}: report.json is not a search run's (environments compare capacity)")
+    report = _read_report(report_path)
     meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
     environment = meta.get("environment") or {}
     scenario = _scenario_data(run_dir)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from loadgen.collect.records import RequestRecord
-from loadgen.evaluate.compare import (
+from loadgen.compare.compare import (
     Row,
     Settings,
     compare_capacity,
@@ -19,7 +19,7 @@ from loadgen.evaluate.compare import (
     compare_runs,
     compare_threshold,
 )
-from loadgen.evaluate.compare_inputs import (
+from loadgen.compare.compare_inputs import (
     CompareInputError,
     LatencySample,
     RunData,

@@ -13,7 +13,7 @@ import pytest
 
 from loadgen.cli.main import main
 from loadgen.collect.records import RequestRecord
-from loadgen.evaluate.compare_inputs import CompareInputError, load_pooled, load_run
+from loadgen.compare.compare_inputs import CompareInputError, load_pooled, load_run
 from tests.cli_helpers import ROOT
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from loadgen.evaluate.compare import Settings, compare_runs
-from loadgen.evaluate.compare_inputs import RunData, load_run, read_run
-from loadgen.report.html.compare_html import _per_bin, render_compare_html
+from loadgen.compare.compare import Settings, compare_runs
+from loadgen.compare.compare_html import _per_bin, render_compare_html
+from loadgen.compare.compare_inputs import RunData, load_run, read_run
 from loadgen.report.html.series import Bins
 
 SETTINGS = Settings(max_regression=0.10, alpha=0.01, resamples=300)

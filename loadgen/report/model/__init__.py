@@ -6,6 +6,6 @@ Extra keys are forbidden, so a report that validates proves the model complete; 
 only in some runs defaults to None and is left out of report.json unless it was set.
 """
 
-from loadgen.report.model.report import Report
+from loadgen.report.model.report import Report, Verdict
 
-__all__ = ["Report"]
+__all__ = ["Report", "Verdict"]

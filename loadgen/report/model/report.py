@@ -14,6 +14,8 @@ from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Repl
 from loadgen.report.model.metrics import Client, Metrics, Phase, ReportPart, SLOCheck
 from loadgen.report.model.server import Server
 
+Verdict = Literal["pass", "fail", "error"]
+
 
 class Report(ReportPart):
     """report.json: the verdict of one run and everything it was decided on."""
@@ -22,7 +24,7 @@ class Report(ReportPart):
 
     schema_version: Literal[1] = Field(description="this layout's version")
     name: str = Field(description="the scenario's `name`")
-    verdict: Literal["pass", "fail", "error"] = Field(
+    verdict: Verdict = Field(
         description="pass (exit 0), fail: an SLO failed (exit 1), "
         "error: the run failed or cannot be trusted (exit 2)"
     )
