@@ -23,7 +23,7 @@ from loadgen.collect.records import RequestRecord, is_failure, read_records
 from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.stats import elapsed_ms, present, tpot_ms
 from loadgen.collect.timeline import Timeline
-from loadgen.report.json_report import load_report
+from loadgen.report.json_report import load_report, why_not_a_report
 from loadgen.report.model import Report
 
 # Records per run the gate's tests use at most. 50,000 requests give the rank test and the
@@ -109,11 +109,7 @@ def _read_report(path: Path) -> tuple[Path, Report]:
     except OSError as exc:
         raise CompareInputError(f"{report_path} is not readable: {exc}") from None
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the top level"
-        raise CompareInputError(
-            f"{report_path} is not a loadtest report.json ({where}: {first['msg']})"
-        ) from None
+        raise CompareInputError(f"{report_path} {why_not_a_report(exc)}") from None
 
 
 def load_run(path: Path) -> RunData:

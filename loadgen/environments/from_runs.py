@@ -18,7 +18,7 @@ import pydantic
 import yaml
 
 from loadgen.environments.compare import EnvironmentRun
-from loadgen.report.json_report import load_report
+from loadgen.report.json_report import load_report, why_not_a_report
 from loadgen.report.model import Report
 
 COMPARISON_FILE = "comparison.json"
@@ -43,11 +43,8 @@ def _read_report(path: Path) -> Report:
         return load_report(path)
     except OSError as exc:
         raise RunsError(f"cannot read {path}: {exc}") from None
-    except pydantic.ValidationError as exc:
-        # An older layout, another tool's file, or a cut-off write: say which and the first problem.
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the top level"
-        raise RunsError(f"{path} is not a loadtest report.json ({where}: {first['msg']})") from None
+    except pydantic.ValidationError as exc:  # an older layout, another tool's file, a cut-off write
+        raise RunsError(f"{path} {why_not_a_report(exc)}") from None
 
 
 def _scenario_data(run_dir: Path) -> dict[str, Any]:

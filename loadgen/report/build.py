@@ -56,12 +56,16 @@ def normalize_server(server: Mapping[str, Any]) -> dict[str, Any]:
         "cold_start_s": {
             "ready": cold.pop("ready", None),
             "first_token": cold.pop("first_token", None),
+            "samples": cold.pop("samples", []),
+            "p50": cold.pop("p50", None),
+            "max": cold.pop("max", None),
             **cold,
         },
         "memory": {
             "rss_mb_start": memory.pop("rss_mb_start", None),
             "rss_mb_peak": memory.pop("rss_mb_peak", None),
             "growth_mb_per_min": memory.pop("growth_mb_per_min", None),
+            "samples": memory.pop("samples", 0),
             **memory,
         },
     }

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
 from loadgen.report.model import Report
 
 FILENAME = "report.json"
@@ -30,5 +32,14 @@ def write_json(report: Report, run_dir: Path) -> Path:
 
 def load_report(path: Path) -> Report:
     """A report.json read back (OSError when unreadable; pydantic.ValidationError when it is not
-    this version's report.json)."""
+    this version's report.json: `why_not_a_report` says why in words)."""
     return Report.model_validate_json(path.read_bytes())
+
+
+def why_not_a_report(error: pydantic.ValidationError) -> str:
+    """Why a file is not a report.json, in one line: its first problem."""
+    first = error.errors()[0]
+    if first["type"] == "json_invalid":
+        return f"is not a readable JSON report: {first['msg']}"
+    where = ".".join(str(part) for part in first["loc"]) or "the top level"
+    return f"is not a loadtest report.json ({where}: {first['msg']})"
