@@ -72,6 +72,8 @@ def _one_run(path: Path) -> EnvironmentRun:
     if not report_path.exists():
         raise RunsError(f"{path} is not a run directory (no report.json)")
     report = _read_report(report_path)
+    if report.phases and all(phase.level is None for phase in report.phases):  # traffic phases, no levels
+        raise RunsError(f"{run_dir}: report.json is not a search run's (environments compare capacity)")
     meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
     environment = meta.get("environment") or {}
     scenario = _scenario_data(run_dir)

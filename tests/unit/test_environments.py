@@ -52,12 +52,17 @@ def search_report(
     server["kind"] = "simulated"
     server["cold_start_s"].update(ready=cold_start / 2, first_token=cold_start)
     server["memory"]["growth_mb_per_min"] = 0.5
+    # A search's phases are its level runs.
+    level = {"level": 4, "over": "concurrency", "trial": 0, "role": "search"}
+    level |= {"replicas": 1, "extended": False}
+    phases = [phase | level for phase in base["phases"]]
     checks = slo or [samples.slo_check("ttft p95", 150.0, 55.0, "ms", True)]
     return sample_report(
         verdict=verdict,
         reason=f"{verdict} for the test",
         metrics=metrics,
         server=server,
+        phases=phases,
         slo=[{"op": "<=", "note": None} | check for check in checks],
         knee=samples.knee("concurrency", 4, levels),
         capacity=samples.capacity(
