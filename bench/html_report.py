@@ -43,6 +43,7 @@ from loadgen.report.html.inputs import ChartRecords, load_run_inputs
 from loadgen.report.html.run_report import write_html
 from loadgen.report.html.series import Bins, Columns, binned_percentiles
 from loadgen.report.html.timeseries_section import bin_width
+from loadgen.report.json_report import load_report
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("LOADTEST_CHROMIUM", "/usr/bin/chromium")
@@ -311,7 +312,7 @@ def main() -> int:
         report_s = time_report(run_dir, "[json, markdown, junit, html]")
         if without_s is None or report_s is None:
             return 2
-        report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+        report = load_report(run_dir / "report.json")
 
         started = time.perf_counter()
         list(read_records(records_file(run_dir)))

@@ -1,5 +1,5 @@
 """`loadtest ab BASELINE.yaml CANDIDATE.yaml --rounds N`: run the two scenarios in turn (A, B, A,
-B, …: loadgen.run.ab), pool each side's rounds (loadgen.evaluate.compare_inputs.load_pooled) and
+B, …: loadgen.run.ab), pool each side's rounds (loadgen.compare.compare_inputs.load_pooled) and
 judge them as `loadtest compare` does: compare.json and compare.html in the ab folder, the table
 on the terminal, exit 0 no regression, 1 regression, 3 inconclusive, 2 a failed run, bad input or
 Ctrl-C."""
@@ -20,7 +20,7 @@ from loadgen.run.runtimes import required_missing
 from loadgen.scenario.mode import SearchMode
 
 if TYPE_CHECKING:
-    from loadgen.evaluate.compare import Settings
+    from loadgen.compare.compare import Settings
     from loadgen.run.ab import AbRounds
     from loadgen.scenario.model import Scenario
 
@@ -114,7 +114,7 @@ def handle(options: argparse.Namespace, load: Callable[[Path, int], Scenario | N
 
 
 def _judge(rounds: AbRounds, baseline_name: str, candidate_name: str, settings: Settings) -> int:
-    from loadgen.evaluate.compare_inputs import CompareInputError, load_pooled
+    from loadgen.compare.compare_inputs import CompareInputError, load_pooled
 
     parent, count = rounds.run_dir, len(rounds.runs["a"])
     span = {side: f"{side}-1" if count == 1 else f"{side}-1…{side}-{count}" for side in ("a", "b")}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 from kernel.redact import redact
+from loadgen.report.model import Report
 
 # 0 every SLO held (or the command did its job), 1 an SLO failed (or a regression), 2 the run
 # or the command itself failed; 3 (the release gate only) inconclusive: the comparison could not
@@ -22,6 +22,5 @@ def fail(message: str, command: str = "") -> int:
     return EXIT_ERROR
 
 
-def print_verdict(report: Mapping[str, object], run_dir: Path) -> None:
-    verdict = str(report.get("verdict", "error"))
-    print(f"loadtest: {verdict}: {redact(str(report.get('reason', '')))} (run: {run_dir})", file=sys.stderr)
+def print_verdict(report: Report, run_dir: Path) -> None:
+    print(f"loadtest: {report.verdict}: {redact(report.reason)} (run: {run_dir})", file=sys.stderr)

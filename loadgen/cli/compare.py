@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from loadgen.cli.common import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, fail
 
 if TYPE_CHECKING:
-    from loadgen.evaluate.compare import Comparison, Settings
-    from loadgen.evaluate.compare_inputs import RunData
+    from loadgen.compare.compare import Comparison, Settings
+    from loadgen.compare.compare_inputs import RunData
 
 # The release gate's exit codes, as the compare and ab help end with them.
 GATE_EXITS = (
@@ -65,7 +65,7 @@ def fraction_option(name: str, raw: str) -> float:
 
 def gate_settings(options: argparse.Namespace) -> Settings:
     """The gate's settings from --max-regression and --alpha (ValueError: a one-line reason)."""
-    from loadgen.evaluate.compare import Settings
+    from loadgen.compare.compare import Settings
 
     max_regression = fraction_option("--max-regression", options.max_regression)
     if not 0 < options.alpha < 1:
@@ -83,8 +83,8 @@ def compare_two(
     """The two-run release gate: print the table, write the JSON (when asked) and compare.html
     (`html_path`, default CURRENT's run directory), print its path; exit 0 no regression,
     1 regression, 2 bad input, 3 inconclusive."""
-    from loadgen.evaluate.compare_inputs import CompareInputError, load_run
-    from loadgen.report.html.compare_html import default_path
+    from loadgen.compare.compare_html import default_path
+    from loadgen.compare.compare_inputs import CompareInputError, load_run
 
     try:
         baseline, current = load_run(baseline_path), load_run(current_path)
@@ -108,9 +108,9 @@ def judge(
     and compare.html, print its path; the gate's exit code. `notes` join the comparison's."""
     from rich.console import Console
 
-    from loadgen.evaluate.compare import compare_runs
-    from loadgen.report.compare_report import print_comparison, write_comparison_json
-    from loadgen.report.html.compare_html import write_compare_html
+    from loadgen.compare.compare import compare_runs
+    from loadgen.compare.compare_html import write_compare_html
+    from loadgen.compare.compare_report import print_comparison, write_comparison_json
 
     comparison = compare_runs(baseline, current, settings)
     comparison.notes.extend(notes)

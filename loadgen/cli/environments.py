@@ -82,5 +82,5 @@ def report_environments(parent: Path) -> int:
             report = rerender_run(folder)
         except RerenderError as exc:
             return fail(str(exc))
-        print(f"loadtest: {folder.name}: {report.get('verdict')}: {report.get('reason')}", file=sys.stderr)
+        print(f"loadtest: {folder.name}: {report.verdict}: {report.reason}", file=sys.stderr)
     return compare_environment_runs([parent], parent)

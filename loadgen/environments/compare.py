@@ -1,6 +1,6 @@
 """Compare environments from their search reports and recommend where to deploy.
 
-Pure: takes each environment's report.json (as a dict) and the plan's basis (peak rate,
+Pure: takes each environment's report.json (a Report) and the plan's basis (peak rate,
 target utilisation, redundancy); returns comparison.json as a dict. Every environment's replica
 count is recomputed from its capacity at SLO with the *same* basis, so the plans compare like
 with like even when the runs came from different scenarios.
@@ -30,6 +30,7 @@ from loadgen.evaluate.plan import plan_from_capacity
 from loadgen.evaluate.replicas import HOURS_PER_MONTH, PlanOn
 from loadgen.fmt import format_number
 from loadgen.report.drill_facts import drills_of, failed_drills, failure_words
+from loadgen.report.model import Report
 
 SCHEMA_VERSION = 1
 Status = Literal["recommended", "meets", "fails", "failed", "left out"]
@@ -48,16 +49,16 @@ class PlanBasis:
     plan_on: PlanOn = "lower"  # the capacity's 95% interval's lower bound, or its point estimate
 
     @classmethod
-    def from_report(cls, report: Mapping[str, Any]) -> PlanBasis | None:
-        replicas = report.get("replicas") or {}
-        if replicas.get("peak_rate") is None:
+    def from_report(cls, report: Report) -> PlanBasis | None:
+        replicas = report.replicas
+        if replicas is None:
             return None
         return cls(
-            float(replicas["peak_rate"]),
-            float(replicas.get("target_utilization") or 1.0),
-            int(replicas.get("redundancy") or 0),
-            str(replicas.get("unit") or "req/s"),
-            "point" if replicas.get("plan_on") == "point" else "lower",
+            replicas.peak_rate,
+            replicas.target_utilization or 1.0,
+            replicas.redundancy,
+            replicas.unit,
+            "point" if replicas.plan_on == "point" else "lower",
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,7 +79,7 @@ class EnvironmentRun:
     """One environment's outcome: its report (None when the run produced none) and its price."""
 
     name: str
-    report: Mapping[str, Any] | None
+    report: Report | None
     cost_per_replica_hour: float | None = None
     notes: str = ""
     optional: bool = False
@@ -87,76 +88,71 @@ class EnvironmentRun:
     error: str | None = None
 
 
-def _get(data: Mapping[str, Any] | None, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
-
-
-def _curve(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _curve(report: Report) -> list[dict[str, Any]]:
     """The searched levels: throughput and p95 latencies against level (throughput–latency curve)."""
-    levels = _get(report, "knee", "levels") or []
+    levels = report.knee.levels if report.knee else []
     return [
         {
-            "level": level["level"],
-            "throughput_rps": level["throughput_rps"],
-            "ttft_p95_ms": _get(level, "ttft_ms", "p95"),
-            "itl_p95_ms": _get(level, "itl_ms", "p95"),
-            "e2e_p95_ms": _get(level, "e2e_ms", "p95"),
-            "slo_passed": level["slo_passed"],
+            "level": level.level,
+            "throughput_rps": level.throughput_rps,
+            "ttft_p95_ms": level.ttft_ms.p95,
+            "itl_p95_ms": level.itl_ms.p95,
+            "e2e_p95_ms": level.e2e_ms.p95,
+            "slo_passed": level.slo_passed,
         }
         for level in levels
     ]
 
 
-def _cold_start_s(report: Mapping[str, Any]) -> float | None:
-    cold = _get(report, "server", "cold_start_s") or {}
-    worst = cold.get("max")  # several starts: the worst one, as the cold_start SLO judges
-    return worst if worst is not None else cold.get("first_token")
+def _cold_start_s(report: Report) -> float | None:
+    cold = report.server.cold_start_s
+    return cold.max if cold.max is not None else cold.first_token  # the worst start, as the SLO judges
+
+
+def _plan(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
+    """The environment's replica plan on the common basis ({} without a capacity to plan on)."""
+    capacity = run.report.capacity if run.report else None
+    if basis is None or capacity is None or not capacity.rate_rps:
+        return {}
+    return plan_from_capacity(
+        capacity.model_dump(),  # loadgen.evaluate plans from report.json's `capacity` as JSON data
+        peak_rate=basis.peak_rate,
+        target_utilization=basis.target_utilization,
+        redundancy=basis.redundancy,
+        unit=basis.unit,
+        plan_on=basis.plan_on,
+        cost_per_replica_hour=run.cost_per_replica_hour,
+    )
 
 
 def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
     """The comparison's numbers for one environment (None where not measured)."""
-    report = run.report or {}
-    capacity = report.get("capacity") or {}
-    metrics = report.get("metrics") or {}
-    rate = capacity.get("rate_rps")
-    tokens = capacity.get("output_tokens_per_s")
-    plan: dict[str, Any] = {}
-    if basis is not None and rate:
-        plan = plan_from_capacity(
-            capacity,
-            peak_rate=basis.peak_rate,
-            target_utilization=basis.target_utilization,
-            redundancy=basis.redundancy,
-            unit=basis.unit,
-            plan_on=basis.plan_on,
-            cost_per_replica_hour=run.cost_per_replica_hour,
-        )
-    knee = report.get("knee") or {}
+    report = run.report
+    plan = _plan(run, basis)
+    capacity = report.capacity if report else None
+    knee = report.knee if report else None
+    metrics = report.metrics if report else None
     return {
         "name": run.name,
         "notes": run.notes,
-        "server_kind": _get(report, "server", "kind"),
+        "server_kind": report.server.kind if report else None,
         "run_dir": run.run_dir,
         "optional": run.optional,
-        "verdict": report.get("verdict", "error") if run.report is not None else "error",
-        "reason": report.get("reason") if run.report is not None else run.error,
-        "capacity_rps": rate,
-        "capacity_ci95": capacity.get("ci95"),
-        "capacity_level": capacity.get("level"),
-        "limiting_slo": capacity.get("limiting_slo"),
-        "knee_level": knee.get("level"),
-        "over": knee.get("over"),
-        "output_tokens_per_s": tokens,
-        "ttft_p95_ms": _get(metrics, "ttft_ms", "p95"),
-        "itl_p95_ms": _get(metrics, "itl_ms", "p95"),
-        "e2e_p95_ms": _get(metrics, "e2e_ms", "p95"),
-        "error_rate": metrics.get("error_rate"),
-        "cold_start_s": _cold_start_s(report),
-        "memory_growth_mb_per_min": _get(report, "server", "memory", "growth_mb_per_min"),
+        "verdict": report.verdict if report else "error",
+        "reason": report.reason if report else run.error,
+        "capacity_rps": capacity.rate_rps if capacity else None,
+        "capacity_ci95": capacity.ci95 if capacity else None,
+        "capacity_level": capacity.level if capacity else None,
+        "limiting_slo": capacity.limiting_slo if capacity else None,
+        "knee_level": knee.level if knee else None,
+        "over": knee.over if knee else None,
+        "output_tokens_per_s": capacity.output_tokens_per_s if capacity else None,
+        "ttft_p95_ms": metrics.ttft_ms.p95 if metrics else None,
+        "itl_p95_ms": metrics.itl_ms.p95 if metrics else None,
+        "e2e_p95_ms": metrics.e2e_ms.p95 if metrics else None,
+        "error_rate": metrics.error_rate if metrics else None,
+        "cold_start_s": _cold_start_s(report) if report else None,
+        "memory_growth_mb_per_min": report.server.memory.growth_mb_per_min if report else None,
         "replicas": plan.get("count"),
         "replicas_at_point": plan.get("count_at_point"),
         "plan_on": plan.get("plan_on"),
@@ -167,8 +163,8 @@ def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
         "monthly_cost_at_point": plan.get("monthly_cost_at_point"),
         "cheapest_share": None,  # set for the environments that meet every SLO
         "cost_per_million_tokens": plan.get("cost_per_million_tokens"),
-        "slo_failures": [slo["name"] for slo in report.get("slo") or [] if not slo.get("passed")],
-        "curve": _curve(report),
+        "slo_failures": [slo.name for slo in report.slo if not slo.passed] if report else [],
+        "curve": _curve(report) if report else [],
     }
 
 
@@ -181,22 +177,22 @@ def _why_not_eligible(run: EnvironmentRun, row: Mapping[str, Any]) -> str | None
     if not row["capacity_rps"]:
         limiting = row["limiting_slo"] or "an SLO"
         return f"fails an SLO at every load level ({limiting} failed even at the lowest)"
-    for slo in report.get("slo") or []:
-        if slo.get("passed"):
+    for slo in report.slo:
+        if slo.passed:
             continue
-        observed, threshold = slo.get("observed"), slo.get("threshold")
+        observed, threshold = slo.observed, slo.threshold
         if observed is None:
-            return f"fails an SLO: {slo['name']} not measured"
-        if slo["name"] == "cold_start":
+            return f"fails an SLO: {slo.name} not measured"
+        if slo.name == "cold_start":
             return f"cold start over the SLO: {format_number(observed)} s > {format_number(threshold)} s"
-        if slo["name"] == "memory_growth":
+        if slo.name == "memory_growth":
             return f"leaks: memory grows {format_number(observed)} MB/min > {format_number(threshold)} MB/min"
-        return f"fails an SLO: {slo['name']} = {format_number(observed)} {slo.get('unit', '')} at capacity"
-    verified = _get(report, "replicas", "verified") or {}
-    if verified.get("passed") is False:
-        failed = [c["name"] for c in _get(verified, "at_plan", "checks") or [] if not c.get("passed")]
-        names = ", ".join(failed) or "no requests measured"
-        return f"the plan of {verified.get('replicas')} replicas did not hold at the peak ({names} failed)"
+        return f"fails an SLO: {slo.name} = {format_number(observed)} {slo.unit} at capacity"
+    verified = report.replicas.verified if report.replicas else None
+    if verified is not None and verified.passed is False:
+        checks = verified.at_plan.checks if verified.at_plan else []
+        names = ", ".join(check.name for check in checks if not check.passed) or "no requests measured"
+        return f"the plan of {verified.replicas} replicas did not hold at the peak ({names} failed)"
     broken = failed_drills(drills_of(report))
     if broken:
         # The plan held at the peak, but not through a disruption it must survive.
@@ -329,7 +325,7 @@ def compare_environments(
     """comparison.json: one row per environment, the recommendation (with how sure it is),
     verdict, reason. `confidence`: the share of resamples below which it is too close to call."""
     if basis is None:
-        basis = next((b for run in runs if (b := PlanBasis.from_report(run.report or {}))), None)
+        basis = next((b for run in runs if run.report and (b := PlanBasis.from_report(run.report))), None)
     rows = [_measured(run, basis) for run in runs]
     eligible = []
     candidates = []
@@ -337,8 +333,9 @@ def compare_environments(
         row["lost_because"] = _why_not_eligible(run, row)
         if row["lost_because"] is None:
             eligible.append(row)
-            capacity = (run.report or {}).get("capacity") or {}
-            candidates.append(Candidate(row["name"], capacity, run.cost_per_replica_hour))
+            capacity = run.report.capacity if run.report else None
+            if capacity is not None:  # eligible: it has a capacity
+                candidates.append(Candidate(row["name"], capacity, run.cost_per_replica_hour))
         else:
             failed_run = row["lost_because"].startswith(("run failed", "left out"))
             row["status"] = ("left out" if run.optional else "failed") if failed_run else "fails"
@@ -391,9 +388,8 @@ def compare_environments(
 def _slo_bounds(runs: Sequence[EnvironmentRun]) -> list[dict[str, Any]]:
     """The SLOs the environments were judged by (from the first report that has them)."""
     for run in runs:
-        slos = (run.report or {}).get("slo") or []
-        if slos:
-            return [{key: slo.get(key) for key in ("name", "threshold", "unit", "op")} for slo in slos]
+        if run.report and run.report.slo:
+            return [slo.model_dump(include={"name", "threshold", "unit", "op"}) for slo in run.report.slo]
     return []
 
 

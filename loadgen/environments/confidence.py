@@ -15,14 +15,14 @@ recommendation does: cheapest a month, then fewest replicas, then most capacity.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
 
 from loadgen.evaluate.replicas import HOURS_PER_MONTH
+from loadgen.report.model.evaluation import Capacity
 
 RESAMPLES = 2000
 SEED = 0
@@ -34,7 +34,7 @@ class Candidate:
     """An environment that meets every SLO: its report's `capacity` and its price."""
 
     name: str
-    capacity: Mapping[str, Any]
+    capacity: Capacity
     cost_per_replica_hour: float | None
 
 
@@ -48,16 +48,16 @@ class PlanTerms:
     sessions: bool  # the peak counts sessions/s: the capacity in sessions/s divides it
 
 
-def capacity_draws(capacity: Mapping[str, Any], sessions: bool, rng: np.random.Generator) -> np.ndarray:
+def capacity_draws(capacity: Capacity, sessions: bool, rng: np.random.Generator) -> np.ndarray:
     """RESAMPLES capacities (in the plan's unit) the capacity level's measurement could have given."""
-    rate = float(capacity.get("rate_rps") or 0.0)
-    point = float(capacity.get("sessions_per_s") or 0.0) if sessions else rate
+    rate = capacity.rate_rps
+    point = (capacity.sessions_per_s or 0.0) if sessions else rate
     scale = point / rate if rate > 0 else 0.0  # sessions/s per req/s at the capacity level
-    interval = capacity.get("ci95")
+    interval = capacity.ci95
     if not interval or rate <= 0:
         return np.full(RESAMPLES, point)
-    half = float(interval[1]) - rate  # the upper side: the lower one may be cut at 0
-    batches = len(capacity.get("batch_rps") or [])
+    half = interval[1] - rate  # the upper side: the lower one may be cut at 0
+    batches = len(capacity.batch_rps)
     if batches >= 2:
         degrees = batches - 1
         spread = half / float(scipy_stats.t.ppf(0.975, degrees))

@@ -14,9 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import yaml
 
 from loadgen.environments.compare import EnvironmentRun
+from loadgen.report.json_report import load_report, why_not_a_report
+from loadgen.report.model import Report
 
 COMPARISON_FILE = "comparison.json"
 
@@ -33,6 +36,15 @@ def _read_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RunsError(f"{path} is not a JSON object")
     return data
+
+
+def _read_report(path: Path) -> Report:
+    try:
+        return load_report(path)
+    except OSError as exc:
+        raise RunsError(f"cannot read {path}: {exc}") from None
+    except pydantic.ValidationError as exc:  # an older layout, another tool's file, a cut-off write
+        raise RunsError(f"{path} {why_not_a_report(exc)}") from None
 
 
 def _scenario_data(run_dir: Path) -> dict[str, Any]:
@@ -59,8 +71,8 @@ def _one_run(path: Path) -> EnvironmentRun:
     report_path = run_dir / "report.json"
     if not report_path.exists():
         raise RunsError(f"{path} is not a run directory (no report.json)")
-    report = _read_json(report_path)
-    if "capacity" not in report or "knee" not in report:
+    report = _read_report(report_path)
+    if report.phases and all(phase.level is None for phase in report.phases):  # traffic phases, no levels
         raise RunsError(f"{run_dir}: report.json is not a search run's (environments compare capacity)")
     meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
     environment = meta.get("environment") or {}

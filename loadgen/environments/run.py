@@ -97,7 +97,7 @@ def run_environments(
             environment=meta,
         )
         report = result.report
-        print_line(f"environment {environment.name}: {report.get('verdict')}: {report.get('reason')}")
+        print_line(f"environment {environment.name}: {report.verdict}: {report.reason}")
         runs.append(
             EnvironmentRun(
                 name=environment.name,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from loadgen.evaluate.curve import LevelResult, Over
@@ -106,13 +106,6 @@ def _grid(
             f"{precision:.0%} precision"
         )
     return {"next_level": upper, "step": step, "within_precision": within, "note": note}
-
-
-def capacity_words(capacity: Mapping[str, Any]) -> str:
-    """The capacity in words, e.g. "7.4 req/s", or "2.5 sessions/s (7.4 req/s)" with sessions."""
-    rate = f"{format_number(float(capacity.get('rate_rps') or 0.0))} req/s"
-    sessions = capacity.get("sessions_per_s")
-    return rate if sessions is None else f"{format_number(float(sessions))} sessions/s ({rate})"
 
 
 def rate_unit(sessions: bool) -> str:

@@ -124,19 +124,6 @@ class SLOResult:
         shown = self.op if self.passed else {"<=": ">", ">=": "<"}[self.op]
         return f"{self.name} = {self._with_unit(self.observed)} {shown} {self._with_unit(self.threshold)}"
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SLOResult:
-        """Back from a report.json `slo` entry (writers re-render from the report alone)."""
-        return cls(
-            name=data["name"],
-            threshold=data["threshold"],
-            observed=data["observed"],
-            unit=data["unit"],
-            passed=data["passed"],
-            op=data.get("op", "<="),
-            note=data.get("note"),
-        )
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -13,9 +13,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from loadgen.reference.report_model import Report
+from loadgen.report.model import Report
 
-BEGIN = "<!-- BEGIN GENERATED from loadgen/reference/report_*.py by `python -m loadgen.reference` -->"
+BEGIN = "<!-- BEGIN GENERATED from loadgen/report/model/*.py by `python -m loadgen.reference` -->"
 END = "<!-- END GENERATED -->"
 _SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean"}
 

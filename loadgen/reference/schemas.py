@@ -20,7 +20,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from kernel import units
-from loadgen.reference.report_model import Report
+from loadgen.report.model import Report
 from loadgen.scenario.model import Scenario
 from servers import cpus
 

@@ -17,6 +17,7 @@ from loadgen.collect.server_metrics_summary import with_ttft_gap
 from loadgen.collect.stats import PhaseWindow, client_trust, run_stats
 from loadgen.distributed.protocol import workers_error
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
+from loadgen.report.model import Report, Verdict
 from loadgen.scenario.model import Scenario
 
 SCHEMA_VERSION = 1
@@ -55,12 +56,16 @@ def normalize_server(server: Mapping[str, Any]) -> dict[str, Any]:
         "cold_start_s": {
             "ready": cold.pop("ready", None),
             "first_token": cold.pop("first_token", None),
+            "samples": cold.pop("samples", []),
+            "p50": cold.pop("p50", None),
+            "max": cold.pop("max", None),
             **cold,
         },
         "memory": {
             "rss_mb_start": memory.pop("rss_mb_start", None),
             "rss_mb_peak": memory.pop("rss_mb_peak", None),
             "growth_mb_per_min": memory.pop("growth_mb_per_min", None),
+            "samples": memory.pop("samples", 0),
             **memory,
         },
     }
@@ -71,7 +76,7 @@ def decide_verdict(
     client: Mapping[str, Any],
     slos: Sequence[SLOResult],
     requests: int,
-) -> tuple[str, str]:
+) -> tuple[Verdict, str]:
     """(verdict, one-line reason) with precedence error > fail > pass."""
     if run_error:
         return "error", run_error
@@ -124,8 +129,8 @@ def build_report(
     judging: Judging,
     records: Iterable[RequestRecord] | RunStats,
     windows: Sequence[PhaseWindow],
-) -> dict[str, Any]:
-    """report.json as a dict, from the records or their statistics already accumulated
+) -> Report:
+    """report.json, from the records or their statistics already accumulated
     (RunStats: one pass over a file of any length); `knee`, `capacity` and `replicas` are None
     for a plain run. A lost worker (in `facts.workers`) makes the verdict `error`."""
     name, started_at, duration_s, server = facts.name, facts.started_at, facts.duration_s, facts.server
@@ -171,10 +176,10 @@ def build_report(
         "capacity": None,
         "replicas": None,
     }
-    rounded: dict[str, Any] = round_floats(report)
-    return rounded
+    # The parts come from loadgen.collect and loadgen.evaluate as dicts: typed here, once.
+    return Report.model_validate(round_floats(report))
 
 
-def exit_code(report: Mapping[str, Any]) -> int:
-    """0 pass, 1 an SLO failed, 2 the run failed or cannot be trusted (and anything unknown)."""
-    return EXIT_CODES.get(str(report.get("verdict")), 2)
+def exit_code(report: Report) -> int:
+    """0 pass, 1 an SLO failed, 2 the run failed or cannot be trusted."""
+    return EXIT_CODES[report.verdict]

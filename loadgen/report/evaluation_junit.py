@@ -3,13 +3,15 @@ case per drill."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from loadgen.evaluate.capacity import capacity_words
 from loadgen.fmt import format_number
 from loadgen.report import drill_facts as drill
+from loadgen.report.model import Report
+from loadgen.report.model.drills import Drill
+from loadgen.report.model.evaluation import Replicas
+from loadgen.report.words import capacity_words
 
 
 @dataclass(frozen=True)
@@ -19,46 +21,44 @@ class Case:
     text: str
 
 
-def _one_fewer_expectation(replicas: Mapping[str, Any]) -> str:
+def _one_fewer_expectation(replicas: Replicas) -> str:
     """What the arithmetic says N − 1 replicas should do at the peak (no headroom, no redundancy)."""
-    count, redundancy = replicas["count"], replicas.get("redundancy", 0)
-    serving = count - 1 - redundancy
-    enough = serving > 0 and replicas["peak_rate"] <= serving * replicas["capacity_rps"]
+    serving = (replicas.count or 0) - 1 - replicas.redundancy
+    enough = serving > 0 and replicas.peak_rate <= serving * (replicas.capacity_rps or 0.0)
     return "hold" if enough else "fail"
 
 
-def evaluation_cases(report: Mapping[str, Any]) -> list[Case]:
+def evaluation_cases(report: Report) -> list[Case]:
     cases: list[Case] = []
-    capacity = report.get("capacity")
+    capacity = report.capacity
     if capacity is not None:
-        rate = capacity.get("rate_rps") or 0.0
-        if rate > 0:
-            text = f"capacity at SLO {capacity_words(capacity)} at level {format_number(capacity['level'])}"
+        if capacity.rate_rps > 0:
+            text = f"capacity at SLO {capacity_words(capacity)} at level {format_number(capacity.level or 0)}"
             cases.append(Case("capacity at SLO", "passed", text))
         else:
-            limiting = capacity.get("limiting_slo") or "an SLO"
+            limiting = capacity.limiting_slo or "an SLO"
             cases.append(
                 Case("capacity at SLO", "failed", f"no load level held every SLO ({limiting} failed)")
             )
-    replicas = report.get("replicas") or {}
-    verified = replicas.get("verified")
-    if not verified:
+    replicas = report.replicas
+    verified = replicas.verified if replicas else None
+    if replicas is None or verified is None:
         return cases
-    if verified.get("skipped"):
-        cases.append(Case("plan verified", "skipped", str(verified["skipped"])))
+    if verified.skipped:
+        cases.append(Case("plan verified", "skipped", verified.skipped))
         return cases
-    count = verified["replicas"]
-    rate = f"{format_number(float(replicas['peak_rate']))} {replicas.get('unit', 'req/s')}"
-    held = "held" if verified["passed"] else "did not hold"
+    count = verified.replicas or 0
+    rate = f"{format_number(replicas.peak_rate)} {replicas.unit}"
+    held = "held" if verified.passed else "did not hold"
     cases.append(
         Case(
             f"plan verified at {count} replicas",
-            "passed" if verified["passed"] else "failed",
+            "passed" if verified.passed else "failed",
             f"{rate} over {count} replicas: the SLOs {held}",
         )
     )
-    cases += drill_cases(verified.get("drills") or [])
-    fewer = verified.get("one_fewer_passed")
+    cases += drill_cases(verified.drills or [])
+    fewer = verified.one_fewer_passed
     if fewer is not None:
         # Informational: headroom (target utilisation, redundancy) may let N − 1 hold too.
         outcome = "held" if fewer else "failed"
@@ -73,23 +73,23 @@ def evaluation_cases(report: Mapping[str, Any]) -> list[Case]:
     return cases
 
 
-def _drill_text(one: Mapping[str, Any]) -> str:
+def _drill_text(one: Drill) -> str:
     """A passed drill's numbers in a line: what it cost and how fast the fleet came back."""
     parts = [f"{drill.violation_words(one)} s over the SLO (after detection / total / max)"]
-    if one.get("time_to_detect_s") is not None:
-        parts.append(f"detected in {drill.seconds(one['time_to_detect_s'])}")
-    parts.append(f"recovered in {drill.seconds(one.get('time_to_recover_s'))}")
-    if one.get("scale"):
+    if one.time_to_detect_s is not None:
+        parts.append(f"detected in {drill.seconds(one.time_to_detect_s)}")
+    parts.append(f"recovered in {drill.seconds(one.time_to_recover_s)}")
+    if one.scale:
         parts.append(f"decision → serving {drill.scale_words(one)}")
     parts.append(f"TTFT p95 {drill.ttft_words(one)}")
-    return f"drill {one.get('name')} ({one.get('kind')}): " + "; ".join(parts)
+    return f"drill {one.name} ({one.kind}): " + "; ".join(parts)
 
 
-def drill_cases(drills: Sequence[Mapping[str, Any]]) -> list[Case]:
+def drill_cases(drills: Sequence[Drill]) -> list[Case]:
     """One case per drill, failed with its reason."""
     return [
-        Case(f"drill {one.get('name')}", "failed", drill.failure_line(one))
-        if one.get("passed") is False
-        else Case(f"drill {one.get('name')}", "passed", _drill_text(one))
+        Case(f"drill {one.name}", "failed", drill.failure_line(one))
+        if not one.passed
+        else Case(f"drill {one.name}", "passed", _drill_text(one))
         for one in drills
     ]

@@ -24,6 +24,7 @@ from loadgen.collect.server_metrics_summary import read_server_metrics, summariz
 from loadgen.collect.stats_wire import SUMMARY_FILE, SummaryError, read_summary
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.build import Judging, RunFacts, build_report
+from loadgen.report.model import Report
 from loadgen.report.safe_write import write_formats
 from loadgen.report.scan import scan_records
 from loadgen.report.search_report import build_search_report
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 def render_reports(
     run_dir: Path, scenario: Scenario, schedule: Schedule, meta: RunMeta, *, interrupted: bool = False
-) -> dict[str, Any]:
+) -> Report:
     """Compute the report from requests.jsonl (never from memory) and write every format.
     `interrupted` (Ctrl-C): all but report.html, whose charts take seconds; a user who wants out
     gets the verdict at once, and `loadtest report RUN_DIR` draws the rest later."""
@@ -96,7 +97,7 @@ def _render_search(
     records: list[RequestRecord],
     run_error: str | None,
     formats: Sequence[str],
-) -> dict[str, Any]:
+) -> Report:
     """A search run: its levels' windows come from run.json (the schedule is made level by level)."""
     windows = [LevelWindow.from_dict(data) for data in meta.levels]
     measured = [window for window in windows if window.role == "search"]
@@ -132,7 +133,7 @@ def _facts(scenario: Scenario, meta: RunMeta, server: dict[str, Any], run_error:
 
 
 def _write(
-    report: dict[str, Any],
+    report: Report,
     run_dir: Path,
     scenario: Scenario,
     schedule: Schedule,
@@ -150,8 +151,8 @@ def _write(
     failure = write_formats(report, run_dir, formats, inputs)
     if failure is None:
         return
-    if report["verdict"] != "error":
-        report["verdict"], report["reason"] = "error", failure
+    if report.verdict != "error":
+        report.verdict, report.reason = "error", failure
         if "json" in formats and (run_dir / "report.json").exists():
             write_formats(report, run_dir, ["json"])  # so report.json agrees with the exit code
     else:  # the verdict line says the run's own reason; this says which reports are missing

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from loadgen.collect.record_files import records_file
 from loadgen.collect.stats_wire import SUMMARY_FILE
+from loadgen.report.model import Report
 from loadgen.report.render import render_reports
 from loadgen.rundir.disk import DiskError, check_writable
 from loadgen.rundir.folder import RunMeta
@@ -18,7 +18,7 @@ class RerenderError(Exception):
     """The folder cannot be re-rendered (the message says why)."""
 
 
-def rerender_run(run_dir: Path) -> dict[str, Any]:
+def rerender_run(run_dir: Path) -> Report:
     """Every report format of one run, written again from requests.jsonl; returns report.json."""
     has_records = records_file(run_dir).exists() or (run_dir / SUMMARY_FILE).exists()
     if not has_records or not (run_dir / "scenario.yaml").exists():

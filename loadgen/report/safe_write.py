@@ -12,8 +12,9 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from loadgen.report.model import Report
 from loadgen.report.writers import write_reports
 from loadgen.rundir.disk import os_reason
 
@@ -24,7 +25,7 @@ FILE_NAMES = {"json": "report.json", "markdown": "report.md", "junit": "junit.xm
 
 
 def write_formats(
-    report: dict[str, Any], run_dir: Path, formats: Iterable[str], inputs: RunInputs | None = None
+    report: Report, run_dir: Path, formats: Iterable[str], inputs: RunInputs | None = None
 ) -> str | None:
     """Write every format; None when all were written, else `disk: cannot write X, Y: <why>`."""
     ordered = sorted(dict.fromkeys(formats), key=lambda name: name != "json")

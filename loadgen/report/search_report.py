@@ -13,30 +13,31 @@ from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import phase_metrics
-from loadgen.evaluate.capacity import capacity_words
 from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured
 from loadgen.evaluate.plan import evaluate
 from loadgen.fmt import format_number
 from loadgen.report.build import Judging, RunFacts, build_report, round_floats
 from loadgen.report.drill_facts import failed_drills, failure_line, passed_summary
+from loadgen.report.model import Report, Verdict
+from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Replicas, Verified
+from loadgen.report.model.metrics import Phase
+from loadgen.report.words import capacity_words
 from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 
 
-def _operating_windows(
-    windows: Sequence[LevelWindow], capacity: Mapping[str, Any] | None
-) -> list[LevelWindow]:
+def _operating_windows(windows: Sequence[LevelWindow], capacity: Capacity | None) -> list[LevelWindow]:
     groups = group_levels(windows)
     if not groups:
         return []
-    level = capacity.get("level") if capacity else None
+    level = capacity.level if capacity else None
     for group in groups:
         if level is not None and group[0].level == level:
             return group
     return min(groups, key=lambda group: group[0].level)
 
 
-def _phases(records: Sequence[RequestRecord], windows: Sequence[LevelWindow]) -> list[dict[str, Any]]:
+def _phases(records: Sequence[RequestRecord], windows: Sequence[LevelWindow]) -> list[Phase]:
     by_index = {window.index: window for window in windows}
     phases = phase_metrics(records, [window.phase_window() for window in windows])
     for phase in phases:
@@ -51,48 +52,44 @@ def _phases(records: Sequence[RequestRecord], windows: Sequence[LevelWindow]) ->
         )
         if window.target_rate is None:
             phase["target_rate"] = None
-    return phases
+    return [Phase.model_validate(round_floats(phase)) for phase in phases]
 
 
-def _drill_verdict(verified: Mapping[str, Any]) -> tuple[list[str], str]:
+def _drill_verdict(verified: Verified | None) -> tuple[list[str], str]:
     """(a line per failed drill, the summary's part for the drills when none failed)."""
-    drills = list(verified.get("drills") or [])
+    drills = list(verified.drills or []) if verified else []
     failures = [failure_line(drill) for drill in failed_drills(drills)]
     return failures, (passed_summary(drills) if drills and not failures else "")
 
 
-def _verdict(report: dict[str, Any], evaluation: Mapping[str, Any], over: str) -> tuple[str, str]:
+def _verdict(report: Report, over: str) -> tuple[Verdict, str]:
     """A search fails when no level held every SLO, the verified plan did not hold, or a drill
     failed (each failed drill's reason joins the verdict's reason, `; `-separated: one line)."""
-    verdict, reason = report["verdict"], report["reason"]
+    verdict, reason = report.verdict, report.reason
     if verdict == "error":
         return verdict, reason
-    capacity = evaluation["capacity"] or {}
-    knee = evaluation["knee"] or {}
-    replicas = evaluation["replicas"] or {}
-    if not capacity.get("rate_rps"):
-        limiting = capacity.get("limiting_slo") or "the SLOs"
+    capacity, knee, replicas = report.capacity, report.knee, report.replicas
+    if capacity is None or not capacity.rate_rps:
+        limiting = (capacity.limiting_slo if capacity else None) or "the SLOs"
         return "fail", f"no load level held every SLO ({limiting} failed even at the lowest level)"
-    verified = replicas.get("verified") or {}
+    verified = replicas.verified if replicas else None
     drill_failures, drills_passed = _drill_verdict(verified)
-    if verified.get("passed") is False:
-        failed = [c for c in verified["at_plan"]["checks"] if not c["passed"]]
-        names = ", ".join(check["name"] for check in failed) or "no requests measured"
-        plan = f"the plan of {verified['replicas']} replicas did not hold at the peak rate ({names} failed)"
+    if verified is not None and verified.passed is False:
+        checks = verified.at_plan.checks if verified.at_plan else []
+        names = ", ".join(check.name for check in checks if not check.passed) or "no requests measured"
+        plan = f"the plan of {verified.replicas} replicas did not hold at the peak rate ({names} failed)"
         return "fail", "; ".join([plan, *drill_failures])
     parts = [f"capacity at SLO {capacity_words(capacity)}"]
-    if knee.get("level") is not None:
-        sessions = capacity.get("sessions_per_s") is not None and over == "rate"
+    if knee is not None and knee.level is not None:
+        sessions = capacity.sessions_per_s is not None and over == "rate"
         level = (
-            f"{format_number(knee['level'])} sessions/s"
-            if sessions
-            else f"{over} {format_number(knee['level'])}"
+            f"{format_number(knee.level)} sessions/s" if sessions else f"{over} {format_number(knee.level)}"
         )
         parts.append(f"knee at {level}")
-    if replicas.get("count") is not None:
-        parts.append(f"plan {replicas['count']} replicas ({replicas['formula']})")
-    if verified.get("passed"):
-        fewer = verified.get("one_fewer_passed")
+    if replicas is not None and replicas.count is not None:
+        parts.append(f"plan {replicas.count} replicas ({replicas.formula})")
+    if verified is not None and verified.passed:
+        fewer = verified.one_fewer_passed
         parts.append(
             "verified" + ("" if fewer is None else "; one fewer held too" if fewer else "; one fewer failed")
         )
@@ -113,7 +110,7 @@ def build_search_report(
     peak_rate: float | None,
     verify_setup: Mapping[str, Any] | None,
     server_metrics: Callable[[float, float], dict[str, Any] | None] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """A search run's report.json: the plain report over the operating point's window(s), plus
     the curve, knee, capacity, replica plan and verification. `server_metrics(start_s, end_s)`:
     the server's own /metrics over a window."""
@@ -130,7 +127,9 @@ def build_search_report(
         verify_setup,
         scenario.seed,
     )
-    operating = _operating_windows(windows, evaluation["capacity"])
+    # The evaluation's parts come from loadgen.evaluate as dicts: typed here, once.
+    knee, capacity, replicas = (round_floats(evaluation[key]) for key in ("knee", "capacity", "replicas"))
+    operating = _operating_windows(windows, None if capacity is None else Capacity.model_validate(capacity))
     server = facts.server
     if server_metrics is not None and operating:
         # Trials of one level are apart in time: the first trial's window stands for the level.
@@ -143,13 +142,14 @@ def build_search_report(
     report = build_report(
         facts, Judging.of(scenario), records, [window.phase_window() for window in operating]
     )
-    report["phases"] = _phases(records, windows)
+    report.phases = _phases(records, windows)
     if operating and operating[0].target_rate is None:
-        report["metrics"]["target_rate"] = None  # a closed-loop level has no target rate
-    report["verdict"], report["reason"] = _verdict(report, evaluation, mode.over)
-    report.update(evaluation)
-    report["operating_point"] = (
-        None if not operating else {"level": operating[0].level, "over": operating[0].over}
+        report.metrics.target_rate = None  # a closed-loop level has no target rate
+    report.knee = None if knee is None else Knee.model_validate(knee)
+    report.capacity = None if capacity is None else Capacity.model_validate(capacity)
+    report.replicas = None if replicas is None else Replicas.model_validate(replicas)
+    report.verdict, report.reason = _verdict(report, mode.over)
+    report.operating_point = (
+        None if not operating else OperatingPoint(level=operating[0].level, over=operating[0].over)
     )
-    rounded: dict[str, Any] = round_floats(report)
-    return rounded
+    return report

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loadgen.report.json_report import write_json
 from loadgen.report.junit_report import write_junit
 from loadgen.report.markdown_report import write_markdown
+from loadgen.report.model import Report
 
 if TYPE_CHECKING:
     from loadgen.report.html.inputs import RunInputs
 
-Writer = Callable[[dict[str, Any], Path], Path]
+Writer = Callable[[Report, Path], Path]
 
 
-def write_html(report: dict[str, Any], run_dir: Path, inputs: RunInputs | None = None) -> Path:
+def write_html(report: Report, run_dir: Path, inputs: RunInputs | None = None) -> Path:
     """report.html; imported on use, so the text formats never load matplotlib."""
     from loadgen.report.html.run_report import write_html as write
 
@@ -32,7 +33,7 @@ WRITERS: dict[str, Writer] = {
 
 
 def write_reports(
-    report: dict[str, Any], run_dir: Path, formats: Iterable[str], inputs: RunInputs | None = None
+    report: Report, run_dir: Path, formats: Iterable[str], inputs: RunInputs | None = None
 ) -> list[Path]:
     """Write each format into `run_dir` (created if missing); returns the written paths in order.
 

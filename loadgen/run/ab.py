@@ -65,9 +65,9 @@ def run_ab(
                 observers=build_observers(scenario, options),
             )
             report = result.report
-            print_line(f"{name}: {report.get('verdict')}: {report.get('reason')}")
+            print_line(f"{name}: {report.verdict}: {report.reason}")
             if result.exit_code not in (0, 1):  # an SLO that failed still leaves good records
-                done.error = f"{name} failed: {report.get('reason')}"
+                done.error = f"{name} failed: {report.reason}"
                 return done
             done.runs[side].append(result.run_dir)
     return done

@@ -22,6 +22,8 @@ from loadgen.distributed.protocol import DistributedOptions
 from loadgen.evaluate.replicas import peak_rate_of
 from loadgen.live.observers import Observers, RunObserver
 from loadgen.report.build import exit_code
+from loadgen.report.json_report import report_data
+from loadgen.report.model import Report
 from loadgen.report.render import render_reports
 from loadgen.run.context import RunContext
 from loadgen.run.drivers import driver_for
@@ -35,7 +37,7 @@ from servers.cpus import PinningError, client_cores, pin_this_process, pinning_s
 @dataclass(frozen=True)
 class RunResult:
     run_dir: Path
-    report: dict[str, Any]
+    report: Report
     exit_code: int
 
 
@@ -86,7 +88,7 @@ def run_scenario(
         meta.run_error = redact(meta.run_error)  # a server's words may quote a credential
     interrupted = stop.is_set() and not guards.fault.failed
     report = render_reports(ctx.run_dir, scenario, ctx.schedule, meta, interrupted=interrupted)
-    watch.run_finished(report)
+    watch.run_finished(report_data(report))  # observers sit below the report: its JSON form
     watch.close()
     return RunResult(ctx.run_dir, report, exit_code(report))
 

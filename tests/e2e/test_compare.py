@@ -11,6 +11,7 @@ import pytest
 
 from loadgen.collect.records import RequestRecord
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
+from tests.unit.report_samples import sample_report, with_metrics, write_report
 from tests.unit.test_compare_bound import borderline_ttft
 
 pytestmark = pytest.mark.slow
@@ -107,8 +108,10 @@ def _write_ttft_run(run_dir: Path, ttft_ms: list[float]) -> Path:
         )
         lines.append(json.dumps(record.to_dict()))
     (run_dir / "requests.jsonl").write_text("\n".join(lines) + "\n")
-    metrics = {"requests": len(ttft_ms), "errors": 0, "error_rate": 0.0, "output_tokens_per_s": 80.0}
-    (run_dir / "report.json").write_text(json.dumps({"verdict": "pass", "metrics": metrics}))
+    report = with_metrics(
+        sample_report(), requests=len(ttft_ms), errors=0, error_rate=0.0, output_tokens_per_s=80.0
+    )
+    write_report(run_dir, report)
     return run_dir
 
 

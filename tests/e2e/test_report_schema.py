@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from loadgen.reference.report_model import Report
 from loadgen.reference.schemas import schema_path
+from loadgen.report.model import Report
 from tests.cli_helpers import ROOT, loadtest_argv
 
 pytestmark = pytest.mark.slow

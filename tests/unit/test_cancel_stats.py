@@ -17,9 +17,11 @@ from loadgen.collect.windows import PhaseWindow
 from loadgen.evaluate.slo import SLOSpec, check_slos
 from loadgen.live.live_metrics import LiveMetrics
 from loadgen.live.metric_names import E2E_SECONDS, REQUESTS, TTFT_SECONDS
-from loadgen.reference.report_metrics import Metrics
 from loadgen.report.build import Judging, RunFacts, build_report
+from loadgen.report.json_report import report_data
 from loadgen.report.markdown_report import render_markdown
+from loadgen.report.model import Report
+from loadgen.report.model.metrics import Metrics
 
 WINDOW = PhaseWindow(0, "constant", 8.0, 0.0, 1.0)
 
@@ -108,7 +110,7 @@ def test_the_status_codes() -> None:
     assert not is_failure("cancelled") and not is_failure("ok") and is_failure("timeout")
 
 
-def _report(records: list[RequestRecord], slo: dict[str, Any]) -> dict[str, Any]:
+def _report(records: list[RequestRecord], slo: dict[str, Any]) -> Report:
     facts = RunFacts(name="cancels", started_at=datetime(2026, 11, 24, tzinfo=UTC), duration_s=2.0, server={})
     return build_report(
         facts, Judging(slo=SLOSpec.model_validate(slo), max_lag_p99_ms=50.0), records, [WINDOW]
@@ -130,16 +132,16 @@ def test_slos_bound_the_cancel_rate_and_judge_errors_without_cancellations() -> 
 
 def test_report_json_carries_the_counts_in_every_metrics_object_and_md_says_so() -> None:
     report = _report(_mixed(), {"cancel_rate": {"max": "50%"}})
-    for metrics in (report["metrics"], report["phases"][0]["metrics"]):
+    data = report_data(report)  # report.json as written
+    for metrics in (data["metrics"], data["phases"][0]["metrics"]):
         Metrics.model_validate(metrics)  # extra=forbid: the model knows every key written
-    assert report["metrics"]["cancelled"] == 3 and report["metrics"]["cancel_rate"] == pytest.approx(0.375)
-    assert report["phases"][0]["metrics"]["cancelled"] == 3
-    assert report["verdict"] == "pass"
+    assert data["metrics"]["cancelled"] == 3 and data["metrics"]["cancel_rate"] == pytest.approx(0.375)
+    assert data["phases"][0]["metrics"]["cancelled"] == 3
+    assert report.verdict == "pass"
     text = render_markdown(report)
     assert "- Cancelled by the client: 3 (37.5% of requests; not errors" in text
     plain = _report([_ok(0), _ok(1)], {})
-    Metrics.model_validate(plain["metrics"])
-    assert plain["metrics"]["cancelled"] == 0 and "Cancelled" not in render_markdown(plain)
+    assert plain.metrics.cancelled == 0 and "Cancelled" not in render_markdown(plain)
 
 
 def _samples(metrics: LiveMetrics) -> dict[tuple[str, str], float]:

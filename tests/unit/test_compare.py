@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from loadgen.collect.records import RequestRecord
-from loadgen.evaluate.compare import (
+from loadgen.compare.compare import (
     Row,
     Settings,
     compare_capacity,
@@ -19,13 +18,15 @@ from loadgen.evaluate.compare import (
     compare_runs,
     compare_threshold,
 )
-from loadgen.evaluate.compare_inputs import (
+from loadgen.compare.compare_inputs import (
     CompareInputError,
     LatencySample,
     RunData,
     latency_samples,
     load_run,
 )
+from loadgen.report.model.evaluation import Capacity
+from tests.unit.report_samples import sample_report, with_metrics, write_report
 
 SETTINGS = Settings(max_regression=0.10, alpha=0.01, resamples=400)
 
@@ -100,8 +101,8 @@ def test_tokens_per_second_falling_is_the_regression():
     assert compare_threshold("ttft p95", "ms", None, 120, True, SETTINGS).verdict == "n/a"
 
 
-def _run(requests: int, errors: int, report: dict[str, Any] | None = None) -> RunData:
-    return RunData(Path("x/report.json"), report or {"metrics": {}}, None, requests, errors)
+def _run(requests: int, errors: int) -> RunData:
+    return RunData(Path("x/report.json"), sample_report(), None, requests, errors)
 
 
 def test_error_rate_uses_an_exact_test_on_the_counts():
@@ -110,14 +111,30 @@ def test_error_rate_uses_an_exact_test_on_the_counts():
     assert compare_error_rate(_run(500, 0), _run(500, 0), SETTINGS).verdict == "ok"
 
 
-def test_capacity_needs_disjoint_intervals():
-    base = {"rate_rps": 20.0, "ci95": [19.0, 21.0]}
-    assert (
-        compare_capacity(base, {"rate_rps": 17.5, "ci95": [16.0, 19.5]}, SETTINGS).verdict
-        == "not significant"
+def _capacity(rate_rps: float, ci95: list[float] | None = None) -> Capacity:
+    """A search's `capacity` at `rate_rps` (with its 95% interval, or none)."""
+    return Capacity.model_validate(
+        {
+            "rate_rps": rate_rps,
+            "output_tokens_per_s": rate_rps * 16,
+            "ci95": ci95,
+            "precision": None,
+            "trials": 1,
+            "batch_rps": [],
+            "sessions_ci95": None,
+            "grid": None,
+            "limiting_slo": "ttft p95",
+            "level": 8.0,
+            "sessions_per_s": None,
+        }
     )
-    assert compare_capacity(base, {"rate_rps": 15.0, "ci95": [14.0, 16.0]}, SETTINGS).verdict == "regression"
-    assert compare_capacity({"rate_rps": 20.0}, {"rate_rps": 15.0}, SETTINGS).verdict == "regression"
+
+
+def test_capacity_needs_disjoint_intervals():
+    base = _capacity(20.0, [19.0, 21.0])
+    assert compare_capacity(base, _capacity(17.5, [16.0, 19.5]), SETTINGS).verdict == "not significant"
+    assert compare_capacity(base, _capacity(15.0, [14.0, 16.0]), SETTINGS).verdict == "regression"
+    assert compare_capacity(_capacity(20.0), _capacity(15.0), SETTINGS).verdict == "regression"
 
 
 def _record(index: int, itl_ms: float, warmup: bool = False, status: str = "ok") -> RequestRecord:
@@ -148,17 +165,18 @@ def test_latency_samples_from_records():
 def _write_run(run_dir: Path, itl_ms: float, with_records: bool = True) -> Path:
     run_dir.mkdir(parents=True)
     records = [_record(i, itl_ms * (1 + 0.01 * (i % 7)), warmup=i < 5) for i in range(120)]
-    metrics = {
-        "requests": 115,
-        "errors": 0,
-        "error_rate": 0.0,
-        "output_tokens_per_s": 640.0,
-        "ttft_ms": {"p50": 20.0, "p95": 20.0, "p99": 20.0},
-        "itl_ms": {"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
-        "tpot_ms": {"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
-        "e2e_ms": {"p50": 20 + 31 * itl_ms, "p95": 20 + 31 * itl_ms, "p99": 20 + 31 * itl_ms},
-    }
-    (run_dir / "report.json").write_text(json.dumps({"verdict": "pass", "metrics": metrics}))
+    report = with_metrics(
+        sample_report(),
+        requests=115,
+        errors=0,
+        error_rate=0.0,
+        output_tokens_per_s=640.0,
+        ttft_ms={"p50": 20.0, "p95": 20.0, "p99": 20.0},
+        itl_ms={"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
+        tpot_ms={"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
+        e2e_ms={"p50": 20 + 31 * itl_ms, "p95": 20 + 31 * itl_ms, "p99": 20 + 31 * itl_ms},
+    )
+    write_report(run_dir, report)
     if with_records:
         lines = [json.dumps(record.to_dict()) for record in records]
         (run_dir / "requests.jsonl").write_text("\n".join(lines) + "\n")
@@ -192,7 +210,8 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path):
     with pytest.raises(CompareInputError, match="does not exist"):
         load_run(tmp_path / "missing")
     (tmp_path / "notes.json").write_text('{"hello": 1}')
-    with pytest.raises(CompareInputError, match="not a loadtest report"):
+    not_a_report = r"not a loadtest report.json \(schema_version: Field required"
+    with pytest.raises(CompareInputError, match=not_a_report):
         load_run(tmp_path / "notes.json")
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(CompareInputError, match="not a readable JSON report"):

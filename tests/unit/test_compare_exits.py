@@ -13,8 +13,9 @@ import pytest
 
 from loadgen.cli.main import main
 from loadgen.collect.records import RequestRecord
-from loadgen.evaluate.compare_inputs import CompareInputError, load_pooled, load_run
+from loadgen.compare.compare_inputs import CompareInputError, load_pooled, load_run
 from tests.cli_helpers import ROOT
+from tests.unit.report_samples import sample_report, with_metrics, write_report
 
 
 def write_run(run_dir: Path, n: int, seed: int, ttft_ms: float = 50.0, sigma: float = 0.2) -> Path:
@@ -40,8 +41,8 @@ def write_run(run_dir: Path, n: int, seed: int, ttft_ms: float = 50.0, sigma: fl
         )
         lines.append(json.dumps(record.to_dict()))
     (run_dir / "requests.jsonl").write_text("\n".join(lines) + "\n")
-    report = {"verdict": "pass", "name": run_dir.name, "metrics": {"output_tokens_per_s": 80.0 + seed}}
-    (run_dir / "report.json").write_text(json.dumps(report))
+    report = with_metrics(sample_report(name=run_dir.name), output_tokens_per_s=80.0 + seed)
+    write_report(run_dir, report)
     return run_dir
 
 
@@ -103,7 +104,8 @@ def test_pooled_runs_are_one_side_with_every_record(tmp_path: Path):
     values = sorted(v for run in single if run.latencies for v in run.latencies["ttft"].values)
     assert np.array_equal(np.sort(pooled.latencies["ttft"].values), values)
     assert pooled.latencies["itl"].requests == 96 and len(pooled.latencies["itl"].values) == 96 * 7
-    assert pooled.report["metrics"]["output_tokens_per_s"] == pytest.approx(82.0)  # the rounds' mean
+    assert pooled.report.metrics.output_tokens_per_s == pytest.approx(82.0)  # the rounds' mean
+    assert (pooled.report.metrics.requests, pooled.report.verdict) == (96, "pass")
     (rounds[1] / "requests.jsonl").unlink()
     with pytest.raises(CompareInputError, match=r"a-2: no requests\.jsonl to pool"):
         load_pooled(rounds, tmp_path / "a")

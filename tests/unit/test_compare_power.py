@@ -17,9 +17,10 @@ import pytest
 from scipy import stats
 
 from loadgen.cli.compare import gate_exit
-from loadgen.evaluate.compare import Comparison, Settings, compare_latency, compare_runs
-from loadgen.evaluate.compare_inputs import LatencySample, RunData
-from loadgen.evaluate.compare_power import format_mde, minimum_detectable_effect
+from loadgen.compare.compare import Comparison, Settings, compare_latency, compare_runs
+from loadgen.compare.compare_inputs import LatencySample, RunData
+from loadgen.compare.compare_power import format_mde, minimum_detectable_effect
+from tests.unit.report_samples import sample_report, with_metrics
 
 SETTINGS = Settings(max_regression=0.10, alpha=0.01, resamples=400)
 
@@ -92,7 +93,7 @@ def _run(seed: int, n: int, scale: float = 1.0, sigma: float = 0.2) -> RunData:
         "tpot": LatencySample.single(lognormal(seed + 100, n, 10.0, sigma)),
         "e2e": LatencySample.single(lognormal(seed + 200, n, 120.0, sigma)),
     }
-    report = {"verdict": "pass", "metrics": {"output_tokens_per_s": 80.0}}
+    report = with_metrics(sample_report(), output_tokens_per_s=80.0)
     return RunData(Path(f"run-{seed}/report.json"), report, latencies, n, 0)
 
 
@@ -153,14 +154,16 @@ def test_an_improvement_is_conclusive_whatever_its_mde():
 
 
 def test_without_per_request_data_there_is_no_mde_and_no_pass():
-    base = RunData(Path("a/report.json"), {"metrics": {"ttft_ms": {"p50": 50.0}}}, None, 100, 0)
-    cur = RunData(Path("b/report.json"), {"metrics": {"ttft_ms": {"p50": 51.0}}}, None, 100, 0)
+    base = RunData(Path("a/report.json"), with_metrics(sample_report(), ttft_ms={"p50": 50.0}), None, 100, 0)
+    cur = RunData(Path("b/report.json"), with_metrics(sample_report(), ttft_ms={"p50": 51.0}), None, 100, 0)
     comparison = compare_runs(base, cur, SETTINGS)
     assert not comparison.per_request and all(row.mde is None for row in comparison.rows)
     assert {row.verdict for row in comparison.rows} <= {"ok", "n/a"}
     assert comparison.verdict == "inconclusive" and gate_exit(comparison) == 3
     assert "no requests.jsonl, so no minimum detectable effect" in comparison.summary()
-    slower = RunData(Path("c/report.json"), {"metrics": {"ttft_ms": {"p50": 60.0}}}, None, 100, 0)
+    slower = RunData(
+        Path("c/report.json"), with_metrics(sample_report(), ttft_ms={"p50": 60.0}), None, 100, 0
+    )
     assert gate_exit(compare_runs(base, slower, SETTINGS)) == 1  # a threshold regression stays one
 
 
@@ -168,7 +171,7 @@ def test_the_verdict_order(tmp_path: Path):
     # Only the rows decide: no latency row with an MDE at all (nothing succeeded) is inconclusive.
     empty = RunData(
         tmp_path / "report.json",
-        {"metrics": {}},
+        sample_report(),
         {name: LatencySample.of([]) for name in ("ttft", "itl", "tpot", "e2e")},
         10,
         10,
@@ -189,7 +192,7 @@ def test_rows_that_improved_do_not_size_what_the_pass_could_see():
         latencies["itl"] = LatencySample.of(
             [list(10 * scale * np.exp(rng.normal(0, 0.05, 5))) for _ in range(3000)]
         )
-        return RunData(Path(f"r{seed}/report.json"), {"metrics": {}}, latencies, 3000, 0)
+        return RunData(Path(f"r{seed}/report.json"), sample_report(), latencies, 3000, 0)
 
     comparison = compare_runs(run(1, 1.0), run(2, 0.5), SETTINGS)
     assert {row.verdict for row in comparison.rows if row.mde is not None} == {"improvement"}

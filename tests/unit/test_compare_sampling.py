@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from loadgen.evaluate.compare import Settings, compare_runs
-from loadgen.evaluate.compare_inputs import RunData, load_run, read_run
-from loadgen.report.html.compare_html import _per_bin, render_compare_html
+from loadgen.compare.compare import Settings, compare_runs
+from loadgen.compare.compare_html import _per_bin, render_compare_html
+from loadgen.compare.compare_inputs import RunData, load_run, read_run
 from loadgen.report.html.series import Bins
+from loadgen.report.json_report import load_report
+from tests.unit.report_samples import sample_report, write_report
 
 SETTINGS = Settings(max_regression=0.10, alpha=0.01, resamples=300)
 
@@ -42,12 +44,12 @@ def _write_run(run_dir: Path, itl_ms: float, count: int = 2000, seed: int = 0) -
             record.update(status="error", http_status=503, first_token_s=None, itl_ms=[], output_tokens=0)
         lines.append(json.dumps(record))
     (run_dir / "requests.jsonl").write_text("\n".join(lines) + "\n")
-    (run_dir / "report.json").write_text(json.dumps({"verdict": "pass", "name": run_dir.name, "metrics": {}}))
+    write_report(run_dir, sample_report(name=run_dir.name))
     return run_dir
 
 
 def _read(run_dir: Path, capacity: int) -> RunData:
-    report = json.loads((run_dir / "report.json").read_text())
+    report = load_report(run_dir / "report.json")
     return read_run(run_dir / "report.json", report, run_dir / "requests.jsonl", capacity)
 
 

@@ -17,6 +17,7 @@ from loadgen.scenario.loader import load_scenario
 from loadgen.traffic.schedule import build_schedule
 from tests.faults.mounts import fill, read_only, tmpfs
 from tests.faults.run_folders import make_run_folder
+from tests.unit.report_samples import sample_report
 
 NO_SPACE = "No space left on device"
 
@@ -90,13 +91,13 @@ def test_a_read_only_folder_fails_in_one_line_and_never_raises_mid_run(tmp_path:
         with pytest.raises(DiskError, match=r"^disk: cannot create .*: Read-only file system$"):
             create_run_dir(folder, "name")
         assert RunMeta(started_at="2026-01-01T00:00:00+00:00").save(folder, failures.append) is False
-        report = {"verdict": "pass", "reason": "ok"}
+        report = sample_report()
         assert (
             write_formats(report, folder, ["json"]) == "disk: cannot write report.json: Read-only file system"
         )
         assert not list(folder.iterdir())
     assert failures == ["disk: cannot write run.json: Read-only file system"]
-    assert write_formats({"verdict": "pass"}, folder, ["json"]) is None
+    assert write_formats(sample_report(), folder, ["json"]) is None
     assert [path.name for path in folder.iterdir()] == ["report.json"]  # no staging folder left
 
 
@@ -109,11 +110,11 @@ report: {formats: [markdown, json]}
     run_dir = make_run_folder(tmp_path / "run", scenario_text, 30, finished=True)
     scenario = load_scenario(run_dir / "scenario.yaml")
     meta = RunMeta.load(run_dir)
-    assert render_reports(run_dir, scenario, build_schedule(scenario), meta)["verdict"] == "pass"
+    assert render_reports(run_dir, scenario, build_schedule(scenario), meta).verdict == "pass"
     for name in ("report.json", "report.md"):
         (run_dir / name).unlink()
     with read_only(run_dir):
         report = render_reports(run_dir, scenario, build_schedule(scenario), meta)
         assert not (run_dir / "report.json").exists() and not (run_dir / "report.md").exists()
-    assert report["verdict"] == "error"  # a gate never passes without its reports (exit 2)
-    assert report["reason"] == "disk: cannot write report.json, report.md: Read-only file system"
+    assert report.verdict == "error"  # a gate never passes without its reports (exit 2)
+    assert report.reason == "disk: cannot write report.json, report.md: Read-only file system"

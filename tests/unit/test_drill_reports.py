@@ -13,15 +13,19 @@ import pytest
 from loadgen.environments.compare import EnvironmentRun, compare_environments
 from loadgen.environments.render import render_markdown as render_comparison
 from loadgen.evaluate.level_results import LevelWindow
-from loadgen.reference.report_evaluation import Verified
 from loadgen.report import drill_facts, search_report
 from loadgen.report.build import exit_code
 from loadgen.report.evaluation_markdown import evaluation_lines
 from loadgen.report.html.drill_section import fleet_steps
 from loadgen.report.html.inputs import RunInputs
 from loadgen.report.html.run_report import render_run_html
+from loadgen.report.json_report import report_data
 from loadgen.report.junit_report import render_junit
+from loadgen.report.model import Report
+from loadgen.report.model.drills import Drill
+from loadgen.report.model.evaluation import Verified
 from tests.unit.drill_fixtures import kill_drill, rolling_restart_drill, scale_up_drill, verified_with
+from tests.unit.report_samples import with_parts
 from tests.unit.test_environments import BASIS, by_name
 from tests.unit.test_environments import search_report as environment_report
 from tests.unit.test_html_report import _search_report
@@ -35,7 +39,7 @@ def passing_kill() -> dict[str, Any]:
     return drill
 
 
-def _search_run(monkeypatch: pytest.MonkeyPatch, drills: list[dict[str, Any]]) -> dict[str, Any]:
+def _search_run(monkeypatch: pytest.MonkeyPatch, drills: list[dict[str, Any]]) -> Report:
     """A real search report whose held plan of 2 replicas ran these drills (the evaluation adds
     them to `replicas.verified`, as loadgen.evaluate.drills will)."""
     evaluate = search_report.evaluate
@@ -73,18 +77,16 @@ def test_the_fixtures_follow_the_report_model_which_forbids_unknown_keys() -> No
 
 def test_a_failed_drill_fails_the_run_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     report = _search_run(monkeypatch, [kill_drill(), rolling_restart_drill()])
-    assert report["verdict"] == "fail" and exit_code(report) == 1
-    assert report["reason"].startswith(
-        "drill kill: 3 s over the SLO after detection (max 0 s); capacity at SLO"
-    )
-    assert "rolling_restart" not in report["reason"]  # the passing one is not a reason to fail
+    assert report.verdict == "fail" and exit_code(report) == 1
+    assert report.reason.startswith("drill kill: 3 s over the SLO after detection (max 0 s); capacity at SLO")
+    assert "rolling_restart" not in report.reason  # the passing one is not a reason to fail
 
 
 def test_each_failed_drill_gives_its_own_line(monkeypatch: pytest.MonkeyPatch) -> None:
     rolling = rolling_restart_drill()
     rolling.update(passed=False, reason="drill rolling_restart: 2 requests unaccounted for", unaccounted=2)
     report = _search_run(monkeypatch, [kill_drill(), rolling])
-    lines = report["reason"].split("; ")
+    lines = report.reason.split("; ")
     assert lines[:2] == [
         "drill kill: 3 s over the SLO after detection (max 0 s)",
         "drill rolling_restart: 2 requests unaccounted for",
@@ -93,34 +95,41 @@ def test_each_failed_drill_gives_its_own_line(monkeypatch: pytest.MonkeyPatch) -
 
 def test_passing_drills_join_the_summary_line(monkeypatch: pytest.MonkeyPatch) -> None:
     report = _search_run(monkeypatch, [passing_kill(), rolling_restart_drill()])
-    assert report["verdict"] == "pass" and exit_code(report) == 0
-    assert report["reason"].endswith(
-        "verified; one fewer failed; drills: kill passed, rolling_restart passed"
-    )
+    assert report.verdict == "pass" and exit_code(report) == 0
+    assert report.reason.endswith("verified; one fewer failed; drills: kill passed, rolling_restart passed")
 
 
 def test_a_failed_drill_without_a_reason_is_described_from_its_numbers() -> None:
-    drill = kill_drill() | {"reason": None}
+    drill = Drill.model_validate(kill_drill() | {"reason": None})
     assert drill_facts.failure_line(drill) == "drill kill: 3 s over the SLO after detection (max 0 s)"
     assert drill_facts.failure_words(drill) == "kill: 3 s over the SLO after detection"
-    rolling = rolling_restart_drill() | {"passed": False, "reason": None, "unaccounted": 1}
+    rolling = Drill.model_validate(
+        rolling_restart_drill() | {"passed": False, "reason": None, "unaccounted": 1}
+    )
     assert drill_facts.failure_line(rolling) == "drill rolling_restart: 1 request unaccounted for"
-    unfinished = rolling_restart_drill() | {"passed": False, "unfinished": "restarted 2 of 3 replicas"}
+    unfinished = Drill.model_validate(
+        rolling_restart_drill() | {"passed": False, "unfinished": "restarted 2 of 3 replicas"}
+    )
     assert drill_facts.failure_words(unfinished) == "rolling_restart: unfinished (restarted 2 of 3 replicas)"
 
 
-def _with_drills(drills: list[dict[str, Any]]) -> dict[str, Any]:
+def _with_drills(drills: list[dict[str, Any]]) -> Report:
     """The html test's search report (a plan of 3 replicas) with these drills."""
     report = _search_report()
-    report["replicas"].update(count=3, formula="ceil(60 / (40 × 0.8)) + 1 = 3", redundancy=1)
-    report["replicas"]["verified"] = verified_with(drills)
-    failed = drill_facts.failed_drills(drills)
+    plan = report_data(report)["replicas"]
+    plan.update(
+        count=3, formula="ceil(60 / (40 × 0.8)) + 1 = 3", redundancy=1, verified=verified_with(drills)
+    )
+    report = with_parts(report, replicas=plan)
+    failed = drill_facts.failed_drills(drill_facts.drills_of(report))
     if failed:
-        report.update(verdict="fail", reason="; ".join(drill_facts.failure_line(d) for d in failed))
+        report = with_parts(
+            report, verdict="fail", reason="; ".join(drill_facts.failure_line(d) for d in failed)
+        )
     return report
 
 
-def _markdown(report: dict[str, Any]) -> str:
+def _markdown(report: Report) -> str:
     """report.md's evaluator sections (the rest of the page reads keys this report lacks)."""
     return "\n".join(evaluation_lines(report))
 
@@ -211,7 +220,7 @@ def test_report_html_lists_the_drills_under_the_verification() -> None:
 
 
 def test_the_fleet_steps_run_from_the_drill_start_to_its_end() -> None:
-    x, counts = fleet_steps(kill_drill())
+    x, counts = fleet_steps(Drill.model_validate(kill_drill()))
     assert x.tolist() == [40.0, 50.0, 50.5, 51.0, 53.1, 53.9, 60.0]
     assert counts["up"].tolist() == [3, 2, 2, 3, 3, 3, 3]
     assert counts["ready"].tolist() == [3, 2, 2, 2, 3, 3, 3]

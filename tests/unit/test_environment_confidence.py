@@ -12,6 +12,9 @@ from scipy import stats as scipy_stats
 from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments
 from loadgen.environments.confidence import Candidate, capacity_draws, cheapest_shares
 from loadgen.environments.render import render_markdown
+from loadgen.report.model import Report
+from loadgen.report.model.evaluation import Capacity
+from tests.unit import report_samples as samples
 from tests.unit.test_environments import search_report
 
 BASIS = PlanBasis(peak_rate=1000.0, target_utilization=0.8, redundancy=0)
@@ -32,14 +35,16 @@ def interval(values: list[float]) -> list[float]:
     return [mean - half, mean + half]
 
 
-def capacity(mean: float, relative_sd: float, seed: int = 1) -> dict[str, Any]:
+def capacity(mean: float, relative_sd: float, seed: int = 1, **keys: Any) -> Capacity:
     values = batches(mean, relative_sd, seed=seed)
-    return {"rate_rps": mean, "batch_rps": values, "ci95": interval(values)}
+    return Capacity.model_validate(
+        samples.capacity(mean, 8.0, batch_rps=values, ci95=interval(values)) | keys
+    )
 
 
-def measured(rate: float, relative_sd: float) -> dict[str, Any]:
+def measured(rate: float, relative_sd: float) -> Report:
     report = search_report(rate)
-    report["capacity"].update(capacity(rate, relative_sd))
+    report.capacity = capacity(rate, relative_sd)
     return report
 
 
@@ -52,14 +57,14 @@ def test_draws_follow_the_batch_means_sampling_distribution() -> None:
     low, high = interval(batches(40.0, 0.10))
     assert np.mean((draws > low) & (draws < high)) == pytest.approx(0.95, abs=0.01)
     # In sessions/s the draws scale by the capacity level's sessions per request.
-    sessions = capacity_draws(
-        {**capacity(40.0, 0.10), "sessions_per_s": 10.0}, True, np.random.default_rng(0)
-    )
+    sessions = capacity_draws(capacity(40.0, 0.10, sessions_per_s=10.0), True, np.random.default_rng(0))
     assert sessions == pytest.approx(draws / 4)
     # An older report has only ci95: a normal of that spread; without an interval: exact.
-    older = capacity_draws({"rate_rps": 40.0, "ci95": [36.08, 43.92]}, False, np.random.default_rng(0))
+    older_capacity = Capacity.model_validate(samples.capacity(40.0, 8.0, ci95=[36.08, 43.92]))
+    older = capacity_draws(older_capacity, False, np.random.default_rng(0))
     assert older.std() == pytest.approx(2.0, rel=0.05)
-    assert set(capacity_draws({"rate_rps": 40.0}, False, np.random.default_rng(0))) == {40.0}
+    exact = Capacity.model_validate(samples.capacity(40.0, 8.0))
+    assert set(capacity_draws(exact, False, np.random.default_rng(0))) == {40.0}
 
 
 def test_three_percent_apart_is_too_close_and_fifty_percent_is_not() -> None:

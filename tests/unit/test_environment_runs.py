@@ -11,14 +11,13 @@ import pytest
 import yaml
 
 from loadgen.environments.from_runs import RunsError, environment_folders, load_runs
+from loadgen.report.model import Report
+from tests.unit.report_samples import sample_report, write_report
 from tests.unit.test_environments import search_report
 
 
-def _run(
-    folder: Path, report: dict[str, Any], meta: dict[str, Any] | None = None, cost: float | None = None
-) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "report.json").write_text(json.dumps(report))
+def _run(folder: Path, report: Report, meta: dict[str, Any] | None = None, cost: float | None = None) -> Path:
+    write_report(folder, report)
     if meta is not None:
         (folder / "run.json").write_text(json.dumps(meta))
     scenario = {"name": folder.name, "capacity": {"peak_rate": 60, "cost_per_replica_hour": cost}}
@@ -60,6 +59,11 @@ def test_paths_that_are_not_search_runs_are_refused(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(RunsError, match=r"no report\.json"):
         load_runs([tmp_path / "empty"])
-    plain = _run(tmp_path / "plain", {"verdict": "pass", "metrics": {}}, {})
+    plain = _run(tmp_path / "plain", sample_report(), {})
     with pytest.raises(RunsError, match="not a search run"):
         load_runs([plain])
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "report.json").write_text('{"verdict": "pass", "metrics": {}}')
+    with pytest.raises(RunsError, match=r"not a loadtest report.json \(schema_version: Field required\)"):
+        load_runs([other])

@@ -9,7 +9,11 @@ import pytest
 
 from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import render_markdown
+from loadgen.report.json_report import report_data
+from loadgen.report.model import Report, Verdict
 from loadgen.scenario.loader import ScenarioError, parse_scenario
+from tests.unit import report_samples as samples
+from tests.unit.report_samples import sample_report
 
 BASIS = PlanBasis(peak_rate=60.0, target_utilization=0.8, redundancy=1)
 
@@ -17,54 +21,57 @@ BASIS = PlanBasis(peak_rate=60.0, target_utilization=0.8, redundancy=1)
 def search_report(
     capacity: float,
     *,
-    verdict: str = "pass",
+    verdict: Verdict = "pass",
     tokens_per_s: float | None = None,
     slo: list[dict[str, Any]] | None = None,
     cold_start: float = 1.0,
     verified: dict[str, Any] | None = None,
     peak_rate: float = 60.0,
-) -> dict[str, Any]:
-    """A search run's report.json with what the comparison reads."""
+) -> Report:
+    """A search run's report.json with the numbers the comparison reads."""
     levels = [
-        {
-            "level": level,
-            "throughput_rps": min(level * 5.0, capacity or 5.0),
-            "ttft_ms": {"p95": 50.0 + level},
-            "itl_ms": {"p95": 10.0},
-            "e2e_ms": {"p95": 200.0 + level},
-            "slo_passed": bool(capacity),
-        }
+        samples.knee_level(
+            level,
+            min(level * 5.0, capacity or 5.0),
+            bool(capacity),
+            ttft_ms=samples.percentiles(50.0 + level),
+            itl_ms=samples.percentiles(10.0),
+            e2e_ms=samples.percentiles(200.0 + level),
+        )
         for level in (1, 2, 4, 8)
     ]
-    replicas: dict[str, Any] = {"peak_rate": peak_rate, "target_utilization": 0.8, "redundancy": 1}
+    plan = samples.replicas(peak_rate, None, redundancy=1)
     if verified is not None:
-        replicas["verified"] = verified
-    return {
-        "verdict": verdict,
-        "reason": f"{verdict} for the test",
-        "metrics": {
-            "ttft_ms": {"p95": 55.0},
-            "itl_ms": {"p95": 10.5},
-            "e2e_ms": {"p95": 210.0},
-            "error_rate": 0,
-        },
-        "server": {
-            "kind": "simulated",
-            "cold_start_s": {"ready": cold_start / 2, "first_token": cold_start},
-            "memory": {"growth_mb_per_min": 0.5},
-        },
-        "slo": slo
-        or [{"name": "ttft p95", "threshold": 150.0, "observed": 55.0, "unit": "ms", "passed": True}],
-        "knee": {"level": 4, "over": "concurrency", "levels": levels},
-        "capacity": {
-            "rate_rps": capacity,
-            "output_tokens_per_s": tokens_per_s if tokens_per_s is not None else capacity * 16,
-            "ci95": None,
-            "limiting_slo": "ttft p95",
-            "level": 4 if capacity else None,
-        },
-        "replicas": replicas,
-    }
+        plan["verified"] = verified
+    base = report_data(sample_report())
+    metrics = base["metrics"]
+    for key, p95 in (("ttft_ms", 55.0), ("itl_ms", 10.5), ("e2e_ms", 210.0)):
+        metrics[key]["p95"] = p95
+    metrics["error_rate"] = 0.0
+    server = base["server"]
+    server["kind"] = "simulated"
+    server["cold_start_s"].update(ready=cold_start / 2, first_token=cold_start)
+    server["memory"]["growth_mb_per_min"] = 0.5
+    # A search's phases are its level runs.
+    level = {"level": 4, "over": "concurrency", "trial": 0, "role": "search"}
+    level |= {"replicas": 1, "extended": False}
+    phases = [phase | level for phase in base["phases"]]
+    checks = slo or [samples.slo_check("ttft p95", 150.0, 55.0, "ms", True)]
+    return sample_report(
+        verdict=verdict,
+        reason=f"{verdict} for the test",
+        metrics=metrics,
+        server=server,
+        phases=phases,
+        slo=[{"op": "<=", "note": None} | check for check in checks],
+        knee=samples.knee("concurrency", 4, levels),
+        capacity=samples.capacity(
+            capacity,
+            4 if capacity else None,
+            output_tokens_per_s=tokens_per_s if tokens_per_s is not None else capacity * 16,
+        ),
+        replicas=plan,
+    )
 
 
 def by_name(comparison: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -118,12 +125,14 @@ def test_memory_growth_and_a_failed_verification_are_reasons():
     leaking = [
         {"name": "memory_growth", "threshold": 10.0, "observed": 58.2, "unit": "MB/min", "passed": False}
     ]
+    checks = [
+        samples.slo_check("ttft p95", 150.0, 412.0, "ms", False),
+        samples.slo_check("error_rate", 1.0, 0.0, "%", True),
+    ]
     plan_failed = {
         "replicas": 3,
         "passed": False,
-        "at_plan": {
-            "checks": [{"name": "ttft p95", "passed": False}, {"name": "error_rate", "passed": True}]
-        },
+        "at_plan": samples.verify_run(3, 60.0, False, checks=checks),
     }
     runs = [
         EnvironmentRun("leaky", search_report(50.0, verdict="fail", slo=leaking)),
@@ -173,8 +182,9 @@ def test_every_plan_uses_one_basis_even_when_the_runs_planned_for_other_peaks():
 
 def test_a_plan_for_sessions_divides_by_the_capacity_in_sessions():
     report = search_report(40.0, peak_rate=10.0)  # 40 req/s at the capacity level…
-    report["capacity"]["sessions_per_s"] = 8.0  # …which started 8 sessions/s (5 turns each)
-    report["replicas"]["unit"] = "sessions/s"
+    assert report.capacity is not None and report.replicas is not None
+    report.capacity.sessions_per_s = 8.0  # …which started 8 sessions/s (5 turns each)
+    report.replicas.unit = "sessions/s"
     comparison = compare_environments([EnvironmentRun("only", report)])
     assert comparison["plan_basis"]["unit"] == "sessions/s"
     row = comparison["environments"][0]

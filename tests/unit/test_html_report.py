@@ -15,10 +15,13 @@ from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.html.charts import slo_gid
 from loadgen.report.html.inputs import RunInputs
 from loadgen.report.html.run_report import render_run_html
+from loadgen.report.model import Report
 from loadgen.report.render import render_reports
 from loadgen.rundir.folder import RunMeta, write_scenario
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import build_schedule
+from tests.unit import report_samples as samples
+from tests.unit.report_samples import sample_report, with_parts
 
 SCENARIO = """name: html-unit
 seed: 3
@@ -107,7 +110,7 @@ def _run_folder(tmp_path: Path) -> tuple[Path, Any, Any, RunMeta]:
 def test_a_run_folder_renders_every_chart_with_its_slo_lines(tmp_path: Path) -> None:
     run_dir, scenario, schedule, meta = _run_folder(tmp_path)
     report = render_reports(run_dir, scenario, schedule, meta)
-    assert report["verdict"] == "pass", report["reason"]
+    assert report.verdict == "pass", report.reason
     page = (run_dir / "report.html").read_text()
     assert _charts(page) == [
         "arrival-rate", "in-flight", "latency-over-time", "errors", "output-tokens",
@@ -146,64 +149,56 @@ def test_the_html_writer_reads_the_run_folder_when_given_no_inputs(tmp_path: Pat
     assert path == run_dir / "report.html" and path.read_text() == first  # same page from the files
 
 
-def _search_report() -> dict[str, Any]:
+def _search_report() -> Report:
     def level(lv: float, rps: float, ttft: float, held: bool, trials: list[float]) -> dict[str, Any]:
-        return {
-            "level": lv,
-            "throughput_rps": rps,
-            "output_tokens_per_s": rps * 16,
-            "ttft_ms": {"p95": ttft},
-            "e2e_ms": {"p95": ttft + 150},
-            "error_rate": 0.0,
-            "slo_passed": held,
-            "failed_slos": [] if held else ["ttft p95"],
-            "trial_rps": trials,
-            "steady": True,
-            "drift": 0.01,
+        return samples.knee_level(
+            lv,
+            rps,
+            held,
+            ttft_ms=samples.percentiles(ttft),
+            e2e_ms=samples.percentiles(ttft + 150),
+            trial_rps=trials,
+            steady=True,
+            drift=0.01,
             # the level's 95% interval (batch means over its trials) and how many trials it took
-            "ci95": [min(trials) - 0.5, max(trials) + 0.5],
-            "precision": (max(trials) - min(trials) + 1) / 2 / rps,
-            "trials": len(trials),
-            "slo_verdict": "held" if held else "failed",
-        }
+            ci95=[min(trials) - 0.5, max(trials) + 0.5],
+            precision=(max(trials) - min(trials) + 1) / 2 / rps,
+            trials=len(trials),
+        )
 
-    check = {
-        "replicas": 2,
-        "rate_rps": 60.0,
-        "passed": True,
-        "achieved_rate": 59.9,
-        "ttft_ms": {"p95": 87.0},
-        "e2e_ms": {"p95": 237.0},
-        "error_rate": 0.0,
-        "checks": [],
-    }
-    return {
-        "name": "search-unit",
-        "verdict": "pass",
-        "reason": "capacity at SLO 40 req/s, knee at concurrency 8",
-        "started_at": "2026-01-01T00:00:00Z",
-        "duration_s": 60.0,
-        "metrics": {"requests": 120, "errors": 0, "achieved_rate": 40.0},
-        "server": {"kind": "simulated"},
-        "slo": [
-            {"name": "ttft p95", "threshold": 150.0, "observed": 54.0, "unit": "ms",
-             "passed": True, "op": "<="}
-        ],
-        "client": {"trustworthy": True, "schedule_lag_p99_ms": 1.0, "cpu_percent": 20.0},
-        "knee": {"over": "concurrency", "level": 8, "throughput_rps": 40.0, "kneed_level": 8, "levels": [
-            level(4, 20.0, 53.0, True, [19.5, 20.5]),
-            level(8, 40.0, 54.0, True, [39.0, 41.0]),
-            level(16, 40.0, 255.0, False, [39.8, 40.2]),
-        ]},
-        "capacity": {"rate_rps": 40.0, "ci95": [38.5, 41.5], "limiting_slo": "ttft p95", "level": 8},
-        "replicas": {"peak_rate": 60.0, "capacity_rps": 40.0, "target_utilization": 0.8, "redundancy": 0,
-                     "count": 2, "formula": "ceil(60 / (40 × 0.8)) + 0 = 2", "monthly_cost": 3650.0,
-                     "cost_per_million_tokens": 1.085,
-                     "verified": {"replicas": 2, "passed": True, "one_fewer_passed": False, "at_plan": check,
-                                  "one_fewer": {**check, "replicas": 1, "passed": False,
-                                                "ttft_ms": {"p95": 4038.0}}}},
-        "operating_point": {"level": 8, "over": "concurrency"},
-    }  # fmt: skip
+    check = samples.verify_run(2, 60.0, True, achieved_rate=59.9)
+    fewer = samples.verify_run(1, 60.0, False, achieved_rate=59.9, ttft_ms=samples.percentiles(4038.0))
+    levels = [
+        level(4, 20.0, 53.0, True, [19.5, 20.5]),
+        level(8, 40.0, 54.0, True, [39.0, 41.0]),
+        level(16, 40.0, 255.0, False, [39.8, 40.2]),
+    ]
+    plan = samples.replicas(
+        60.0,
+        2,
+        capacity_rps=40.0,
+        formula="ceil(60 / (40 × 0.8)) + 0 = 2",
+        monthly_cost=3650.0,
+        cost_per_million_tokens=1.085,
+        verified={
+            "replicas": 2,
+            "passed": True,
+            "one_fewer_passed": False,
+            "at_plan": check,
+            "one_fewer": fewer,
+        },
+    )
+    slo = {"name": "ttft p95", "threshold": 150.0, "observed": 54.0, "unit": "ms", "passed": True, "op": "<=",
+           "note": None}  # fmt: skip
+    return sample_report(
+        name="search-unit",
+        reason="capacity at SLO 40 req/s, knee at concurrency 8",
+        slo=[slo],
+        knee=samples.knee("concurrency", 8, levels, throughput_rps=40.0),
+        capacity=samples.capacity(40.0, 8, ci95=[38.5, 41.5]),
+        replicas=plan,
+        operating_point={"level": 8, "over": "concurrency"},
+    )
 
 
 def test_a_search_page_leads_with_the_decision_and_marks_knee_and_capacity() -> None:
@@ -235,15 +230,14 @@ def test_a_search_page_leads_with_the_decision_and_marks_knee_and_capacity() -> 
 
 
 def test_failed_and_errored_runs_say_why_in_the_banner() -> None:
-    report = _search_report() | {
-        "verdict": "fail",
-        "reason": "1 of 2 SLOs failed: ttft p95 = 812 ms > 200 ms",
-    }
+    report = with_parts(
+        _search_report(), verdict="fail", reason="1 of 2 SLOs failed: ttft p95 = 812 ms > 200 ms"
+    )
     page = render_run_html(report, RunInputs(records=[]))
     assert '<header class="banner fail" data-verdict="fail"><div class="verdict">FAIL</div>' in page
     assert "ttft p95 = 812 ms &gt; 200 ms" in page
     errored = render_run_html(
-        report | {"verdict": "error", "reason": "server did not start"}, RunInputs(records=[])
+        with_parts(report, verdict="error", reason="server did not start"), RunInputs(records=[])
     )
     assert (
         'data-verdict="error"><div class="verdict">ERROR</div>' in errored

@@ -16,6 +16,7 @@ from loadgen.report.html.inputs import ChartRecords, RunInputs, load_run_inputs
 from loadgen.report.html.run_report import render_run_html
 from loadgen.report.html.series import Bins, Columns, binned_percentiles, in_flight_mean
 from loadgen.report.html.timeseries_section import bin_width
+from tests.unit.report_samples import sample_report
 from tests.unit.test_html_report import _run_folder
 
 DURATION = 400.0
@@ -102,7 +103,7 @@ def test_a_sampled_page_says_so_and_a_full_one_does_not() -> None:
     records = _records(20_000)
     charts = ChartRecords.of(records, capacity=1000)
     window = [PhaseWindow(0, "poisson", 50.0, 0.0, DURATION)]
-    report = {"verdict": "pass", "name": "sampled", "metrics": {"requests": 20_000}}
+    report = sample_report(name="sampled")
     sampled = RunInputs(
         charts.records(), records_total=charts.total, timeline=charts.timeline, windows=window
     )
@@ -124,7 +125,7 @@ def test_a_run_folder_is_read_in_one_pass_into_a_sample_with_exact_counts(tmp_pa
     assert {r.id for r in few.records} < {r.id for r in every.records}
     for name in ("scheduled", "sent", "tokens", "done_ok"):
         assert np.array_equal(few.counts().tally(name), every.counts().tally(name)), name
-    page = render_run_html({"verdict": "pass"}, few)
+    page = render_run_html(sample_report(), few)
     assert f"uniform sample of 50 of {total} requests" in page
 
 

@@ -14,6 +14,9 @@ from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.report.html.inputs import load_run_inputs
 from loadgen.report.html.run_report import render_run_html
 from loadgen.report.html.summary_section import num
+from loadgen.report.json_report import report_data
+from loadgen.report.model import Report
+from loadgen.report.model.server import ServerMetrics
 from loadgen.report.render import render_reports
 from loadgen.rundir.folder import RunMeta, write_scenario
 from loadgen.scenario.loader import parse_scenario
@@ -71,7 +74,7 @@ def _record(planned: Any, number: int, traffic: bool, first_miss: int) -> Reques
     )
 
 
-def render_run(tmp_path: Path, traffic: bool) -> tuple[dict[str, Any], str]:
+def render_run(tmp_path: Path, traffic: bool) -> tuple[Report, str]:
     scenario = parse_scenario(SCENARIO)
     schedule = build_schedule(scenario)
     run_dir = tmp_path / ("traffic" if traffic else "plain")
@@ -111,7 +114,8 @@ def _card(html: str, label: str) -> tuple[str, str]:
 
 def test_sessions_prefixes_and_cancellations_show_report_json_numbers(tmp_path: Path) -> None:
     report, page = render_run(tmp_path, traffic=True)
-    metrics = report["metrics"]
+    data = report_data(report)  # report.json, whose numbers the page quotes
+    metrics = data["metrics"]
     sessions, prefix = metrics["sessions"], metrics["prefix_cache"]
     html = _section(page, "sessions")
     for label, key in (("sessions started", "started"), ("completed", "completed"), ("ended early", "ended")):
@@ -154,7 +158,7 @@ def test_sessions_prefixes_and_cancellations_show_report_json_numbers(tmp_path: 
     classes = _section(page, "classes")
     assert "<th>cancelled</th>" in classes
     chat = next(row for row in _rows(classes) if row[0] == "chat")
-    assert chat[5] == num(report["classes"]["chat"]["cancel_rate"] * 100, "%")
+    assert chat[5] == num(data["classes"]["chat"]["cancel_rate"] * 100, "%")
     assert "Errors per second: none" in page  # cancellations are not errors…
     errors_chart = page.split('data-chart="errors"')[1].split("</figure>")[0]
     assert 'id="data-cancelled"' in errors_chart  # …drawn apart, dashed
@@ -163,9 +167,14 @@ def test_sessions_prefixes_and_cancellations_show_report_json_numbers(tmp_path: 
 
 def test_the_servers_own_hit_ratio_shows_without_the_clients_split(tmp_path: Path) -> None:
     report, _ = render_run(tmp_path, traffic=False)
-    report["server"]["metrics"] = {
-        "prefix_cache": {"queried_tokens": 62644, "hit_tokens": 48128, "hit_ratio": 0.768}
-    }
+    report.server.metrics = ServerMetrics.model_validate(
+        {
+            "source": "builtin",
+            "scrapes": 3,
+            "failed_scrapes": 0,
+            "prefix_cache": {"queried_tokens": 62644, "hit_tokens": 48128, "hit_ratio": 0.768},
+        }
+    )
     inputs = load_run_inputs(tmp_path / "plain")
     html = _section(render_run_html(report, inputs), "prefix-cache")
     assert _card(html, "server hit ratio") == (
@@ -177,7 +186,7 @@ def test_the_servers_own_hit_ratio_shows_without_the_clients_split(tmp_path: Pat
 
 def test_a_plain_run_has_none_of_them(tmp_path: Path) -> None:
     report, page = render_run(tmp_path, traffic=False)
-    assert "sessions" not in report["metrics"] and "prefix_cache" not in report["metrics"]
+    assert "sessions" not in report_data(report)["metrics"] and report.metrics.prefix_cache is None
     for absent in (
         'id="sessions"',
         'id="prefix-cache"',

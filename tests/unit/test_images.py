@@ -215,6 +215,7 @@ def test_the_images_metrics_count_what_was_sent() -> None:
 def test_the_report_sections_quote_metrics_images() -> None:
     from loadgen.report.html.images_section import images_body
     from loadgen.report.markdown_images import format_bytes, image_lines
+    from loadgen.report.model.metrics import Images
 
     images = {
         "requests": 10, "images": 5, "images_per_request": 0.5, "bytes_sent": 23_940,
@@ -227,12 +228,12 @@ def test_the_report_sections_quote_metrics_images() -> None:
     assert [format_bytes(n) for n in (999, 23_940, 2_090_243, 225_746_297, None)] == [
         "999 B", "23.94 kB", "2.09 MB", "225.75 MB", "–"
     ]  # fmt: skip
-    lines = image_lines(images)
+    lines = image_lines(Images.model_validate(images))
     assert "- Images: 5 sent with 10 requests · 0.5 per request" in lines
     assert "| 0 | 5 | 15.5 | 18.2 | 18.7 |" in lines and "| 1 | 5 | – | – | – |" in lines
     assert image_lines(None) == []
-    html = images_body(images)
+    html = images_body(Images.model_validate(images))
     assert "ttft-by-images" in html and "23.94 kB" in html
     failed = {**images, "by_count": images["by_count"][1:]}
-    assert "ttft-by-images" not in images_body(failed)  # nothing to draw: the table alone
-    assert "TTFT by image count" in images_body(failed)
+    assert "ttft-by-images" not in images_body(Images.model_validate(failed))  # the table alone
+    assert "TTFT by image count" in images_body(Images.model_validate(failed))

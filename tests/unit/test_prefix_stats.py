@@ -12,8 +12,8 @@ from loadgen.collect import stats_wire
 from loadgen.collect.columns import chunked_columns
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
-from loadgen.reference.report_metrics import Metrics
 from loadgen.report.markdown_report import _prefix_lines
+from loadgen.report.model.metrics import Metrics, PrefixCache
 from tests.unit.test_run_stats import WINDOWS, _records
 
 FIRST_PREFIXED = 250  # before it, no request had a prefix: later chunks must still count those
@@ -113,7 +113,7 @@ def test_a_run_without_prefixes_or_cache_reports_says_nothing_and_keeps_nothing_
 
 def test_report_md_says_both_views() -> None:
     cache = _stats(_with_prefixes(), 100).overall().metrics(WINDOWS)["prefix_cache"]
-    lines = _prefix_lines(cache)
+    lines = _prefix_lines(PrefixCache.model_validate(cache))
     assert len(lines) == 3
     assert lines[2].startswith("- Prefixed requests by the server's word: TTFT p50 ")
     assert (

@@ -14,8 +14,10 @@ from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
 from loadgen.evaluate.slo import SLOSpec
 from loadgen.report.build import Judging, RunFacts, build_report, exit_code
+from loadgen.report.json_report import load_report, report_data
 from loadgen.report.junit_report import render_junit
 from loadgen.report.markdown_report import render_markdown
+from loadgen.report.model import Report
 from loadgen.report.writers import WRITERS, write_reports
 
 WINDOWS = [PhaseWindow(0, "constant", 10.0, 0.0, 10.0)]
@@ -62,7 +64,7 @@ def report(
     recs: list[RequestRecord] | None = None,
     run_error: str | None = None,
     max_lag: float = 50.0,
-) -> dict[str, Any]:
+) -> Report:
     return build_report(
         RunFacts(
             name="chat-gate",
@@ -81,7 +83,7 @@ PASSING = {"ttft": {"p95": "200ms"}, "itl": {"p95": "50ms"}, "error_rate": {"max
 
 
 def test_report_keys_match_contract() -> None:
-    r = report(PASSING)
+    r = report_data(report(PASSING))  # as report.json holds it: the keys that were set
     assert set(r) == TOP_KEYS
     assert r["schema_version"] == 1
     assert r["started_at"] == "2026-11-22T10:00:00Z"
@@ -89,8 +91,8 @@ def test_report_keys_match_contract() -> None:
     assert r["knee"] is None and r["capacity"] is None and r["replicas"] is None
     assert set(r["client"]) == {"trustworthy", "schedule_lag_p99_ms", "cpu_percent", "untrusted_because"}
     assert set(r["server"]) == {"kind", "cold_start_s", "memory"}
-    assert set(r["server"]["cold_start_s"]) == {"ready", "first_token"}
-    assert set(r["server"]["memory"]) == {"rss_mb_start", "rss_mb_peak", "growth_mb_per_min"}
+    assert set(r["server"]["cold_start_s"]) == {"ready", "first_token", "samples", "p50", "max"}
+    assert set(r["server"]["memory"]) == {"rss_mb_start", "rss_mb_peak", "growth_mb_per_min", "samples"}
     assert {"name", "threshold", "observed", "unit", "passed"} <= set(r["slo"][0])
     assert set(r["phases"][0]) == {"index", "kind", "target_rate", "achieved_rate", "requests", "metrics"}
     assert set(r["phases"][0]["metrics"]) == set(r["metrics"])
@@ -99,49 +101,58 @@ def test_report_keys_match_contract() -> None:
 
 def test_floats_rounded_to_three_decimals() -> None:
     r = report(PASSING, recs=records(ttft_s=0.0123456))
-    assert r["metrics"]["ttft_ms"]["p50"] == 12.346
+    assert r.metrics.ttft_ms.p50 == 12.346
 
 
 def test_pass_verdict() -> None:
     r = report(PASSING)
-    assert (r["verdict"], r["reason"], exit_code(r)) == ("pass", "all 3 SLOs held", 0)
-    assert report(None)["reason"] == "no SLOs defined"
+    assert (r.verdict, r.reason, exit_code(r)) == ("pass", "all 3 SLOs held", 0)
+    assert report(None).reason == "no SLOs defined"
 
 
 def test_fail_verdict_names_failing_slo() -> None:
     r = report(PASSING, recs=records(ttft_s=0.812))
-    assert r["verdict"] == "fail" and exit_code(r) == 1
-    assert "ttft p95 = 812 ms > 200 ms" in r["reason"]
-    assert "itl" not in r["reason"]
+    assert r.verdict == "fail" and exit_code(r) == 1
+    assert "ttft p95 = 812 ms > 200 ms" in r.reason
+    assert "itl" not in r.reason
 
 
 def test_not_measured_slo_fails() -> None:
     r = report({"memory_growth": {"max": "10MB/min"}})
-    assert r["verdict"] == "fail"
-    assert r["slo"][0]["note"] == "not measured"
-    assert "not measured" in r["reason"]
+    assert r.verdict == "fail"
+    assert r.slo[0].note == "not measured"
+    assert "not measured" in r.reason
 
 
 def test_untrustworthy_client_is_error_over_fail() -> None:
     r = report(PASSING, recs=records(ttft_s=0.812, lag_ms=120.0), max_lag=50.0)
-    assert r["verdict"] == "error" and exit_code(r) == 2
-    assert "schedule lag p99 120 ms exceeded the 50 ms bound" in r["reason"]
-    assert r["client"]["trustworthy"] is False and r["client"]["schedule_lag_p99_ms"] == 120.0
-    assert len(r["slo"]) == 3  # SLO results are still reported
+    assert r.verdict == "error" and exit_code(r) == 2
+    assert "schedule lag p99 120 ms exceeded the 50 ms bound" in r.reason
+    assert r.client.trustworthy is False and r.client.schedule_lag_p99_ms == 120.0
+    assert len(r.slo) == 3  # SLO results are still reported
 
 
 def test_run_error_beats_everything() -> None:
     r = report(PASSING, recs=records(lag_ms=120.0), run_error="server did not start")
-    assert (r["verdict"], r["reason"], exit_code(r)) == ("error", "server did not start", 2)
+    assert (r.verdict, r.reason, exit_code(r)) == ("error", "server did not start", 2)
 
 
 def test_no_measured_requests_is_error() -> None:
     r = report(None, recs=[])
-    assert r["verdict"] == "error" and "no requests" in r["reason"]
+    assert r.verdict == "error" and "no requests" in r.reason
 
 
-def test_exit_code_unknown_verdict() -> None:
-    assert exit_code({"verdict": "weird"}) == 2
+def test_exit_code_by_verdict() -> None:
+    fail = report(PASSING, recs=records(ttft_s=0.812))
+    errored = report(PASSING, run_error="server did not start")
+    assert [exit_code(r) for r in (report(PASSING), fail, errored)] == [0, 1, 2]
+
+
+def test_a_report_json_with_an_unknown_verdict_is_not_read(tmp_path: Path) -> None:
+    data = report_data(report(PASSING)) | {"verdict": "weird"}
+    (tmp_path / "report.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="verdict"):  # pydantic's ValidationError is a ValueError
+        load_report(tmp_path / "report.json")
 
 
 def test_markdown_contains_verdict_failing_slo_and_tables() -> None:
@@ -182,7 +193,8 @@ def test_write_reports(tmp_path: Path) -> None:
     run_dir = tmp_path / "runs" / "x"
     paths = write_reports(r, run_dir, ["json", "markdown", "junit"])
     assert [p.name for p in paths] == ["report.json", "report.md", "junit.xml"]
-    assert json.loads((run_dir / "report.json").read_text()) == r
+    assert json.loads((run_dir / "report.json").read_text()) == report_data(r)
+    assert load_report(run_dir / "report.json") == r  # read back: the same model
     ET.parse(run_dir / "junit.xml")
     assert set(WRITERS) == {"json", "markdown", "junit", "html"}
     with pytest.raises(ValueError, match="pdf"):
@@ -196,6 +208,7 @@ def test_naive_started_at_is_utc() -> None:
         records(n=5),
         WINDOWS,
     )
-    assert r["started_at"] == "2026-01-02T03:04:05Z"
-    assert r["server"]["cold_start_s"] == {"ready": None, "first_token": None}
-    assert datetime.fromisoformat(r["started_at"]).tzinfo == UTC
+    assert r.started_at == "2026-01-02T03:04:05Z"
+    cold = {"ready": None, "first_token": None, "samples": [], "p50": None, "max": None}
+    assert report_data(r)["server"]["cold_start_s"] == cold
+    assert datetime.fromisoformat(r.started_at).tzinfo == UTC

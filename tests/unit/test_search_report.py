@@ -55,13 +55,14 @@ def _with_verification(at_plan_ttft: float, one_fewer_ttft: float):
 def test_a_held_plan_passes_with_the_operating_point_at_capacity() -> None:
     records, windows = _with_verification(0.05, 0.5)
     report = _report(windows, records)
-    assert report["verdict"] == "pass", report["reason"]
-    assert report["operating_point"] == {"level": 8, "over": "concurrency"}
-    assert report["metrics"]["target_rate"] is None  # closed loop: no target rate
-    assert report["metrics"]["ttft_ms"]["p95"] == 50.0  # the operating point's latency
-    assert report["replicas"]["count"] == 2 and report["replicas"]["verified"]["one_fewer_passed"] is False
-    assert {phase["role"] for phase in report["phases"]} == {"search", "verify", "verify_one_fewer"}
-    assert "knee at concurrency 8" in report["reason"] and "plan 2 replicas" in report["reason"]
+    assert report.verdict == "pass", report.reason
+    assert report.operating_point is not None
+    assert report.operating_point.model_dump() == {"level": 8, "over": "concurrency"}
+    assert report.metrics.target_rate is None  # closed loop: no target rate
+    assert report.metrics.ttft_ms.p95 == 50.0  # the operating point's latency
+    assert report.replicas.count == 2 and report.replicas.verified.one_fewer_passed is False
+    assert {phase.role for phase in report.phases} == {"search", "verify", "verify_one_fewer"}
+    assert "knee at concurrency 8" in report.reason and "plan 2 replicas" in report.reason
 
     markdown = render_markdown(report)
     assert "Knee at concurrency **8**" in markdown
@@ -79,8 +80,8 @@ def test_a_held_plan_passes_with_the_operating_point_at_capacity() -> None:
 def test_a_plan_that_does_not_hold_fails_the_run() -> None:
     records, windows = _with_verification(0.5, 0.5)
     report = _report(windows, records)
-    assert report["verdict"] == "fail"
-    assert "the plan of 2 replicas did not hold" in report["reason"] and "ttft p95" in report["reason"]
+    assert report.verdict == "fail"
+    assert "the plan of 2 replicas did not hold" in report.reason and "ttft p95" in report.reason
     assert 'type="EvaluatorFailure"' in render_junit(report)
 
 
@@ -88,13 +89,13 @@ def test_no_level_holding_the_slos_fails_and_says_what_broke() -> None:
     records, windows = simulated_search()
     strict = SCENARIO.replace("ttft: {p95: 100ms}", "ttft: {p95: 10ms}")
     report = _report(windows, records, strict, verify_setup={"skipped": "nothing to verify"})
-    assert report["verdict"] == "fail"
-    assert report["reason"].startswith("no load level held every SLO (ttft p95")
-    assert report["capacity"]["rate_rps"] == 0.0 and report["replicas"]["count"] is None
-    assert report["operating_point"]["level"] == 1  # the lowest level stands for the run
+    assert report.verdict == "fail"
+    assert report.reason.startswith("no load level held every SLO (ttft p95")
+    assert report.capacity.rate_rps == 0.0 and report.replicas.count is None
+    assert report.operating_point.level == 1  # the lowest level stands for the run
     assert "No plan: capacity at SLO is 0" in render_markdown(report)
 
 
 def test_a_search_without_levels_is_an_error() -> None:
     report = _report([], [])
-    assert report["verdict"] == "error" and "ran no load level" in report["reason"]
+    assert report.verdict == "error" and "ran no load level" in report.reason

@@ -5,7 +5,6 @@ scenario's checks on what the levels and the peak count; the reports' words."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pytest
@@ -13,12 +12,14 @@ import pytest
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.capacity import capacity_at_slo
 from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelWindow, level_result
 from loadgen.evaluate.plan import replica_plan
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.slo import SLOSpec
 from loadgen.report.evaluation_markdown import evaluation_lines
 from loadgen.report.html.search_section import decision_cards, level_over
+from loadgen.report.model import Report
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_requests import rate_level_requests
@@ -26,6 +27,7 @@ from loadgen.traffic.schedule import PlannedRequest, SessionStart
 from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.sessions import SessionBook
 from tests.cli_helpers import ROOT
+from tests.unit.report_samples import sample_report, with_parts
 
 SESSIONS = "sessions: {turns: {kind: fixed, value: 3}, think_time: {kind: fixed, value: 500ms}}"
 SEARCH = f"""
@@ -163,16 +165,16 @@ def test_capacity_and_the_plan_count_sessions_when_the_levels_do() -> None:
     assert failed is not None and failed["count"] is None and failed["unit"] == "sessions/s"
 
 
-def _report() -> dict[str, Any]:
+def _report() -> Report:
     levels = _levels((4, 4.0, True), (8, 7.9, True), (16, 15.8, False))
     capacity = capacity_at_slo(levels)
     plan = replica_plan(capacity, CapacitySpec(peak_rate=18, target_utilization=0.8), 18.0)
-    return {
-        "knee": {"over": "rate", "level": 8, "levels": [level.to_dict() for level in levels]},
-        "capacity": capacity,
-        "replicas": plan,
-        "operating_point": {"level": 8, "over": "rate"},
-    }
+    return sample_report(
+        knee=find_knee(levels, "rate"),
+        capacity=capacity,
+        replicas=plan,
+        operating_point={"level": 8, "over": "rate"},
+    )
 
 
 def test_the_reports_say_sessions_per_second() -> None:
@@ -183,7 +185,8 @@ def test_the_reports_say_sessions_per_second() -> None:
     assert level_over(report) == "sessions"
     html = decision_cards(report)
     assert "7.9 sessions/s" in html and "24 req/s" in html
-    report["capacity"] = {**report["capacity"], "sessions_per_s": None}
+    assert report.capacity is not None
+    report = with_parts(report, capacity=report.capacity.model_dump() | {"sessions_per_s": None})
     assert level_over(report) == "rate" and "7.9 sessions/s" not in "\n".join(evaluation_lines(report))
 
 

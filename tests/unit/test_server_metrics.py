@@ -28,14 +28,15 @@ from loadgen.collect.server_metrics_summary import (
     with_ttft_gap,
 )
 from loadgen.report.markdown_report import _server_metrics_lines
+from loadgen.report.model.server import ServerMetrics as ServerMetricsPart
 from servers.base import Endpoint
 from servers.engines.simulated_engine import SimulatedEngine
 from servers.http.metrics import ServerMetrics
+from tests.unit.report_samples import sample_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 VLLM_TEXT = (FIXTURES / "vllm_metrics.txt").read_text()
 BUILTIN_TEXT = (FIXTURES / "builtin_metrics.txt").read_text()
-
 
 # Parsing and normalizing
 
@@ -287,17 +288,22 @@ def test_report_md_block_names_the_gap_as_a_finding() -> None:
                 "p95": 70.0,
                 "p50_bucket_ms": [50.0, 75.0],
                 "p95_bucket_ms": [50.0, 75.0],
+                "mean": 62.0,
+                "count": 10,
+                "method": "histogram buckets",
             },
         },
         {"p50": 61.0, "p95": 95.0},
     )
-    text = "\n".join(_server_metrics_lines(server_metrics, {"ttft_from_send_ms": {"p50": 61.0, "p95": 95.0}}))
+    metrics = sample_report().metrics
+    metrics.ttft_from_send_ms.p50, metrics.ttft_from_send_ms.p95 = 61.0, 95.0
+    text = "\n".join(_server_metrics_lines(ServerMetricsPart.model_validate(server_metrics), metrics))
     assert "| TTFT p95 | 95 | 70 | 50–75 | 25 |" in text
     assert "running mean 2.5, max 4 · KV cache mean 12.5%, max 50%" in text
     assert "Finding: at p95 the client sees the first token 25 ms later" in text
-    calm = with_ttft_gap(server_metrics, {"p50": 61.0, "p95": 72.0})
-    assert "Finding" not in "\n".join(_server_metrics_lines(calm, {}))
-    assert _server_metrics_lines(None, {}) == []
+    calm = ServerMetricsPart.model_validate(with_ttft_gap(server_metrics, {"p50": 61.0, "p95": 72.0}))
+    assert "Finding" not in "\n".join(_server_metrics_lines(calm, metrics))
+    assert _server_metrics_lines(None, metrics) == []
 
 
 # resources.jsonl: both kinds of lines side by side

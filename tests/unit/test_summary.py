@@ -3,20 +3,12 @@ import io
 from rich.console import Console
 
 from loadgen.cli.summary import print_summary
+from tests.unit.report_samples import sample_report
 
 
 def test_summary_lists_key_numbers_and_each_slo():
-    report = {
-        "metrics": {
-            "requests": 40,
-            "achieved_rate": 10.0,
-            "target_rate": 10.0,
-            "output_tokens_per_s": 160.0,
-            "ttft_ms": {"p50": 122.284, "p95": 124.154},
-            "e2e_ms": {"p95": 198.5},
-            "errors": 0,
-        },
-        "slo": [
+    report = sample_report(
+        slo=[
             {
                 "name": "ttft p95",
                 "observed": 124.154,
@@ -24,6 +16,7 @@ def test_summary_lists_key_numbers_and_each_slo():
                 "unit": "ms",
                 "op": "<=",
                 "passed": False,
+                "note": None,
             },
             {
                 "name": "memory_growth",
@@ -32,9 +25,14 @@ def test_summary_lists_key_numbers_and_each_slo():
                 "unit": "MB/min",
                 "op": "<=",
                 "passed": False,
+                "note": "not measured",
             },
-        ],
-    }
+        ]
+    )
+    metrics = report.metrics
+    metrics.requests, metrics.achieved_rate, metrics.target_rate = 40, 10.0, 10.0
+    metrics.output_tokens_per_s, metrics.errors = 160.0, 0
+    metrics.ttft_ms.p50, metrics.ttft_ms.p95 = 122.284, 124.154
     out = io.StringIO()
     print_summary(report, Console(file=out, width=120))
     text = out.getvalue()

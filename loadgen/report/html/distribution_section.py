@@ -13,6 +13,7 @@ from loadgen.report.html.charts import Chart, Series, line_chart
 from loadgen.report.html.page import table
 from loadgen.report.html.series import Columns, cdf
 from loadgen.report.html.summary_section import num
+from loadgen.report.model.metrics import Metrics, SLOCheck
 
 Y_LABEL = "fraction of requests ≤ x"
 
@@ -37,7 +38,7 @@ def _cdf_chart(
     )
 
 
-def distribution_charts(counted: Columns, slos: Sequence[Mapping[str, Any]], scope: str = "") -> list[Chart]:
+def distribution_charts(counted: Columns, slos: Sequence[SLOCheck], scope: str = "") -> list[Chart]:
     """TTFT, ITL and e2e CDFs of the counted records (past warm-up), SLO thresholds as vertical
     lines; a metric without values (no streamed tokens, say) has no chart."""
     where = f" ({scope})" if scope else ""
@@ -77,7 +78,7 @@ def distribution_charts(counted: Columns, slos: Sequence[Mapping[str, Any]], sco
     return charts
 
 
-def class_charts(counted: Columns, classes: Sequence[str], slos: Sequence[Mapping[str, Any]]) -> list[Chart]:
+def class_charts(counted: Columns, classes: Sequence[str], slos: Sequence[SLOCheck]) -> list[Chart]:
     """TTFT and e2e CDFs with one curve per workload class (and each class's SLO lines)."""
     charts = []
     for metric, title, values_of in (
@@ -105,9 +106,7 @@ def class_charts(counted: Columns, classes: Sequence[str], slos: Sequence[Mappin
     return charts
 
 
-def adapter_chart(
-    counted: Columns, adapters: Sequence[str], slos: Sequence[Mapping[str, Any]]
-) -> list[Chart]:
+def adapter_chart(counted: Columns, adapters: Sequence[str], slos: Sequence[SLOCheck]) -> list[Chart]:
     """A TTFT CDF with one curve per LoRA adapter (and each adapter's TTFT SLOs): a rarely used
     adapter's misses (its load time) show as a step."""
     series, thresholds = [], []
@@ -124,28 +123,28 @@ def adapter_chart(
     ]
 
 
-def _percent(rate: Any) -> str:
+def _percent(rate: float | None) -> str:
     return "–" if rate is None else num(rate * 100, "%")
 
 
-def class_table(classes: Mapping[str, Mapping[str, Any]], label: str = "class") -> str:
+def class_table(classes: Mapping[str, Metrics], label: str = "class") -> str:
     """One row per class (or LoRA adapter: `label`); a `cancelled` column only when some had
     cancellations."""
-    cancels = any(metrics.get("cancelled") for metrics in classes.values())
+    cancels = any(metrics.cancelled for metrics in classes.values())
     rows = []
     for name, metrics in classes.items():
         rows.append(
             [
                 name,
-                num(metrics.get("requests")),
-                num(metrics.get("achieved_rate"), "req/s"),
-                num(metrics.get("output_tokens_per_s"), "tok/s"),
-                _percent(metrics.get("error_rate")),
-                *([_percent(metrics.get("cancel_rate"))] if cancels else []),
+                num(metrics.requests),
+                num(metrics.achieved_rate, "req/s"),
+                num(metrics.output_tokens_per_s, "tok/s"),
+                _percent(metrics.error_rate),
+                *([_percent(metrics.cancel_rate)] if cancels else []),
                 *(
-                    num((metrics.get(key) or {}).get(p))
-                    for key in ("ttft_ms", "itl_ms", "e2e_ms")
-                    for p in ("p50", "p95")
+                    num(value)
+                    for latency in (metrics.ttft_ms, metrics.itl_ms, metrics.e2e_ms)
+                    for value in (latency.p50, latency.p95)
                 ),
             ]
         )

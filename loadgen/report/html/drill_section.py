@@ -8,8 +8,7 @@ times are seconds on the run clock, like the rest of the page.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -20,8 +19,10 @@ from loadgen.report.html import slo_lines
 from loadgen.report.html.charts import PALETTE, SLO_COLOR, Chart, Series, bar_chart, gid, line_chart
 from loadgen.report.html.page import Card, CellStatus, Section, cards, grid, note, status_of, table
 from loadgen.report.html.timeseries_section import TIME_LABEL, wide_range
+from loadgen.report.model import Report
+from loadgen.report.model.drills import Drill, DrillSecond
+from loadgen.report.model.metrics import SLOCheck
 
-Drill = Mapping[str, Any]
 NAN = float("nan")
 DISRUPTION_COLOR = "#6A1B9A"
 # The fleet's three counts often coincide: the wider line lies underneath, so each stays visible.
@@ -36,51 +37,49 @@ _KIND_WORDS = {"kill": "kill one replica", "rolling_restart": "rolling restart",
 def _extent(drill: Drill) -> tuple[float, float]:
     """The drill's measured part on the run clock: from its first window (or fleet step) to its
     last window's end (or the disruption's, should it run past)."""
-    starts = [float(w["start_s"]) for w in drill.get("windows") or []]
-    starts += [float(p["t_s"]) for p in drill.get("fleet") or []]
-    starts += [float(s["t_s"]) for s in drill.get("series") or []]
-    ends = [float(w["end_s"]) for w in drill.get("windows") or []]
-    ends += [float(s["t_s"]) + 1.0 for s in drill.get("series") or []]
-    disruption = drill.get("disruption") or {}
-    ends += [float(disruption[key]) for key in ("start_s", "end_s") if disruption.get(key) is not None]
+    starts = [w.start_s for w in drill.windows]
+    starts += [p.t_s for p in drill.fleet]
+    starts += [s.t_s for s in drill.series]
+    ends = [w.end_s for w in drill.windows]
+    ends += [s.t_s + 1.0 for s in drill.series]
+    ends += [drill.disruption.start_s, drill.disruption.end_s]
     if not starts:
         starts = ends[:1] or [0.0]
     return min(starts), max([*ends, min(starts) + 1.0])
 
 
-def _shade(drill: Drill, legend: bool = True) -> Any:
+def _shade(drill: Drill, legend: bool = True) -> Callable[[Axes], None]:
     """A `decorate` that shades the windows over an SLO (gid span-violated-<n>) and marks the
     disruption's start and end with dotted lines (`legend`: named in the legend, else in the caption)."""
-    violated = [w for w in drill.get("windows") or [] if w.get("violated")]
-    disruption = drill.get("disruption") or {}
+    violated = [w for w in drill.windows if w.violated]
+    disruption = drill.disruption
 
     def decorate(ax: Axes) -> None:
         for number, window in enumerate(violated):
             label = "over an SLO" if number == 0 else None
-            patch = ax.axvspan(
-                float(window["start_s"]), float(window["end_s"]), facecolor=SLO_COLOR, alpha=0.13, lw=0
-            )
+            patch = ax.axvspan(window.start_s, window.end_s, facecolor=SLO_COLOR, alpha=0.13, lw=0)
             patch.set_gid(f"span-violated-{number}")
             if label:
                 patch.set_label(label)
-        for key, label in (("start_s", "disruption" if legend else None), ("end_s", None)):
-            if disruption.get(key) is not None:
-                line = ax.axvline(
-                    float(disruption[key]), color=DISRUPTION_COLOR, linestyle=":", lw=1.4, label=label
-                )
-                line.set_gid(f"marker-disruption-{key.removesuffix('_s')}")
+        for key, at, label in (
+            ("start", disruption.start_s, "disruption" if legend else None),
+            ("end", disruption.end_s, None),
+        ):
+            line = ax.axvline(at, color=DISRUPTION_COLOR, linestyle=":", lw=1.4, label=label)
+            line.set_gid(f"marker-disruption-{key}")
 
     return decorate
 
 
 def fleet_steps(drill: Drill) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The fleet's step times and counts (up, ready, in_rotation), the last held to the drill's end."""
-    points = sorted(drill.get("fleet") or [], key=lambda p: float(p["t_s"]))
+    points = sorted(drill.fleet, key=lambda p: p.t_s)
     if not points:
         return np.empty(0), {key: np.empty(0) for key, *_ in FLEET}
     _, end = _extent(drill)
-    x = np.array([float(p["t_s"]) for p in points] + [max(end, float(points[-1]["t_s"]))])
-    counts = {key: np.array([int(p[key]) for p in points] + [int(points[-1][key])]) for key, *_ in FLEET}
+    x = np.array([p.t_s for p in points] + [max(end, points[-1].t_s)])
+    steps = [(p.up, p.ready, p.in_rotation) for p in [*points, points[-1]]]
+    counts = {key: np.array([step[i] for step in steps]) for i, (key, *_) in enumerate(FLEET)}
     return x, counts
 
 
@@ -91,7 +90,7 @@ def fleet_chart(drill: Drill, chart_id: str) -> Chart:
         Series(key.replace("_", "-"), x, counts[key], label, color, "step", line_width=width)
         for key, label, color, width in FLEET
     ]
-    top = max([int(drill.get("replicas") or 0), *counts["up"].tolist(), 1])
+    top = max([drill.replicas, *counts["up"].tolist(), 1])
     shade = _shade(drill, legend=False)  # four entries fit the legend's one row
 
     def decorate(ax: Axes) -> None:
@@ -113,7 +112,7 @@ def fleet_chart(drill: Drill, chart_id: str) -> Chart:
 
 def per_replica_chart(drill: Drill, chart_id: str) -> Chart:
     """Requests routed to each slot in the measured part, with the even share marked."""
-    counts = sorted((drill.get("per_replica") or {}).items(), key=lambda item: int(item[0]))
+    counts = sorted(drill.per_replica.items(), key=lambda item: int(item[0]))
     values = [float(count) for _, count in counts]
     even = sum(values) / len(values) if values else 0.0
 
@@ -146,20 +145,20 @@ def per_replica_chart(drill: Drill, chart_id: str) -> Chart:
     )
 
 
-def _per_second(drill: Drill, key: str) -> tuple[np.ndarray, np.ndarray]:
+def _per_second(drill: Drill, value: Callable[[DrillSecond], float | None]) -> tuple[np.ndarray, np.ndarray]:
     """A per-second value as a step series, its last second carried to the second's end."""
-    seconds = sorted(drill.get("series") or [], key=lambda s: float(s["t_s"]))
-    x = [float(s["t_s"]) for s in seconds]
-    y = [NAN if s.get(key) is None else float(s[key]) for s in seconds]
+    seconds = sorted(drill.series, key=lambda s: s.t_s)
+    x = [s.t_s for s in seconds]
+    y = [NAN if (v := value(s)) is None else float(v) for s in seconds]
     if seconds:
         x.append(x[-1] + 1.0)
         y.append(y[-1])
     return np.array(x), np.array(y)
 
 
-def ttft_chart(drill: Drill, slos: Sequence[Mapping[str, Any]], chart_id: str) -> Chart:
-    x, ttft = _per_second(drill, "ttft_p95_ms")
-    p95 = [slo for slo in slos if str(slo.get("name")) == "ttft p95"]  # the one this series compares to
+def ttft_chart(drill: Drill, slos: Sequence[SLOCheck], chart_id: str) -> Chart:
+    x, ttft = _per_second(drill, lambda s: s.ttft_p95_ms)
+    p95 = [slo for slo in slos if slo.name == "ttft p95"]  # the one this series compares to
     return line_chart(
         chart_id,
         "TTFT p95 per second",
@@ -174,8 +173,8 @@ def ttft_chart(drill: Drill, slos: Sequence[Mapping[str, Any]], chart_id: str) -
 
 
 def errors_chart(drill: Drill, chart_id: str) -> Chart:
-    x, errors = _per_second(drill, "errors")
-    _, requests = _per_second(drill, "requests")
+    x, errors = _per_second(drill, lambda s: s.errors)
+    _, requests = _per_second(drill, lambda s: s.requests)
     return line_chart(
         chart_id,
         "Errors and requests per second",
@@ -192,33 +191,31 @@ def errors_chart(drill: Drill, chart_id: str) -> Chart:
 
 
 def _cards(drill: Drill) -> str:
-    passed = drill.get("passed")
-    verdict = "passed" if passed else "FAILED" if passed is False else "–"
-    after = float(drill.get("violation_s_after_detection") or 0.0)
-    budget = words.seconds(drill.get("max_violation_s"))
+    verdict = "passed" if drill.passed else "FAILED"
+    after = drill.violation_s_after_detection
+    budget = words.seconds(drill.max_violation_s)
     within = f"{words.seconds(after)} over the SLO, within a budget of {budget}"
-    reason = words.failure_line(drill) if passed is False else within
-    over: CellStatus = "fail" if after > float(drill.get("max_violation_s") or 0.0) else "none"
-    kill = drill.get("kind") == "kill"
-    spent = f"{words.seconds(drill.get('violation_s'))} in all; budget {budget}"
-    survivors = drill.get("survivors") or {}
+    reason = within if drill.passed else words.failure_line(drill)
+    over: CellStatus = "fail" if after > drill.max_violation_s else "none"
+    kill = drill.kind == "kill"
+    spent = f"{words.seconds(drill.violation_s)} in all; budget {budget}"
     lost = "; ".join(
         part for part in (words.lost_parts(drill), f"errors: {words.errors_words(drill)}") if part
     )
     items = [
-        Card(f"drill {drill.get('name')}", verdict, reason, status_of(passed), big=True),
+        Card(f"drill {drill.name}", verdict, reason, status_of(drill.passed), big=True),
         Card("over the SLO" + (" after detection" if kill else ""), words.seconds(after), spent, over),
-        Card("time to detect", words.seconds(drill.get("time_to_detect_s")), "kill → out of rotation"),
-        Card("time to recover", words.seconds(drill.get("time_to_recover_s")), "disruption → last bad s"),
+        Card("time to detect", words.seconds(drill.time_to_detect_s), "kill → out of rotation"),
+        Card("time to recover", words.seconds(drill.time_to_recover_s), "disruption → last bad s"),
         Card("lost requests", _lost_total(drill), lost),
         Card("TTFT p95", words.ttft_words(drill), "steady → during the disruption"),
         Card("replacement cold start", words.cold_start_words(drill), "start → ready"),
         Card("survivors", words.survivors_words(drill), "the other replicas, while one was out",
-             status_of(survivors.get("held"))),
-        Card("unaccounted", str(drill.get("unaccounted", "–")), "planned − recorded requests",
-             "fail" if drill.get("unaccounted") else "none"),
+             status_of(drill.survivors.held)),
+        Card("unaccounted", str(drill.unaccounted), "planned − recorded requests",
+             "fail" if drill.unaccounted else "none"),
     ]  # fmt: skip
-    if drill.get("kind") == "scale_up":
+    if drill.kind == "scale_up":
         items.insert(2, Card("decision → serving", words.scale_words(drill), "each replica the scaler added"))
     if not kill:  # detection is the kill's number: other kinds take replicas out on purpose
         items = [card for card in items if card.label != "time to detect"]
@@ -226,23 +223,20 @@ def _cards(drill: Drill) -> str:
 
 
 def _lost_total(drill: Drill) -> str:
-    lost = drill.get("lost")
-    return "–" if not lost else str(lost.get("total", "–"))
+    return "–" if drill.lost is None else str(drill.lost.total)
 
 
 def _notes(drill: Drill) -> str:
     said = []
-    if drill.get("unfinished"):
-        said.append(f"Unfinished: {drill['unfinished']}.")
-    if drill.get("merged_windows"):
-        said.append(
-            f"{drill['merged_windows']} windows held too few requests and were merged with a neighbour."
-        )
+    if drill.unfinished:
+        said.append(f"Unfinished: {drill.unfinished}.")
+    if drill.merged_windows:
+        said.append(f"{drill.merged_windows} windows held too few requests and were merged with a neighbour.")
     return "".join(note(text) for text in said)
 
 
-def drill_section(drill: Drill, slos: Sequence[Mapping[str, Any]]) -> Section:
-    name = str(drill.get("name") or drill.get("kind"))
+def drill_section(drill: Drill, slos: Sequence[SLOCheck]) -> Section:
+    name = drill.name or drill.kind
     prefix = f"drill-{gid(name)}"
     charts = [
         fleet_chart(drill, f"{prefix}-fleet"),
@@ -250,38 +244,38 @@ def drill_section(drill: Drill, slos: Sequence[Mapping[str, Any]]) -> Section:
         ttft_chart(drill, slos, f"{prefix}-ttft"),
         errors_chart(drill, f"{prefix}-errors"),
     ]
-    kind = _KIND_WORDS.get(str(drill.get("kind")), str(drill.get("kind")))
-    if drill.get("kind") == "scale_up" and drill.get("from_replicas") is not None:
-        kind += f" from {drill['from_replicas']} to {drill.get('replicas')} replicas"
-    verdict = "passed" if drill.get("passed") else "FAILED" if drill.get("passed") is False else ""
-    title = f"Drill {name}: {kind}{f' — {verdict}' if verdict else ''}"
+    kind = _KIND_WORDS.get(drill.kind, drill.kind)
+    if drill.kind == "scale_up" and drill.from_replicas is not None:
+        kind += f" from {drill.from_replicas} to {drill.replicas} replicas"
+    verdict = "passed" if drill.passed else "FAILED"
+    title = f"Drill {name}: {kind} — {verdict}"
     body = _cards(drill) + _notes(drill) + grid([chart.html() for chart in charts])
     return Section(title, body, prefix)
 
 
-def drill_sections(report: Mapping[str, Any]) -> list[Section]:
+def drill_sections(report: Report) -> list[Section]:
     """A section per drill, in the order run."""
-    return [drill_section(drill, report.get("slo") or []) for drill in words.drills_of(report)]
+    return [drill_section(drill, report.slo) for drill in words.drills_of(report)]
 
 
-def drill_overview(report: Mapping[str, Any]) -> str:
+def drill_overview(report: Report) -> str:
     """The drills in a table under the verification ('' without drills)."""
     drills = words.drills_of(report)
     if not drills:
         return ""
     rows = [
         [
-            str(drill.get("name")),
-            str(drill.get("kind")),
+            drill.name,
+            drill.kind,
             words.violation_words(drill),
-            words.seconds(drill.get("time_to_recover_s")),
+            words.seconds(drill.time_to_recover_s),
             _lost_total(drill),
             words.ttft_words(drill),
-            "passed" if drill.get("passed") else "FAILED",
+            "passed" if drill.passed else "FAILED",
         ]
         for drill in drills
     ]
-    statuses = [status_of(drill.get("passed")) for drill in drills]
+    statuses = [status_of(drill.passed) for drill in drills]
     headers = ["drill", "kind", "over the SLO s", "recovered in", "lost", "TTFT p95", "verdict"]
     failed = [note(words.failure_line(drill)) for drill in words.failed_drills(drills)]
     said = note(

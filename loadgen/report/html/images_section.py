@@ -4,8 +4,7 @@ rising with the count). Every number quotes report.json."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
@@ -14,23 +13,19 @@ from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
 from loadgen.report.html.page import Card, cards, grid, table
 from loadgen.report.html.summary_section import num
 from loadgen.report.markdown_images import format_bytes
+from loadgen.report.model.metrics import ImageCount, Images
 
 
-def _p(figures: Mapping[str, Any] | None, key: str) -> float | None:
-    value = (figures or {}).get(key)
-    return None if value is None else float(value)
-
-
-def image_cards(images: Mapping[str, Any]) -> str:
-    sizes = images.get("request_bytes") or {}
+def image_cards(images: Images) -> str:
+    sizes = images.request_bytes
     items = [
-        Card("images sent", num(images.get("images")), f"with {num(images.get('requests'))} requests"),
-        Card("images per request", num(images.get("images_per_request")), "mean (0-image requests included)"),
-        Card("bytes sent", format_bytes(images.get("bytes_sent")), "request bodies, as sent"),
+        Card("images sent", num(images.images), f"with {num(images.requests)} requests"),
+        Card("images per request", num(images.images_per_request), "mean (0-image requests included)"),
+        Card("bytes sent", format_bytes(images.bytes_sent), "request bodies, as sent"),
         Card(
             "request size mean",
-            format_bytes(sizes.get("mean")),
-            f"p95 {format_bytes(sizes.get('p95'))} · max {format_bytes(sizes.get('max'))}",
+            format_bytes(sizes.mean),
+            f"p95 {format_bytes(sizes.p95)} · max {format_bytes(sizes.max)}",
         ),
     ]
     return cards(items)
@@ -40,18 +35,19 @@ def _integer_counts(ax: Axes) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def ttft_by_count_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
-    x = [int(row["images"]) for row in rows]
+def _nan(value: float | None) -> float:
+    return float("nan") if value is None else value
+
+
+def ttft_by_count_chart(rows: Sequence[ImageCount]) -> Chart:
+    x = [row.images for row in rows]
+    columns = (
+        ("p50", [_nan(row.ttft_ms.p50) for row in rows]),
+        ("p95", [_nan(row.ttft_ms.p95) for row in rows]),
+    )
     series = [
-        Series(
-            f"ttft-images-{p}",
-            x,
-            [float("nan") if (v := _p(row.get("ttft_ms"), p)) is None else v for row in rows],
-            label=p,
-            style="linepoints",
-            color=PALETTE[number],
-        )
-        for number, p in enumerate(("p50", "p95"))
+        Series(f"ttft-images-{p}", x, values, label=p, style="linepoints", color=PALETTE[number])
+        for number, (p, values) in enumerate(columns)
     ]
     return line_chart(
         "ttft-by-images",
@@ -67,25 +63,25 @@ def ttft_by_count_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
     )
 
 
-def count_table(rows: Sequence[Mapping[str, Any]]) -> str:
+def count_table(rows: Sequence[ImageCount]) -> str:
     body = [
         [
-            str(row["images"]),
-            num(row.get("requests")),
-            *(num(_p(row.get("ttft_ms"), p)) for p in ("p50", "p95", "p99")),
+            str(row.images),
+            num(row.requests),
+            *(num(v) for v in (row.ttft_ms.p50, row.ttft_ms.p95, row.ttft_ms.p99)),
         ]
         for row in rows
     ]
     return table(["images", "requests", "TTFT p50", "TTFT p95", "TTFT p99"], body)
 
 
-def images_body(images: Mapping[str, Any]) -> str:
+def images_body(images: Images) -> str:
     """The section's HTML: cards, then TTFT by image count as a chart and a table."""
-    rows = images.get("by_count") or []
+    rows = images.by_count
     body = image_cards(images)
     if rows:
         tabled = f"<h3>TTFT by image count (ms, from the scheduled send)</h3>{count_table(rows)}"
         # a chart only where some count has a TTFT (a text-only server fails every image request)
-        timed = [row for row in rows if _p(row.get("ttft_ms"), "p50") is not None]
+        timed = [row for row in rows if row.ttft_ms.p50 is not None]
         body += grid([ttft_by_count_chart(timed).html(), tabled] if len(timed) > 0 else [tabled])
     return body

@@ -4,54 +4,70 @@ counters (`server.metrics.prefix_cache`). Every number quotes report.json."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from loadgen.report.html.charts import PALETTE, Chart, bar_chart
 from loadgen.report.html.page import Card, cards, grid, table
 from loadgen.report.html.summary_section import num
-
-# (row label, count key, TTFT key, bar label, colour): pairs compared side by side.
-_ROWS = (
-    ("prefixed (as sent)", "prefixed", "ttft_prefixed_ms", "prefixed", PALETTE[0]),
-    ("unprefixed (as sent)", "unprefixed", "ttft_unprefixed_ms", "unprefixed", PALETTE[4]),
-    ("cache hit (server's word)", "cache_hits", "ttft_cache_hit_ms", "hit", PALETTE[2]),
-    ("cache miss (server's word)", "cache_misses", "ttft_cache_miss_ms", "miss", PALETTE[5]),
-    ("prefixed and hit", "prefixed_hits", "ttft_prefixed_hit_ms", "prefixed hit", PALETTE[2]),
-    ("prefixed and missed", "prefixed_misses", "ttft_prefixed_miss_ms", "prefixed miss", PALETTE[5]),
-)
+from loadgen.report.model.metrics import PrefixCache, TtftSplit
+from loadgen.report.model.server import ServerPrefixCache
 
 
-def _rows(prefix: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """The rows whose split the run has (a server that never reported cached tokens has no
-    `cache_*`): both halves of a pair are present together."""
-    return [row for row in _ROWS if row[1] in prefix]
+@dataclass(frozen=True)
+class _Row:
+    """One group of requests: its row label, count, TTFT, bar label and colour."""
+
+    label: str
+    count: int
+    ttft: TtftSplit | None
+    bar: str
+    color: str
 
 
-def _p(prefix: Mapping[str, Any], key: str, p: str) -> float | None:
-    value = (prefix.get(key) or {}).get(p)
-    return None if value is None else float(value)
+def _rows(prefix: PrefixCache | None) -> list[_Row]:
+    """The groups whose split the run has (a server that never reported cached tokens has no
+    `cache_*`), compared side by side: both halves of a pair are present together."""
+    if prefix is None:
+        return []
+    p = prefix
+    candidates = (
+        ("prefixed (as sent)", p.prefixed, p.ttft_prefixed_ms, "prefixed", PALETTE[0]),
+        ("unprefixed (as sent)", p.unprefixed, p.ttft_unprefixed_ms, "unprefixed", PALETTE[4]),
+        ("cache hit (server's word)", p.cache_hits, p.ttft_cache_hit_ms, "hit", PALETTE[2]),
+        ("cache miss (server's word)", p.cache_misses, p.ttft_cache_miss_ms, "miss", PALETTE[5]),
+        ("prefixed and hit", p.prefixed_hits, p.ttft_prefixed_hit_ms, "prefixed hit", PALETTE[2]),
+        ("prefixed and missed", p.prefixed_misses, p.ttft_prefixed_miss_ms, "prefixed miss", PALETTE[5]),
+    )
+    return [
+        _Row(label, count, ttft, bar, color)
+        for label, count, ttft, bar, color in candidates
+        if count is not None
+    ]
 
 
-def split_table(prefix: Mapping[str, Any]) -> str:
+def split_table(prefix: PrefixCache | None) -> str:
     rows = [
-        [label, num(prefix.get(count)), *(num(_p(prefix, ttft, p)) for p in ("p50", "p95", "p99"))]
-        for label, count, ttft, _bar, _color in _rows(prefix)
+        [
+            row.label,
+            num(row.count),
+            *(num(v) for v in ((row.ttft.p50, row.ttft.p95, row.ttft.p99) if row.ttft else (None,) * 3)),
+        ]
+        for row in _rows(prefix)
     ]
     return table(["requests", "count", "TTFT p50", "TTFT p95", "TTFT p99"], rows)
 
 
-def split_chart(prefix: Mapping[str, Any]) -> Chart | None:
+def split_chart(prefix: PrefixCache | None) -> Chart | None:
     """TTFT p50 of each group (a split with no requests has no bar)."""
-    shown = [row for row in _rows(prefix) if _p(prefix, row[2], "p50") is not None]
+    shown = [(row, row.ttft.p50) for row in _rows(prefix) if row.ttft and row.ttft.p50 is not None]
     if not shown:
         return None
     return bar_chart(
         "prefix-ttft",
         "TTFT p50: shared prefix and cache hit vs miss",
-        [row[3] for row in shown],
-        [_p(prefix, row[2], "p50") or 0.0 for row in shown],
-        colors=[row[4] for row in shown],
+        [row.bar for row, _ in shown],
+        [p50 or 0.0 for _, p50 in shown],
+        colors=[row.color for row, _ in shown],
         value_label="TTFT p50 (ms)",
         caption="As sent: with or without a shared prefix (an unprefixed prompt is shorter). "
         "Server's word: cached tokens above 0 or 0. Prefixed hit vs miss compares like with like: "
@@ -59,34 +75,31 @@ def split_chart(prefix: Mapping[str, Any]) -> Chart | None:
     )
 
 
-def prefix_cards(prefix: Mapping[str, Any], server_cache: Mapping[str, Any]) -> str:
+def prefix_cards(prefix: PrefixCache | None, server_cache: ServerPrefixCache | None) -> str:
     items = []
-    share = prefix.get("cached_token_share")
+    share = prefix.cached_token_share if prefix else None
     if share is not None:
         items.append(
             Card(
                 "cached prompt tokens",
-                num(float(share) * 100, "%"),
+                num(share * 100, "%"),
                 "as the server said per request (usage.cached_tokens)",
             )
         )
-    ratio = server_cache.get("hit_ratio")
-    if ratio is not None:
-        queried = server_cache.get("queried_tokens")
+    if server_cache is not None and server_cache.hit_ratio is not None:
         items.append(
             Card(
                 "server hit ratio",
-                num(float(ratio) * 100, "%"),
-                f"of {num(queried)} prompt tokens looked up (the server's own counters)",
+                num(server_cache.hit_ratio * 100, "%"),
+                f"of {num(server_cache.queried_tokens)} prompt tokens looked up (the server's own counters)",
             )
         )
     return cards(items) if items else ""
 
 
-def prefix_body(prefix: Mapping[str, Any] | None, server_cache: Mapping[str, Any] | None) -> str:
+def prefix_body(prefix: PrefixCache | None, server_cache: ServerPrefixCache | None) -> str:
     """The section's HTML ('' when the run has neither figure)."""
-    prefix, server_cache = prefix or {}, server_cache or {}
-    if not prefix and server_cache.get("hit_ratio") is None:
+    if not prefix and (server_cache is None or server_cache.hit_ratio is None):
         return ""
     body = prefix_cards(prefix, server_cache)
     blocks = []

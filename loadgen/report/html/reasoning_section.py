@@ -4,8 +4,7 @@ answer token comes after the thinking. Cards quote report.json; the CDFs read th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -15,42 +14,34 @@ from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
 from loadgen.report.html.page import Card, cards, grid
 from loadgen.report.html.series import Columns
 from loadgen.report.html.summary_section import num
+from loadgen.report.model.metrics import Metrics, Reasoning, SLOCheck
 
 
-def _p(figures: Mapping[str, Any] | None, key: str) -> float | None:
-    value = (figures or {}).get(key)
-    return None if value is None else float(value)
-
-
-def reasoning_cards(metrics: Mapping[str, Any]) -> str:
-    reasoning = metrics.get("reasoning") or {}
-    ttft, ttfat = metrics.get("ttft_ms") or {}, metrics.get("ttfat_ms") or {}
-    thinking = reasoning.get("reasoning_ms") or {}
-    share = reasoning.get("reasoning_share")
+def reasoning_cards(metrics: Metrics, reasoning: Reasoning) -> str:
+    thinking, share = reasoning.reasoning_ms, reasoning.reasoning_share
     items = [
-        Card("requests that reasoned", num(reasoning.get("requests")), f"of {num(metrics.get('requests'))}"),
+        Card("requests that reasoned", num(reasoning.requests), f"of {num(metrics.requests)}"),
         Card(
             "reasoning share",
-            num(None if share is None else float(share) * 100, "%"),
-            f"{num(reasoning.get('reasoning_tokens'))} reasoning, {num(reasoning.get('answer_tokens'))} "
-            "answer tokens",
+            num(None if share is None else share * 100, "%"),
+            f"{num(reasoning.reasoning_tokens)} reasoning, {num(reasoning.answer_tokens)} answer tokens",
         ),
-        Card("reasoning tokens/s", num(reasoning.get("reasoning_tokens_per_s"), "tok/s"), "part of output"),
+        Card("reasoning tokens/s", num(reasoning.reasoning_tokens_per_s, "tok/s"), "part of output"),
         Card(
             "TTFAT p95",
-            num(_p(ttfat, "p95"), "ms"),
-            f"first answer token · TTFT p95 {num(_p(ttft, 'p95'), 'ms')} (first token of any kind)",
+            num(metrics.ttfat_ms.p95, "ms"),
+            f"first answer token · TTFT p95 {num(metrics.ttft_ms.p95, 'ms')} (first token of any kind)",
         ),
         Card(
             "reasoning time p50",
-            num(_p(thinking, "p50"), "ms"),
-            f"p95 {num(_p(thinking, 'p95'), 'ms')} · first reasoning → first answer token",
+            num(thinking.p50, "ms"),
+            f"p95 {num(thinking.p95, 'ms')} · first reasoning → first answer token",
         ),
     ]
     return cards(items)
 
 
-def ttfat_chart(counted: Columns, slos: Sequence[Mapping[str, Any]]) -> Chart | None:
+def ttfat_chart(counted: Columns, slos: Sequence[SLOCheck]) -> Chart | None:
     ttft, ttfat = counted.ttft_ms(), counted.ttfat_ms()
     if not len(ttft):
         return None
@@ -86,9 +77,9 @@ def thinking_chart(counted: Columns) -> Chart | None:
     )
 
 
-def reasoning_body(metrics: Mapping[str, Any], counted: Columns, slos: Sequence[Mapping[str, Any]]) -> str:
+def reasoning_body(metrics: Metrics, counted: Columns, slos: Sequence[SLOCheck]) -> str:
     """The section's HTML; '' for a run without reasoning."""
-    if not metrics.get("reasoning"):
+    if not metrics.reasoning:
         return ""
     charts = [chart for chart in (ttfat_chart(counted, slos), thinking_chart(counted)) if chart is not None]
-    return reasoning_cards(metrics) + grid([chart.html() for chart in charts])
+    return reasoning_cards(metrics, metrics.reasoning) + grid([chart.html() for chart in charts])

@@ -8,9 +8,8 @@ counts; latency charts and CDFs read the records held, which for a long run are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from loadgen.collect.stats import PhaseWindow
 from loadgen.report.html import distribution_section as dist
@@ -27,11 +26,12 @@ from loadgen.report.html.series import Columns
 from loadgen.report.html.sessions_section import sessions_body
 from loadgen.report.html.summary_section import banner, first_screen, num
 from loadgen.report.html.timeseries_section import bin_width, run_bins, time_series_charts
+from loadgen.report.model import Report
 
 FILENAME = "report.html"
 
 
-def write_html(report: dict[str, Any], run_dir: Path, inputs: RunInputs | None = None) -> Path:
+def write_html(report: Report, run_dir: Path, inputs: RunInputs | None = None) -> Path:
     """Write `run_dir/report.html`; without `inputs` the run folder's files are read."""
     if inputs is None:
         inputs = load_run_inputs(run_dir)
@@ -44,11 +44,11 @@ def _charts(charts: Sequence[Chart]) -> str:
     return grid([chart.html() for chart in charts])
 
 
-def operating_windows(report: Mapping[str, Any], inputs: RunInputs) -> list[PhaseWindow]:
+def operating_windows(report: Report, inputs: RunInputs) -> list[PhaseWindow]:
     """The windows behind report.json's `metrics`: the phases, or the operating point's trials."""
     if not inputs.levels:
         return list(inputs.windows)
-    level = (report.get("operating_point") or {}).get("level")
+    level = report.operating_point.level if report.operating_point else None
     return [w.phase_window() for w in inputs.levels if w.role == "search" and w.level == level]
 
 
@@ -64,21 +64,21 @@ def sample_note(inputs: RunInputs, width_s: float) -> str:
     )
 
 
-def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
-    slos = report.get("slo") or []
+def render_run_html(report: Report, inputs: RunInputs) -> str:
+    slos = report.slo
     columns = Columns.of(inputs.records)
     counted = columns.counted(operating_windows(report, inputs))
     timeline = inputs.counts()
     span = run_bins(timeline.end_s, inputs.spans).edges[-1]
     width = bin_width(float(span), len(inputs.records) if inputs.sampled else None)
     sampled = sample_note(inputs, width)
-    is_search = bool(inputs.levels) or report.get("knee") is not None
+    is_search = bool(inputs.levels) or report.knee is not None
     sections: list[Section] = []
     if is_search:
         decision = search.decision_cards(report) + _charts(search.search_charts(report))
         sections.append(Section("Decision", decision, "decision"))
-        op = report.get("operating_point") or {}
-        where = search.level_name(search.level_over(report), op.get("level")) if op else "the lowest level"
+        op = report.operating_point
+        where = search.level_name(search.level_over(report), op.level) if op else "the lowest level"
         sections.append(
             Section(f"At the operating point ({where})", first_screen(report, "SLOs at this level"), "slo")
         )
@@ -87,7 +87,7 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     if len(columns):
         charts = time_series_charts(columns, timeline, inputs.spans, slos, width)
         sections.append(Section("Over time", sampled + _charts(charts), "time-series"))
-    elif ((report.get("client") or {}).get("workers") or {}).get("records") == "summary":
+    elif report.client.workers is not None and report.client.workers.records == "summary":
         said = (
             "No per-request charts: the workers shipped statistics instead of records "
             "(--records summary). Every number above comes from those statistics."
@@ -97,23 +97,23 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     distributions = dist.distribution_charts(counted, slos, scope)
     if distributions:
         sections.append(Section("Latency distributions", sampled + _charts(distributions), "distributions"))
-    metrics = report.get("metrics") or {}
-    if metrics.get("sessions"):
-        sections.append(Section("Sessions", sessions_body(metrics["sessions"]), "sessions"))
+    metrics = report.metrics
+    if metrics.sessions:
+        sections.append(Section("Sessions", sessions_body(metrics.sessions), "sessions"))
     reasoning = reasoning_body(metrics, counted, slos)
     if reasoning:
         sections.append(Section("Reasoning", reasoning, "reasoning"))
-    if metrics.get("images"):
-        sections.append(Section("Images", images_body(metrics["images"]), "images"))
-    server_cache = ((report.get("server") or {}).get("metrics") or {}).get("prefix_cache")
-    cache = prefix_body(metrics.get("prefix_cache"), server_cache)
+    if metrics.images:
+        sections.append(Section("Images", images_body(metrics.images), "images"))
+    server_cache = report.server.metrics.prefix_cache if report.server.metrics else None
+    cache = prefix_body(metrics.prefix_cache, server_cache)
     if cache:
         sections.append(Section("Prefix cache", cache, "prefix-cache"))
-    classes = report.get("classes") or {}
+    classes = report.classes or {}
     if len(classes) > 1:
         body = dist.class_table(classes) + sampled + _charts(dist.class_charts(counted, list(classes), slos))
         sections.append(Section("Workload classes", body, "classes"))
-    adapters = report.get("adapters") or {}
+    adapters = report.adapters or {}
     if adapters:
         charts = dist.adapter_chart(counted, list(adapters), slos)
         body = dist.class_table(adapters, "adapter") + sampled + _charts(charts)
@@ -127,20 +127,19 @@ def render_run_html(report: Mapping[str, Any], inputs: RunInputs) -> str:
     subject = search.decision_headline(report) if is_search else ""
     footer = "loadtest · report.html is self-contained: open it in any browser, no network needed."
     return render_page(
-        f"{report.get('name', 'run')}: {str(report.get('verdict', '')).upper()}",
+        f"{report.name}: {report.verdict.upper()}",
         banner(report, subject),
         sections,
         footer,
     )
 
 
-def _server_body(report: Mapping[str, Any], inputs: RunInputs) -> str:
-    info = report.get("server") or {}
-    memory = info.get("memory") or {}
-    charts = server.memory_charts(inputs.resources, memory, inputs.memory_window, inputs.spans)
+def _server_body(report: Report, inputs: RunInputs) -> str:
+    info = report.server
+    charts = server.memory_charts(inputs.resources, info.memory, inputs.memory_window, inputs.spans)
     charts += server.gauge_charts(inputs.server_metrics, inputs.spans)
-    ttft_charts, ttft_table = server.ttft_comparison(report.get("metrics") or {}, info.get("metrics"))
-    cold_charts, cold_table = server.cold_start(info.get("cold_start_s") or {}, report.get("slo") or [])
+    ttft_charts, ttft_table = server.ttft_comparison(report.metrics, info.metrics)
+    cold_charts, cold_table = server.cold_start(info.cold_start_s, report.slo)
     body = _charts([*charts, *ttft_charts, *cold_charts])
     if not charts:
         body = note("No server samples (an external server, or resources.jsonl is missing).") + body

@@ -3,8 +3,7 @@ against the client's, and its cold starts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,6 +15,8 @@ from loadgen.report.html.page import note, table
 from loadgen.report.html.series import theil_sen_line, thin
 from loadgen.report.html.summary_section import num
 from loadgen.report.html.timeseries_section import TIME_LABEL
+from loadgen.report.model.metrics import Metrics, SLOCheck
+from loadgen.report.model.server import ColdStart, ColdStartSample, Memory, ServerMetrics
 
 MAX_POINTS = 1000
 
@@ -53,7 +54,7 @@ def _memory_chart(
 
 def memory_charts(
     samples: Sequence[ResourceSample],
-    memory: Mapping[str, Any],
+    memory: Memory,
     window: tuple[float, float] | None,
     spans: Sequence[Span],
 ) -> list[Chart]:
@@ -69,7 +70,7 @@ def memory_charts(
             "Server RSS (whole process tree)",
             times,
             rss,
-            memory.get("growth_mb_per_min"),
+            memory.growth_mb_per_min,
             window,
             spans,
         )
@@ -83,7 +84,7 @@ def memory_charts(
                 "GPU memory (NVML, the server's processes)",
                 times[has_gpu],
                 gpu[has_gpu],
-                memory.get("gpu_growth_mb_per_min"),
+                memory.gpu_growth_mb_per_min,
                 window,
                 spans,
             )
@@ -135,20 +136,21 @@ def gauge_charts(log: MetricsLog, spans: Sequence[Span]) -> list[Chart]:
     return charts
 
 
-def ttft_comparison(
-    metrics: Mapping[str, Any], server_metrics: Mapping[str, Any] | None
-) -> tuple[list[Chart], str]:
+def ttft_comparison(metrics: Metrics, server_metrics: ServerMetrics | None) -> tuple[list[Chart], str]:
     """Server vs client TTFT (client from send) at p50 and p95, and the gap, when scraped."""
-    server_ttft = (server_metrics or {}).get("ttft_ms") or {}
-    client = metrics.get("ttft_from_send_ms") or {}
-    if server_ttft.get("p50") is None or client.get("p50") is None:
+    server_ttft = server_metrics.ttft_ms if server_metrics else None
+    client = metrics.ttft_from_send_ms
+    if server_ttft is None or client.p50 is None:
         return [], ""
     labels, values, colors = [], [], []
-    for pct in ("p50", "p95"):
-        for who, source, color in (("client", client, PALETTE[0]), ("server", server_ttft, PALETTE[1])):
-            if source.get(pct) is not None:
+    for pct, client_value, server_value in (
+        ("p50", client.p50, server_ttft.p50),
+        ("p95", client.p95, server_ttft.p95),
+    ):
+        for who, value, color in (("client", client_value, PALETTE[0]), ("server", server_value, PALETTE[1])):
+            if value is not None:
                 labels.append(f"{pct} {who}")
-                values.append(float(source[pct]))
+                values.append(value)
                 colors.append(color)
     chart = bar_chart(
         "server-vs-client-ttft",
@@ -159,27 +161,28 @@ def ttft_comparison(
         "ms",
         caption="The server's percentiles are estimated from its histogram buckets.",
     )
-    gap = (server_metrics or {}).get("ttft_gap_ms") or {}
+    gap = server_metrics.ttft_gap_ms if server_metrics else None
     rows = []
-    for pct in ("p50", "p95", "mean"):
-        bucket = server_ttft.get(f"{pct}_bucket_ms")
+    for pct, client_value, server_value, bucket, gap_value in (
+        ("p50", client.p50, server_ttft.p50, server_ttft.p50_bucket_ms, gap.p50 if gap else None),
+        ("p95", client.p95, server_ttft.p95, server_ttft.p95_bucket_ms, gap.p95 if gap else None),
+        ("mean", client.mean, server_ttft.mean, None, gap.mean if gap else None),
+    ):
         bounds = "" if not bucket else f"{num(bucket[0])}–{num(bucket[1]) if bucket[1] is not None else '∞'}"
-        rows.append([pct, num(client.get(pct)), num(server_ttft.get(pct)), bounds, num(gap.get(pct))])
+        rows.append([pct, num(client_value), num(server_value), bounds, num(gap_value)])
     html = table(["TTFT (ms)", "client from send", "server", "server bucket", "gap"], rows)
     return [chart], html
 
 
-def cold_start(cold: Mapping[str, Any], slos: Sequence[Mapping[str, Any]]) -> tuple[list[Chart], str]:
-    samples = [s for s in cold.get("samples") or [] if isinstance(s, Mapping)]
-    if not samples and cold.get("ready") is None:
+def cold_start(cold: ColdStart, slos: Sequence[SLOCheck]) -> tuple[list[Chart], str]:
+    samples = list(cold.samples)
+    if not samples and cold.ready is None:
         return [], note("Cold start not measured (an external server, or the run did not start one).")
     if not samples:
-        samples = [{"ready": cold.get("ready"), "first_token": cold.get("first_token")}]
-    rows = [
-        [str(i + 1), num(s.get("ready"), "s"), num(s.get("first_token"), "s")] for i, s in enumerate(samples)
-    ]
+        samples = [ColdStartSample(ready=cold.ready, first_token=cold.first_token)]
+    rows = [[str(i + 1), num(s.ready, "s"), num(s.first_token, "s")] for i, s in enumerate(samples)]
     html = table(["start", "spawn → ready", "spawn → first token"], rows)
-    values = [float(s.get("first_token") or s.get("ready") or 0.0) for s in samples]
+    values = [float(s.first_token or s.ready or 0.0) for s in samples]
     chart = bar_chart(
         "cold-starts",
         "Cold starts: spawn → first token",

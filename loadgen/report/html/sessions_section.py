@@ -4,8 +4,7 @@ durations and how many turns they answered. Every number quotes report.json."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
@@ -13,32 +12,27 @@ from matplotlib.ticker import MaxNLocator
 from loadgen.report.html.charts import PALETTE, Chart, Series, bar_chart, line_chart
 from loadgen.report.html.page import Card, cards, grid, note, table
 from loadgen.report.html.summary_section import num
+from loadgen.report.model.metrics import Agent, Sessions, TtftSplit, TurnLatency
 
 TURN_LABEL = "turn (1 = the session's first request)"
 
 
-def _p(figures: Mapping[str, Any] | None, key: str) -> float | None:
-    value = (figures or {}).get(key)
-    return None if value is None else float(value)
-
-
-def _agent_cards(agent: Mapping[str, Any] | None) -> list[Card]:
+def _agent_cards(agent: Agent | None) -> list[Card]:
     if not agent:
         return []
-    wait = agent.get("tool_wait_ms") or {}
+    wait = agent.tool_wait_ms
     return [
-        Card("agent steps", num(agent.get("steps")), f"{num(agent.get('steps_per_session'))} per session"),
-        Card("tool wait p50", num(_p(wait, "p50"), "ms"), f"p95 {num(_p(wait, 'p95'), 'ms')} before a step"),
+        Card("agent steps", num(agent.steps), f"{num(agent.steps_per_session)} per session"),
+        Card("tool wait p50", num(wait.p50, "ms"), f"p95 {num(wait.p95, 'ms')} before a step"),
     ]
 
 
-def session_cards(sessions: Mapping[str, Any]) -> str:
-    e2e = sessions.get("session_e2e_ms") or {}
-    started = int(sessions.get("started") or 0)
-    ended, cut = int(sessions.get("ended") or 0), int(sessions.get("cut") or 0)
+def session_cards(sessions: Sessions) -> str:
+    e2e = sessions.session_e2e_ms
+    ended, cut = sessions.ended, sessions.cut
     items = [
-        Card("sessions started", num(started), "each arrival starts one (turn 1 measured)"),
-        Card("completed", num(sessions.get("completed")), "every planned turn answered"),
+        Card("sessions started", num(sessions.started), "each arrival starts one (turn 1 measured)"),
+        Card("completed", num(sessions.completed), "every planned turn answered"),
         Card(
             "ended early",
             num(ended),
@@ -46,20 +40,19 @@ def session_cards(sessions: Mapping[str, Any]) -> str:
             status="warn" if ended else "none",
         ),
         Card("cut", num(cut), "a turn would have been due after the run's end"),
-        Card("requests/s", num(sessions.get("requests_per_s"), "req/s"), "every turn, all sessions"),
-        Card("turns answered", num(sessions.get("turns_completed_mean")), "per session started"),
-        *_agent_cards(sessions.get("agent")),
+        Card("requests/s", num(sessions.requests_per_s, "req/s"), "every turn, all sessions"),
+        Card("turns answered", num(sessions.turns_completed_mean), "per session started"),
+        *_agent_cards(sessions.agent),
         Card(
             "session duration p50",
-            num(_p(e2e, "p50"), "ms"),
-            f"p95 {num(_p(e2e, 'p95'), 'ms')} · p99 {num(_p(e2e, 'p99'), 'ms')} "
-            "(completed: turn 1 due → last answer)",
+            num(e2e.p50, "ms"),
+            f"p95 {num(e2e.p95, 'ms')} · p99 {num(e2e.p99, 'ms')} (completed: turn 1 due → last answer)",
         ),
     ]
     return cards(items)
 
 
-def _integer_turns(count: int) -> Any:
+def _integer_turns(count: int) -> Callable[[Axes], None]:
     def decorate(ax: Axes) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlim(0.5, count + 0.5)  # a run with one turn index still has a visible axis
@@ -70,22 +63,26 @@ def _integer_turns(count: int) -> Any:
 def _turn_chart(
     chart_id: str,
     title: str,
-    turns: Sequence[Mapping[str, Any]],
-    key: str,
-    percentiles: Sequence[str],
+    turns: Sequence[TurnLatency],
+    name: str,
+    latency: Callable[[TurnLatency], TtftSplit],
     caption: str,
 ) -> Chart:
-    x = [int(turn["turn"]) for turn in turns]
+    x = [turn.turn for turn in turns]
+    pick: tuple[tuple[str, Callable[[TtftSplit], float | None]], ...] = (
+        ("p50", lambda split: split.p50),
+        ("p95", lambda split: split.p95),
+    )
     series = [
         Series(
-            f"{key.removesuffix('_ms')}-{p}",
+            f"{name}-{p}",
             x,
-            [float("nan") if (v := _p(turn.get(key), p)) is None else v for turn in turns],
+            [float("nan") if (v := value(latency(turn))) is None else v for turn in turns],
             label=p,
             style="linepoints",
             color=PALETTE[number],
         )
-        for number, p in enumerate(percentiles)
+        for number, (p, value) in enumerate(pick)
     ]
     return line_chart(
         chart_id,
@@ -99,10 +96,10 @@ def _turn_chart(
     )
 
 
-def turn_charts(sessions: Mapping[str, Any]) -> list[Chart]:
+def turn_charts(sessions: Sessions) -> list[Chart]:
     """TTFT (p50, p95) and e2e (p50, p95) by turn index; none without per-turn figures. No SLO
     lines: an SLO judges every request, and a far-off bound would flatten the growth to see."""
-    turns = sessions.get("per_turn") or []
+    turns = sessions.per_turn
     if not turns:
         return []
     return [
@@ -110,8 +107,8 @@ def turn_charts(sessions: Mapping[str, Any]) -> list[Chart]:
             "ttft-by-turn",
             "TTFT by turn",
             turns,
-            "ttft_ms",
-            ("p50", "p95"),
+            "ttft",
+            lambda turn: turn.ttft_ms,
             "Each turn sends the whole history: a TTFT rising with the turn is context growth "
             "(the prefill of a longer prompt).",
         ),
@@ -119,20 +116,20 @@ def turn_charts(sessions: Mapping[str, Any]) -> list[Chart]:
             "e2e-by-turn",
             "End-to-end latency by turn",
             turns,
-            "e2e_ms",
-            ("p50", "p95"),
+            "e2e",
+            lambda turn: turn.e2e_ms,
             "Request latency to the last token; cancelled turns are left out.",
         ),
     ]
 
 
-def turn_table(turns: Sequence[Mapping[str, Any]]) -> str:
+def turn_table(turns: Sequence[TurnLatency]) -> str:
     rows = [
         [
-            str(turn["turn"]),
-            num(turn.get("requests")),
-            *(num(_p(turn.get("ttft_ms"), p)) for p in ("p50", "p95", "p99")),
-            *(num(_p(turn.get("e2e_ms"), p)) for p in ("p50", "p95", "p99")),
+            str(turn.turn),
+            num(turn.requests),
+            *(num(v) for v in (turn.ttft_ms.p50, turn.ttft_ms.p95, turn.ttft_ms.p99)),
+            *(num(v) for v in (turn.e2e_ms.p50, turn.e2e_ms.p95, turn.e2e_ms.p99)),
         ]
         for turn in turns
     ]
@@ -145,9 +142,9 @@ def _whole_counts(ax: Axes) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # sessions come whole
 
 
-def turns_answered_chart(sessions: Mapping[str, Any]) -> Chart | None:
+def turns_answered_chart(sessions: Sessions) -> Chart | None:
     """Sessions by the number of turns they answered (0 = turn 1 failed or was cancelled)."""
-    counts = sessions.get("turns_completed") or {}
+    counts = sessions.turns_completed
     if not counts:
         return None
     answered = sorted(counts, key=int)
@@ -164,9 +161,9 @@ def turns_answered_chart(sessions: Mapping[str, Any]) -> Chart | None:
     )
 
 
-def sessions_body(sessions: Mapping[str, Any]) -> str:
+def sessions_body(sessions: Sessions) -> str:
     """The section's HTML: cards, the per-turn charts, the per-turn table, turns answered."""
-    turns = sessions.get("per_turn") or []
+    turns = sessions.per_turn
     body = session_cards(sessions)
     charts = turn_charts(sessions)
     if charts:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal
 
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import Threshold
+from loadgen.report.model.metrics import SLOCheck
 
 _OPS = {"<=": "≤", ">=": "≥", "<": "<", ">": ">"}
 
@@ -19,14 +20,12 @@ def split_name(name: str) -> tuple[str | None, str]:
     return None, name
 
 
-def label(slo: Mapping[str, Any]) -> str:
-    op = _OPS.get(str(slo.get("op", "<=")), str(slo.get("op")))
-    unit = slo.get("unit") or ""
-    return f"SLO {slo['name']} {op} {format_number(float(slo['threshold']))} {unit}".rstrip()
+def label(slo: SLOCheck) -> str:
+    return f"SLO {slo.name} {_OPS[slo.op]} {format_number(slo.threshold)} {slo.unit}".rstrip()
 
 
 def thresholds(
-    slos: Sequence[Mapping[str, Any]],
+    slos: Sequence[SLOCheck],
     metrics: Sequence[str],
     axis: Literal["x", "y"] = "y",
     request_class: str | None = None,
@@ -35,10 +34,8 @@ def thresholds(
     'output_tokens_per_s', ...) is one of `metrics`, of the given class (None: run-wide)."""
     found: list[Threshold] = []
     for slo in slos:
-        if slo.get("threshold") is None:
-            continue
-        owner, rest = split_name(str(slo["name"]))
+        owner, rest = split_name(slo.name)
         if owner != request_class or rest.split(" ")[0] not in metrics:
             continue
-        found.append(Threshold(str(slo["name"]), float(slo["threshold"]), axis, label(slo)))
+        found.append(Threshold(slo.name, slo.threshold, axis, label(slo)))
     return found

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import short_number
 from loadgen.report.html.page import Banner, Card, cards, escape, grid, note, status_of, table
-
-_LATENCIES = (
-    ("TTFT", "ttft_ms"),
-    ("TTFT from send", "ttft_from_send_ms"),
-    ("ITL", "itl_ms"),
-    ("TPOT", "tpot_ms"),
-    ("e2e", "e2e_ms"),
-    ("e2e from send", "e2e_from_send_ms"),
-)
+from loadgen.report.model import Report
+from loadgen.report.model.metrics import Client, Metrics, SLOCheck, Tools
+from loadgen.report.model.server import Server
 
 
 def num(value: Any, unit: str = "", exact: bool = False) -> str:
@@ -33,152 +27,142 @@ def num(value: Any, unit: str = "", exact: bool = False) -> str:
     return f"{text}{'' if unit in ('%', '') else ' '}{unit}"
 
 
-def banner(report: Mapping[str, Any], subject: str = "") -> Banner:
-    started = report.get("started_at") or ""
-    duration = report.get("duration_s")
-    server = (report.get("server") or {}).get("kind") or "?"
-    meta = f"started {started} · ran {num(duration, 's')} · server {server}"
-    headline = f"{report.get('name', '?')}{f' · {subject}' if subject else ''}"
-    return Banner(str(report.get("verdict", "error")), headline, str(report.get("reason", "")), meta)
+def banner(report: Report, subject: str = "") -> Banner:
+    ran = num(report.duration_s, "s")
+    meta = f"started {report.started_at} · ran {ran} · server {report.server.kind or '?'}"
+    headline = f"{report.name}{f' · {subject}' if subject else ''}"
+    return Banner(report.verdict, headline, report.reason, meta)
 
 
 def _op(op: str) -> str:
     return op.replace("<=", "≤").replace(">=", "≥")
 
 
-def slo_table(slos: Sequence[Mapping[str, Any]]) -> str:
+def slo_table(slos: Sequence[SLOCheck]) -> str:
     if not slos:
         return note("No SLOs defined: the verdict only says the run itself worked.")
     rows = []
     for slo in slos:
-        unit = slo.get("unit") or ""
-        observed = slo.get("observed")
         rows.append(
             [
-                slo["name"],
-                num(observed, unit, exact=True) if observed is not None else "not measured",
-                f"{_op(slo.get('op', '<='))} {num(slo['threshold'], unit, exact=True)}",
-                "PASS" if slo["passed"] else "FAIL",
-                slo.get("note") or "",
+                slo.name,
+                num(slo.observed, slo.unit, exact=True) if slo.observed is not None else "not measured",
+                f"{_op(slo.op)} {num(slo.threshold, slo.unit, exact=True)}",
+                "PASS" if slo.passed else "FAIL",
+                slo.note or "",
             ]
         )
-    statuses = [status_of(bool(slo["passed"])) for slo in slos]
+    statuses = [status_of(slo.passed) for slo in slos]
     return table(["SLO", "observed", "threshold", "result", "note"], rows, statuses, status_column=3)
 
 
-def _pct(value: Any) -> str:
+def _pct(value: float | None) -> str:
     return "–" if value is None else num(float(value) * 100, "%")
 
 
-def _cancel_card(metrics: Mapping[str, Any], server: Mapping[str, Any]) -> list[Card]:
+def _cancel_card(metrics: Metrics, server: Server) -> list[Card]:
     """The cancel rate beside the error rate, only when the client cancelled some
     (workload.cancel); the server's aborted count says whether it freed their slots."""
-    cancelled = int(metrics.get("cancelled") or 0)
-    if not cancelled:
+    if not metrics.cancelled:
         return []
-    aborted = (server.get("metrics") or {}).get("requests_aborted")
+    aborted = server.metrics.requests_aborted if server.metrics else None
     said = f"; server aborted {num(aborted)}" if aborted is not None else ""
     return [
-        Card("cancel rate", _pct(metrics.get("cancel_rate")), f"{num(cancelled)} cancelled, not errors{said}")
+        Card(
+            "cancel rate", _pct(metrics.cancel_rate), f"{num(metrics.cancelled)} cancelled, not errors{said}"
+        )
     ]
 
 
-def _tool_card(tools: Mapping[str, Any] | None) -> list[Card]:
+def _tool_card(tools: Tools | None) -> list[Card]:
     """Tool calls (metrics.tools): how many answers called, and whether their arguments parse."""
     if not tools:
         return []
-    valid = tools.get("tool_call_valid")
+    valid = tools.tool_call_valid
     status: Literal["none", "warn"] = "none" if valid is None or valid >= 1.0 else "warn"
     return [
         Card(
             "tool calls valid",
             _pct(valid),
-            f"{num(tools.get('calls'))} calls in {num(tools.get('requests_with_calls'))} of "
-            f"{num(tools.get('requests'))} answers",
+            f"{num(tools.calls)} calls in {num(tools.requests_with_calls)} of {num(tools.requests)} answers",
             status=status,
         )
     ]
 
 
-def key_cards(report: Mapping[str, Any]) -> str:
-    metrics = report.get("metrics") or {}
-    server = report.get("server") or {}
-    cold = server.get("cold_start_s") or {}
-    memory = server.get("memory") or {}
-    target = metrics.get("target_rate")
-    errors = metrics.get("errors") or 0
-    unit = "sessions/s" if metrics.get("sessions") else "req/s"  # sessions follow the rate, not turns
+def key_cards(report: Report) -> str:
+    metrics, server = report.metrics, report.server
+    cold, memory = server.cold_start_s, server.memory
+    target, errors = metrics.target_rate, metrics.errors
+    unit = "sessions/s" if metrics.sessions else "req/s"  # sessions follow the rate, not turns
     items = [
-        Card(
-            "requests",
-            num(metrics.get("requests")),
-            f"{errors} errors, {metrics.get('timeouts') or 0} timeouts",
-        ),
+        Card("requests", num(metrics.requests), f"{errors} errors, {metrics.timeouts} timeouts"),
         Card(
             "achieved rate",
-            num(metrics.get("achieved_rate"), unit),
+            num(metrics.achieved_rate, unit),
             f"target {num(target, unit)}" if target else "closed loop / no target",
         ),
-        Card("output tokens/s", num(metrics.get("output_tokens_per_s"), "tok/s")),
-        Card("error rate", _pct(metrics.get("error_rate")), status="fail" if errors else "none"),
+        Card("output tokens/s", num(metrics.output_tokens_per_s, "tok/s")),
+        Card("error rate", _pct(metrics.error_rate), status="fail" if errors else "none"),
         *_cancel_card(metrics, server),
-        *_tool_card(metrics.get("tools")),
+        *_tool_card(metrics.tools),
         Card(
             "cold start",
-            num(cold.get("first_token"), "s"),
-            f"ready {num(cold.get('ready'), 's')} · max {num(cold.get('max'), 's')}"
-            if cold.get("first_token") is not None
+            num(cold.first_token, "s"),
+            f"ready {num(cold.ready, 's')} · max {num(cold.max, 's')}"
+            if cold.first_token is not None
             else "not measured",
         ),
         Card(
             "memory growth",
-            num(memory.get("growth_mb_per_min"), "MB/min"),
-            f"RSS {num(memory.get('rss_mb_start'), 'MB')} → peak {num(memory.get('rss_mb_peak'), 'MB')}"
-            if memory.get("rss_mb_start") is not None
+            num(memory.growth_mb_per_min, "MB/min"),
+            f"RSS {num(memory.rss_mb_start, 'MB')} → peak {num(memory.rss_mb_peak, 'MB')}"
+            if memory.rss_mb_start is not None
             else "not measured",
         ),
     ]
     return cards(items)
 
 
-def latency_table(metrics: Mapping[str, Any]) -> str:
+def latency_table(metrics: Metrics) -> str:
     rows = []
-    for label, key in _LATENCIES:
-        values = metrics.get(key) or {}
-        if all(values.get(p) is None for p in ("p50", "p95", "p99")):
+    for label, values in (
+        ("TTFT", metrics.ttft_ms),
+        ("TTFT from send", metrics.ttft_from_send_ms),
+        ("ITL", metrics.itl_ms),
+        ("TPOT", metrics.tpot_ms),
+        ("e2e", metrics.e2e_ms),
+        ("e2e from send", metrics.e2e_from_send_ms),
+    ):
+        if values.p50 is None and values.p95 is None and values.p99 is None:
             continue
-        rows.append([label, *(num(values.get(p)) for p in ("p50", "p95", "p99", "max"))])
+        rows.append([label, *(num(v) for v in (values.p50, values.p95, values.p99, values.max))])
     if not rows:
         return note("No latency was measured.")
     return table(["latency (ms)", "p50", "p95", "p99", "max"], rows)
 
 
-def client_block(client: Mapping[str, Any]) -> str:
-    trusted = bool(client.get("trustworthy"))
+def client_block(client: Client) -> str:
+    trusted = client.trustworthy
     items = [
         Card(
             "client",
             "trustworthy" if trusted else "NOT trustworthy",
-            client.get("untrusted_because") or "kept up with the schedule",
+            client.untrusted_because or "kept up with the schedule",
             status="pass" if trusted else "fail",
         ),
-        Card("schedule lag p99", num(client.get("schedule_lag_p99_ms"), "ms")),
-        Card("client CPU", num(client.get("cpu_percent"), "%")),
+        Card("schedule lag p99", num(client.schedule_lag_p99_ms, "ms")),
+        Card("client CPU", num(client.cpu_percent, "%")),
     ]
-    workers = client.get("workers")
-    if isinstance(workers, Mapping) and workers.get("count"):
-        lost = sum(int(w.get("lost") or 0) for w in workers.get("workers") or [] if isinstance(w, Mapping))
-        items.append(
-            Card("workers", num(workers.get("count")), f"{lost} requests lost", "fail" if lost else "none")
-        )
+    workers = client.workers
+    if workers is not None and workers.count:
+        lost = sum(worker.requests_lost for worker in workers.lost)
+        items.append(Card("workers", num(workers.count), f"{lost} requests lost", "fail" if lost else "none"))
     return cards(items)
 
 
-def first_screen(report: Mapping[str, Any], slo_title: str = "SLOs") -> str:
+def first_screen(report: Report, slo_title: str = "SLOs") -> str:
     """SLO table beside the key numbers, latencies and client trust."""
-    left = (
-        f"<h3>{escape(slo_title)}</h3>{slo_table(report.get('slo') or [])}"
-        f"<h3>Client</h3>{client_block(report.get('client') or {})}"
-    )
-    right = f"{key_cards(report)}{latency_table(report.get('metrics') or {})}"
+    left = f"<h3>{escape(slo_title)}</h3>{slo_table(report.slo)}<h3>Client</h3>{client_block(report.client)}"
+    right = f"{key_cards(report)}{latency_table(report.metrics)}"
     return grid([left, right])

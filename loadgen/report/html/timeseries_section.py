@@ -8,7 +8,7 @@ so that each holds enough sampled requests for a stable p95 (`bin_width`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from loadgen.collect.timeline import Timeline, coarsen
 from loadgen.report.html import slo_lines
 from loadgen.report.html.charts import PALETTE, Chart, Series, Span, line_chart
 from loadgen.report.html.series import Bins, Columns, binned_percentiles, thin
+from loadgen.report.model.metrics import SLOCheck
 
 TIME_LABEL = "time since run start (s)"
 MAX_POINTS = 1200  # a longer series is thinned (min and max of each stretch kept)
@@ -67,9 +68,7 @@ def _rate(timeline: Timeline, name: str, bins: Bins) -> np.ndarray:
     return rate
 
 
-def arrival_chart(
-    timeline: Timeline, bins: Bins, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
-) -> Chart:
+def arrival_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span], slos: Sequence[SLOCheck]) -> Chart:
     x = bins.starts
     return line_chart(
         "arrival-rate",
@@ -126,9 +125,7 @@ def in_flight_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span]) -> Ch
     )
 
 
-def latency_chart(
-    columns: Columns, bins: Bins, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
-) -> Chart:
+def latency_chart(columns: Columns, bins: Bins, spans: Sequence[Span], slos: Sequence[SLOCheck]) -> Chart:
     ttft = binned_percentiles(
         columns.scheduled, (columns.ttft_end() - columns.scheduled) * 1000, bins, (50, 95)
     )
@@ -201,9 +198,7 @@ def errors_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span]) -> Chart
     )
 
 
-def tokens_chart(
-    timeline: Timeline, bins: Bins, spans: Sequence[Span], slos: Sequence[Mapping[str, Any]]
-) -> Chart:
+def tokens_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span], slos: Sequence[SLOCheck]) -> Chart:
     tokens = _rate(timeline, "tokens", bins)
     return line_chart(
         "output-tokens",
@@ -225,7 +220,7 @@ def time_series_charts(
     columns: Columns,
     timeline: Timeline,
     spans: Sequence[Span],
-    slos: Sequence[Mapping[str, Any]],
+    slos: Sequence[SLOCheck],
     width_s: float = 1.0,
 ) -> list[Chart]:
     """`columns`: the records drawn (all, or a sample: latency); `timeline`: every record's

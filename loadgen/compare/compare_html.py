@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from loadgen.collect.timeline import coarsen
-from loadgen.evaluate.compare import Comparison, Row, format_change
-from loadgen.evaluate.compare_inputs import RunData, RunTimeline
-from loadgen.evaluate.compare_power import format_mde
+from loadgen.compare.compare import Comparison, Row, format_change
+from loadgen.compare.compare_inputs import RunData, RunTimeline
+from loadgen.compare.compare_power import format_mde
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
 from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
 from loadgen.report.html.page import Banner, CellStatus, Section, grid, note, render_page, table
@@ -177,8 +177,7 @@ def render_compare_html(
     label = _LABELS[comparison.verdict]
     banner = Banner(
         _BANNER[comparison.verdict],
-        f"compare: {baseline.report.get('name', '?')} (baseline) → "
-        f"{current.report.get('name', '?')} (current)",
+        f"compare: {baseline.report.name} (baseline) → {current.report.name} (current)",
         comparison.summary(),
         f"baseline {baseline_label} · current {current_label}",
         label=label,

@@ -20,7 +20,7 @@ run-to-run noise is not called a regression. What "significant" means per metric
 - **Output tokens/s** is one number per run with no per-request spread: the threshold alone decides.
 
 **What it could not see.** Each latency row also carries its minimum detectable effect (`mde`,
-loadgen.evaluate.compare_power): the smallest true move its one-sided test at level `alpha` would
+loadgen.compare.compare_power): the smallest true move its one-sided test at level `alpha` would
 detect with 80% power at these sample sizes and this spread, from the bootstrap above (no extra
 cost). A latency row that is not a regression ("ok" or "not significant") and whose MDE exceeds
 the threshold is *inconclusive*: a move as large as the threshold could have gone unseen. Every
@@ -41,17 +41,18 @@ report.json are compared, by threshold alone, and the result says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 from scipy import stats as scipy_stats
 
-from loadgen.evaluate.compare_inputs import LatencySample, RunData
-from loadgen.evaluate.compare_power import format_mde, minimum_detectable_effect
+from loadgen.compare.compare_inputs import LatencySample, RunData
+from loadgen.compare.compare_power import format_mde, minimum_detectable_effect
 from loadgen.evaluate.resampling import repeated_percentiles
 from loadgen.fmt import format_number
+from loadgen.report.model.evaluation import Capacity
+from loadgen.report.model.metrics import Metrics, Percentiles
 
 Verdict = Literal["ok", "regression", "improvement", "not significant", "inconclusive", "n/a"]
 Overall = Literal["regression", "inconclusive", "no regression"]
@@ -306,11 +307,11 @@ def compare_threshold(
     return Row(metric, unit, base_value, cur_value, change, None, verdict, "threshold only")
 
 
-def compare_capacity(base: Mapping[str, Any], cur: Mapping[str, Any], settings: Settings) -> Row:
+def compare_capacity(base: Capacity, cur: Capacity, settings: Settings) -> Row:
     """capacity.rate_rps: significant when the two ci95 intervals do not overlap."""
-    row = compare_threshold("capacity", "req/s", base.get("rate_rps"), cur.get("rate_rps"), False, settings)
-    base_ci, cur_ci = base.get("ci95"), cur.get("ci95")
-    if not (isinstance(base_ci, list) and isinstance(cur_ci, list) and len(base_ci) == len(cur_ci) == 2):
+    row = compare_threshold("capacity", "req/s", base.rate_rps, cur.rate_rps, False, settings)
+    base_ci, cur_ci = base.ci95, cur.ci95
+    if not (base_ci and cur_ci and len(base_ci) == len(cur_ci) == 2):
         return row
     worse = cur_ci[1] < base_ci[0]
     better = cur_ci[0] > base_ci[1]
@@ -321,9 +322,9 @@ def compare_capacity(base: Mapping[str, Any], cur: Mapping[str, Any], settings: 
 def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
     """Every row of the release gate for two loaded runs."""
     notes = [
-        f"{run.source} has verdict {run.report.get('verdict')!r}: {run.report.get('reason', '')}"
+        f"{run.source} has verdict {run.report.verdict!r}: {run.report.reason}"
         for run in (base, cur)
-        if run.report.get("verdict") == "error"
+        if run.report.verdict == "error"
     ]
     notes += [note for run in (base, cur) if (note := run.sample_note()) is not None]
     rows: list[Row] = []
@@ -338,25 +339,34 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
             f"no requests.jsonl in {', '.join(missing)}: compared the summary numbers only, "
             "by threshold, without a statistical test"
         )
-        base_m, cur_m = base.report["metrics"], cur.report["metrics"]
+        base_m, cur_m = base.report.metrics, cur.report.metrics
         for name in LATENCY_METRICS:
-            for key in LATENCY_PERCENTILES:
-                base_v = (base_m.get(f"{name}_ms") or {}).get(key)
-                cur_v = (cur_m.get(f"{name}_ms") or {}).get(key)
+            base_p, cur_p = _latency(base_m, name), _latency(cur_m, name)
+            for key, base_v, cur_v in (
+                ("p50", base_p.p50, cur_p.p50),
+                ("p95", base_p.p95, cur_p.p95),
+                ("p99", base_p.p99, cur_p.p99),
+            ):
                 rows.append(compare_threshold(f"{name} {key}", "ms", base_v, cur_v, True, settings))
-        base_e, cur_e = base_m.get("error_rate"), cur_m.get("error_rate")
-        rows.append(compare_threshold("error rate", "", base_e, cur_e, True, settings))
+        rows.append(compare_threshold("error rate", "", base_m.error_rate, cur_m.error_rate, True, settings))
     rows.append(
         compare_threshold(
             "output tokens/s",
             "tok/s",
-            base.report["metrics"].get("output_tokens_per_s"),
-            cur.report["metrics"].get("output_tokens_per_s"),
+            base.report.metrics.output_tokens_per_s,
+            cur.report.metrics.output_tokens_per_s,
             False,
             settings,
         )
     )
-    base_cap, cur_cap = base.report.get("capacity"), cur.report.get("capacity")
-    if isinstance(base_cap, dict) and isinstance(cur_cap, dict):
+    base_cap, cur_cap = base.report.capacity, cur.report.capacity
+    if base_cap is not None and cur_cap is not None:
         rows.append(compare_capacity(base_cap, cur_cap, settings))
     return Comparison(rows, settings, per_request, notes)
+
+
+def _latency(metrics: Metrics, name: str) -> Percentiles:
+    """The report's percentiles of one of LATENCY_METRICS."""
+    return {"ttft": metrics.ttft_ms, "itl": metrics.itl_ms, "tpot": metrics.tpot_ms, "e2e": metrics.e2e_ms}[
+        name
+    ]

@@ -1,5 +1,5 @@
 """The release gate's inputs: one run's report.json and, from the requests.jsonl beside it, its
-per-request latencies (past warm-up, status ok), as loadgen.evaluate.compare judges them.
+per-request latencies (past warm-up, status ok), as loadgen.compare.compare judges them.
 
 The file is read once, a chunk at a time, in bounded memory whatever the run's length: the
 request and error counts are exact; the per-request values come from a uniform random sample of
@@ -11,19 +11,20 @@ rounds) as one side, the same way.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import pydantic
 
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, is_failure, read_records
 from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.stats import elapsed_ms, present, tpot_ms
 from loadgen.collect.timeline import Timeline
+from loadgen.report.json_report import load_report, why_not_a_report
+from loadgen.report.model import Report
 
 # Records per run the gate's tests use at most. 50,000 requests give the rank test and the
 # bootstrap far more power than a 10% threshold needs, and keep the bootstrap (1,000 resamples
@@ -80,7 +81,7 @@ class RunData:
     """
 
     source: Path
-    report: Mapping[str, Any]
+    report: Report
     latencies: dict[str, LatencySample] | None  # None without requests.jsonl
     requests: int
     errors: int
@@ -98,18 +99,17 @@ class RunData:
         )
 
 
-def _read_report(path: Path) -> tuple[Path, dict[str, Any]]:
-    """(report.json's path, its content) of a run directory or its report.json."""
+def _read_report(path: Path) -> tuple[Path, Report]:
+    """(report.json's path, the report) of a run directory or its report.json."""
     report_path = path / "report.json" if path.is_dir() else path
     if not report_path.is_file():
         raise CompareInputError(f"{report_path} does not exist (give a run directory or its report.json)")
     try:
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CompareInputError(f"{report_path} is not a readable JSON report: {exc}") from None
-    if not isinstance(report, dict) or not isinstance(report.get("metrics"), dict):
-        raise CompareInputError(f"{report_path} is not a loadtest report (no 'metrics' object)")
-    return report_path, report
+        return report_path, load_report(report_path)
+    except OSError as exc:
+        raise CompareInputError(f"{report_path} is not readable: {exc}") from None
+    except pydantic.ValidationError as exc:
+        raise CompareInputError(f"{report_path} {why_not_a_report(exc)}") from None
 
 
 def load_run(path: Path) -> RunData:
@@ -117,10 +117,9 @@ def load_run(path: Path) -> RunData:
     report_path, report = _read_report(path)
     records_path = records_file(report_path.parent)
     if not records_path.is_file():
-        metrics = report["metrics"]
-        requests, errors = int(metrics.get("requests") or 0), int(metrics.get("errors") or 0)
-        requests -= int(metrics.get("cancelled") or 0)  # as error_rate counts: cancellations left out
-        return RunData(report_path, report, None, requests, errors)
+        metrics = report.metrics
+        requests = metrics.requests - metrics.cancelled  # as error_rate counts: cancellations left out
+        return RunData(report_path, report, None, requests, metrics.errors)
     return read_run(report_path, report, records_path)
 
 
@@ -129,7 +128,10 @@ def load_pooled(paths: Sequence[Path], source: Path) -> RunData:
     `source`: every run's records read in turn as one stream, so the counts are the sums of the
     runs' exact counts and the per-request values a uniform sample of at most COMPARE_SAMPLE of
     all their records; output tokens/s is the mean of the runs' own. No timeline: the runs do not
-    share a clock (each one's report.html draws its own)."""
+    share a clock (each one's report.html draws its own).
+
+    Its report is the first run's with what was pooled put in: the worst verdict, the counts, the
+    mean tokens/s, and no capacity (of a side with records the gate reads no other summary number)."""
     if not paths:
         raise CompareInputError(f"{source}: no run to pool")
     reports, records = [], []
@@ -143,27 +145,28 @@ def load_pooled(paths: Sequence[Path], source: Path) -> RunData:
     tally = _Tally(COMPARE_SAMPLE, timeline=False)
     for records_path in records:
         tally.read(records_path)
-    rates = [
-        float(rate)
-        for report in reports
-        if isinstance(rate := report["metrics"].get("output_tokens_per_s"), int | float)
-    ]
-    verdicts = {str(report.get("verdict")) for report in reports}
-    pooled = {
-        "name": reports[0].get("name"),
-        "verdict": next((v for v in ("error", "fail") if v in verdicts), "pass"),
-        "reason": f"{len(paths)} runs pooled",
-        "metrics": {
+    rates = [rate for report in reports if (rate := report.metrics.output_tokens_per_s) is not None]
+    verdicts = {report.verdict for report in reports}
+    metrics = reports[0].metrics.model_copy(
+        update={
             "requests": tally.requests,
             "errors": tally.errors,
             "output_tokens_per_s": sum(rates) / len(rates) if rates else None,
-        },
-    }
+        }
+    )
+    pooled = reports[0].model_copy(
+        update={
+            "verdict": next((v for v in ("error", "fail") if v in verdicts), "pass"),
+            "reason": f"{len(paths)} runs pooled",
+            "metrics": metrics,
+            "capacity": None,
+        }
+    )
     return tally.run_data(source, pooled)
 
 
 def read_run(
-    report_path: Path, report: Mapping[str, Any], records_path: Path, capacity: int = COMPARE_SAMPLE
+    report_path: Path, report: Report, records_path: Path, capacity: int = COMPARE_SAMPLE
 ) -> RunData:
     """One pass over the records: exact counts and per-second tallies, and a uniform sample."""
     tally = _Tally(capacity, timeline=True)
@@ -190,7 +193,7 @@ class _Tally:
             self.requests += len(counted)
             self.errors += sum(1 for record in counted if is_failure(record.status))
 
-    def run_data(self, source: Path, report: Mapping[str, Any]) -> RunData:
+    def run_data(self, source: Path, report: Report) -> RunData:
         drawn = self.sample.records
         ok = [record for record in drawn if record.status == "ok"]
         timeline = None

@@ -10,9 +10,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from loadgen.reference.report_evaluation import Capacity, Knee, OperatingPoint, Replicas
-from loadgen.reference.report_metrics import Client, Metrics, Phase, ReportPart, SLOCheck
-from loadgen.reference.report_server import Server
+from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Replicas
+from loadgen.report.model.metrics import Client, Metrics, Phase, ReportPart, SLOCheck
+from loadgen.report.model.server import Server
+
+Verdict = Literal["pass", "fail", "error"]
 
 
 class Report(ReportPart):
@@ -22,7 +24,7 @@ class Report(ReportPart):
 
     schema_version: Literal[1] = Field(description="this layout's version")
     name: str = Field(description="the scenario's `name`")
-    verdict: Literal["pass", "fail", "error"] = Field(
+    verdict: Verdict = Field(
         description="pass (exit 0), fail: an SLO failed (exit 1), "
         "error: the run failed or cannot be trusted (exit 2)"
     )

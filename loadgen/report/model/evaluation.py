@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from loadgen.reference.report_drills import Drill
-from loadgen.reference.report_metrics import LevelPercentiles, ReportPart, SLOCheck
+from loadgen.report.model.drills import Drill
+from loadgen.report.model.metrics import LevelPercentiles, ReportPart, SLOCheck
 
 Over = Literal["concurrency", "rate"]
 

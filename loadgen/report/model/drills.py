@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from loadgen.reference.report_metrics import ErrorsByKind, ReportPart, SLOCheck
+from loadgen.report.model.metrics import ErrorsByKind, ReportPart, SLOCheck
 
 
 class DrillWindow(ReportPart):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from loadgen.reference.report_metrics import ReportPart
+from loadgen.report.model.metrics import ReportPart
 
 
 class ColdStartSample(ReportPart):
