@@ -14,7 +14,7 @@ import pytest
 
 from tests.cli_helpers import ROOT, CliRun, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 CAPACITY = 4 / (0.05 + 15 * 0.01)  # req/s per replica: slots / a request's time in a slot
 PEAK = 30.0

@@ -16,7 +16,7 @@ from loadgen.evaluate.replicas import CapacitySpec
 from tests import simulated_curve
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 KNEE_SCENARIO = ROOT / "scenarios" / "search-knee.yaml"
 

@@ -15,7 +15,7 @@ import yaml
 
 from tests.cli_helpers import ROOT, CliRun, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SCENARIO = ROOT / "scenarios" / "search-sessions.yaml"
 TURNS = 3

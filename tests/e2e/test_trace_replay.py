@@ -22,7 +22,7 @@ from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.traces import read_trace
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SAMPLES = ROOT / "scenarios" / "traces"
 SAMPLE_FILES = [
