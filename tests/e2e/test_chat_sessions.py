@@ -26,7 +26,7 @@ def _run(tmp_path: Path, server: dict[str, Any] | None = None) -> CliRun:
         data["server"] = server
     path = tmp_path / "chat.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return run_cli(tmp_path, path, timeout=300)
+    return run_cli(tmp_path, path, timeout=300, html=False)
 
 
 def _sessions_hold_together(run: CliRun) -> dict[str, Any]:

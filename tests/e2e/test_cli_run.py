@@ -27,7 +27,7 @@ def test_simulated_run_passes_and_writes_the_whole_run_folder(tmp_path: Path):
     text = shipped.replace("    duration: 20s\n", "    duration: 6s\n")
     text = text.replace("warmup: 3s\n", "warmup: 1s\n")
     started = time.monotonic()
-    run = run_cli(tmp_path, text)
+    run = run_cli(tmp_path, text, html=False)
     elapsed = time.monotonic() - started
     assert run.code == 0, run.stderr
     assert elapsed < 60
@@ -58,7 +58,7 @@ def test_simulated_run_passes_and_writes_the_whole_run_folder(tmp_path: Path):
 @pytest.fixture(scope="module")
 def slo_fail_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     """scenarios/slo-fail.yaml, run once for the tests that read it."""
-    return run_cli(tmp_path_factory.mktemp("slo-fail"), ROOT / "scenarios" / "slo-fail.yaml")
+    return run_cli(tmp_path_factory.mktemp("slo-fail"), ROOT / "scenarios" / "slo-fail.yaml", html=False)
 
 
 def test_slo_that_cannot_hold_exits_1_naming_it(slo_fail_run: CliRun):
@@ -101,6 +101,7 @@ def test_unreachable_server_exits_2_with_the_url(tmp_path: Path, unused_port: in
 server: {{kind: external, url: "{url}", connect_timeout: 1s}}
 traffic: [{{kind: constant, rate: 5, duration: 2s}}]
 """,
+        html=False,
     )
     assert run.code == 2
     assert url in run.stderr
@@ -117,6 +118,7 @@ workload: {output_tokens: {kind: fixed, value: 4}}
 traffic: [{kind: poisson, rate: 50, duration: 2s}]
 client: {max_schedule_lag_p99: 1us}
 """,
+        html=False,
     )
     assert run.code == 2
     assert "the client could not keep up" in run.stderr

@@ -57,7 +57,7 @@ def _rows(comparison: dict[str, Any]) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def simulated_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     """SIMULATED, run once: the comparison's numbers and its page are checked by two tests."""
-    return run_cli(tmp_path_factory.mktemp("simulated"), SIMULATED, timeout=240)
+    return run_cli(tmp_path_factory.mktemp("simulated"), SIMULATED, timeout=240, html=False)
 
 
 def test_simulated_environments_end_in_the_cheapest_plan_that_holds(simulated_run: CliRun, tmp_path: Path):
@@ -150,7 +150,7 @@ def test_no_environment_meeting_the_slos_exits_1(tmp_path: Path):
     text = SIMULATED.split("environments:")[0] + (
         "environments:\n  - {name: slow, server: {kind: simulated, ttft: 200ms, itl: 10ms, slots: 16}}\n"
     )
-    run = run_cli(tmp_path, text, timeout=120)
+    run = run_cli(tmp_path, text, timeout=120, html=False)
     assert run.code == 1, run.stderr
     comparison = _comparison(run.run_dir)
     assert comparison["verdict"] == "none" and comparison["recommendation"] is None
@@ -173,7 +173,7 @@ def bundled_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     )
     vllm = text.index("  # Only where vLLM's CPU build is installed")
     text = text[:vllm] + text[text.index("report:", vllm) :]
-    return run_cli(tmp_path_factory.mktemp("bundled"), text, timeout=900)
+    return run_cli(tmp_path_factory.mktemp("bundled"), text, timeout=900, html=False)
 
 
 def test_bundled_environments_scenario_recommends_on_real_runtimes(bundled_run: CliRun):

@@ -112,7 +112,7 @@ def test_quickstart_workload_passes_on_torch(tmp_path: Path):
     scenario["prometheus"] = {"port": 0, "linger": 0}  # tests use free ports, and need no linger
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
-    run = run_cli(tmp_path, path)
+    run = run_cli(tmp_path, path, html=False)
     report = _check_ran_end_to_end(run, requests=TORCH_RATE * TORCH_DURATION_S)
     assert report["server"]["kind"] == "torch"
     _passed_trusted(run)
@@ -142,7 +142,7 @@ def test_vllm_scenario_runs_and_passes_trusted(tmp_path: Path, shared_vllm: tupl
     scenario["traffic"][0]["duration"] = "10s"  # its length proves nothing more: minutes of CI less
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
-    run = run_cli(tmp_path, path, timeout=300)
+    run = run_cli(tmp_path, path, timeout=300, html=False)
     report = _check_ran_end_to_end(run, requests=100, started=False)
     # vLLM's own /metrics beside the client's view: TTFT p50/p95 from its histogram's buckets.
     server_metrics = report["server"]["metrics"]

@@ -41,7 +41,7 @@ def test_a_dead_proxy_in_the_environment_changes_nothing(
         monkeypatch.setenv(name, DEAD_PROXY)  # the loadtest subprocess inherits them
     for name in ("no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)  # nothing exempts 127.0.0.1
-    run = run_cli(tmp_path, SCENARIO, timeout=120)
+    run = run_cli(tmp_path, SCENARIO, timeout=120, html=False)
     assert run.code == 0, run.stderr
     report = run.report
     cold = report["server"]["cold_start_s"]
