@@ -182,12 +182,14 @@ def test_bundled_environments_scenario_recommends_on_real_runtimes(bundled_run: 
     comparison = _comparison(run.run_dir)
     rows = _rows(comparison)
     assert set(rows) == {"ort-1thread", "ort-2threads", "torch-fp32", "torch-bf16"}
+    # Every runtime has a level that holds the SLOs (so a capacity) and starts well within the
+    # 30-s cold-start SLO: each plan meets them all, and one of them is recommended.
     for name in rows:
-        assert rows[name]["status"] in ("recommended", "meets", "fails"), rows[name]
+        assert rows[name]["status"] in ("recommended", "meets"), rows[name]
         assert rows[name]["capacity_rps"] > 0 and rows[name]["replicas"] >= 2  # 200 req/s > one CPU replica
-    # The recommendation is the cheapest plan among those that meet every SLO.
-    holding = [row for row in rows.values() if row["status"] in ("recommended", "meets")]
-    cheapest = min(row["monthly_cost"] for row in holding)
+    assert [row["status"] for row in rows.values()].count("recommended") == 1, rows
+    # The recommendation is the cheapest plan.
+    cheapest = min(row["monthly_cost"] for row in rows.values())
     winner = rows[comparison["recommendation"]["environment"]]
     assert winner["status"] == "recommended" and winner["monthly_cost"] == cheapest
     assert comparison["recommendation"]["replicas"] == winner["replicas"]
