@@ -10,9 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import SkippedLines
 from loadgen.collect.records import read_records as iter_records
+from loadgen.scenario.model import REPORT_FORMATS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,8 +59,16 @@ def loadtest_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "loadgen.cli", *args]
 
 
-def run_cli(tmp_path: Path, scenario: str | Path, *extra: str, timeout: float = 180) -> CliRun:
-    """`loadtest run SCENARIO --out tmp/runs`; `scenario` is YAML text or a file path."""
+def run_cli(
+    tmp_path: Path, scenario: str | Path, *extra: str, timeout: float = 180, html: bool = True
+) -> CliRun:
+    """`loadtest run SCENARIO --out tmp/runs`; `scenario` is YAML text or a file path.
+    `html=False` leaves report.html out of its formats (a copy in tmp_path: so not for a file
+    whose relative paths are read from its own folder): rendering it takes seconds a run, which
+    a test that never opens it need not pay."""
+    if not html:
+        text = scenario if isinstance(scenario, str) else scenario.read_text(encoding="utf-8")
+        scenario = without_html(text)
     if isinstance(scenario, str):
         path = tmp_path / "scenario.yaml"
         path.write_text(scenario, encoding="utf-8")
@@ -72,6 +83,14 @@ def run_cli(tmp_path: Path, scenario: str | Path, *extra: str, timeout: float = 
         timeout=timeout,
     )
     return CliRun(done.returncode, done.stdout, done.stderr, out)
+
+
+def without_html(scenario: str) -> str:
+    """The scenario's YAML with `html` dropped from report.formats (the default formats if unset)."""
+    data = yaml.safe_load(scenario)
+    report = data.setdefault("report", {})
+    report["formats"] = [name for name in report.get("formats", REPORT_FORMATS) if name != "html"]
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 def wait_for_worker_pids(out: Path, timeout_s: float, *, records: bool = True) -> list[int]:

@@ -8,7 +8,7 @@ expected SLO line (`<g id="slo-<name>">`, names as `charts.slo_gid` makes them) 
 or has no visible geometry. It keeps a full-page PNG screenshot and returns the `PageFacts`.
 
 Needs Debian's /usr/bin/chromium and the `playwright` package; `browser_or_skip()` skips a
-test cleanly without them.
+test cleanly without them, or fails it where LOADTEST_REQUIRE_BROWSER=1 (.ci/run sets it).
 """
 
 from __future__ import annotations
@@ -120,14 +120,26 @@ class PageFacts:
         return {line for chart in self.charts for line in chart.slo_lines}
 
 
+# Set by .ci/run, which installs both: there a missing browser fails the test instead of skipping it.
+REQUIRE_ENV = "LOADTEST_REQUIRE_BROWSER"
+
+
 def browser_or_skip() -> None:
-    """pytest.skip with the reason when Chromium or playwright is missing."""
+    """pytest.skip with the reason when Chromium or playwright is missing (pytest.fail where
+    LOADTEST_REQUIRE_BROWSER=1, as in CI)."""
+    missing = None
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        pytest.skip("the playwright package is not installed (it is in the dev extra)")
+        missing = f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "the playwright package is not installed (it is in the dev extra)"
+    if missing is None:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{missing}; {REQUIRE_ENV}=1 requires the browser", pytrace=False)
+    pytest.skip(missing)
 
 
 def open_page(html_path: Path, screenshot_path: Path, viewport: dict[str, int] | None = None) -> PageFacts:

@@ -123,6 +123,20 @@ REQUESTS: dict[str, dict[str, Any]] = {
 PROMPT_TOKENS = {"/v1/completions": 4, "/v1/chat/completions": 4}
 
 
+def stop_leaves_no_process(adapter: Adapter, endpoint: Endpoint) -> None:
+    """stop() ends the server's whole process tree, a second stop() is harmless, the port closes."""
+    pid = adapter.pid
+    assert pid is not None
+    tree = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    adapter.stop()
+    adapter.stop()  # idempotent
+    assert adapter.pid is None
+    left = [p for p in tree if psutil.pid_exists(p)]
+    assert not left, f"still running after stop(): {left}"
+    with pytest.raises(OSError):
+        get(endpoint, "/v1/models")
+
+
 @dataclass(frozen=True)
 class MetricNames:
     """What a server's /metrics calls the series the contract checks."""
@@ -244,7 +258,18 @@ class AdapterContract:
         text = body.decode()
         for name in self.metrics.present:
             assert name in text
-        assert metric_value(text, self.metrics.generated_tokens) >= 0
+        # The output-token counter counts: one more request of MAX_TOKENS adds exactly that.
+        before = metric_value(text, self.metrics.generated_tokens)
+        status, _ = post(endpoint, "/v1/completions", self._body(endpoint, "/v1/completions"))
+        assert status == 200
+        deadline = time.monotonic() + 5  # vLLM records a request's stats just after answering
+        while (added := self._generated_tokens(endpoint) - before) < MAX_TOKENS:
+            assert time.monotonic() < deadline, f"{self.metrics.generated_tokens} rose by {added}"
+            time.sleep(0.05)
+        assert added == MAX_TOKENS
+
+    def _generated_tokens(self, endpoint: Endpoint) -> float:
+        return metric_value(get(endpoint, "/metrics")[1].decode(), self.metrics.generated_tokens)
 
     def test_client_disconnect_frees_its_slot(self, endpoint: Endpoint) -> None:
         conn = _connect(endpoint)
@@ -272,15 +297,7 @@ class AdapterContract:
             adapter.stop()
             assert get(endpoint, "/v1/models")[0] == 200  # not ours to stop
             return
-        assert pid is not None
-        tree = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
-        adapter.stop()
-        adapter.stop()  # idempotent
-        assert adapter.pid is None
-        left = [p for p in tree if psutil.pid_exists(p)]
-        assert not left, f"still running after stop(): {left}"
-        with pytest.raises(OSError):
-            get(endpoint, "/v1/models")
+        stop_leaves_no_process(adapter, endpoint)
 
     def test_start_failure_is_reported(self, failing_start: FailingStart, tmp_path: Path) -> None:
         adapter = failing_start.make()

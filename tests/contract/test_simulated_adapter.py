@@ -65,6 +65,7 @@ def test_early_exit_quotes_the_servers_own_error(tmp_path) -> None:
     assert "cannot listen on 127.0.0.1" in caught.value.log_tail
 
 
+@pytest.mark.timing  # real timers: needs a quiet machine
 def test_cold_start_reads_the_configured_startup(tmp_path) -> None:
     # Startup counts from process creation, so interpreter and import time are inside it.
     adapter = simulated(startup="1s")

@@ -1,30 +1,28 @@
 """The adapter contract for `kind: vllm`: a real vLLM server on the bundled tiny model.
 
-vLLM lives in its own venv; these tests find its interpreter in LOADTEST_VLLM_PYTHON (.ci/run
-creates `.venv-vllm/` and exports it) and skip when it is unset. LOADTEST_VLLM_MODEL points them
-at another model directory than the bundled one.
+The server is the session's shared one (tests/vllm_server.py): started here by the adapter under
+test, also used by tests/e2e/test_runtimes.py, stopped (and checked to leave no process) at the
+session's end. vLLM lives in its own venv: these tests find its interpreter in
+LOADTEST_VLLM_PYTHON (.ci/run creates `.venv-vllm/` and exports it) and skip when it is unset.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from servers.base import Adapter, ServerStartError
+from servers.base import Adapter, Endpoint, ServerStartError
 from servers.models import TINY_MODEL_DIR
-from servers.models.build_lora import ADAPTERS, LORA_DIR
-from servers.registry import make_adapter
-from servers.vllm import VllmAdapter, VllmServerConfig
-from tests.contract.adapter_contract import AdapterContract, Endpoint, FailingStart, MetricNames, get, post
-
-PYTHON_ENV = "LOADTEST_VLLM_PYTHON"
-MODEL_ENV = "LOADTEST_VLLM_MODEL"
+from servers.models.build_lora import ADAPTERS
+from servers.vllm import VllmAdapter
+from tests.contract.adapter_contract import AdapterContract, FailingStart, MetricNames, get, post
+from tests.vllm_server import vllm
+from tests.vllm_server import vllm_python as _vllm_python
 
 VLLM_METRICS = MetricNames(
     present=(
@@ -40,24 +38,9 @@ VLLM_METRICS = MetricNames(
 )
 
 
-def vllm(**options: object) -> Adapter:
-    return make_adapter(VllmServerConfig.model_validate({"kind": "vllm", **options}))
-
-
 @pytest.fixture(scope="module")
 def vllm_python() -> str:
-    python = os.environ.get(PYTHON_ENV)
-    if not python:
-        pytest.skip(f"{PYTHON_ENV} is not set: the interpreter of a venv with vLLM (.ci/run makes one)")
-    return python
-
-
-@pytest.fixture(scope="module")
-def vllm_model() -> str:
-    model = os.environ.get(MODEL_ENV) or str(TINY_MODEL_DIR)
-    if not (Path(model) / "config.json").is_file():
-        pytest.skip(f"no model at {model} (build the bundled one, or set {MODEL_ENV})")
-    return model
+    return _vllm_python()
 
 
 def _not_a_model_case(python: str, tmp_path: Path) -> FailingStart:
@@ -104,13 +87,10 @@ class TestVllmAdapter(AdapterContract):
 
     @pytest.fixture(scope="class")
     @classmethod
-    def adapter_factory(cls, vllm_python: str, vllm_model: str) -> Callable[[], Adapter]:
-        # With the two tiny LoRA adapters (server.lora_modules): one vLLM start serves the
-        # contract and multi-LoRA serving (a start takes ~45 s on this CPU).
-        modules = {name: str(LORA_DIR / name) for name in ADAPTERS}
-        return lambda: vllm(
-            python=vllm_python, model=vllm_model, served_model_name="tiny", lora_modules=modules
-        )
+    def started(cls, shared_vllm: tuple[Adapter, Endpoint]) -> tuple[Adapter, Endpoint]:
+        # The session's server, with the two tiny LoRA adapters (server.lora_modules): one vLLM
+        # start serves the contract, multi-LoRA serving and the shipped scenario's run.
+        return shared_vllm
 
     def test_each_lora_adapter_answers_by_its_name(self, endpoint: Endpoint) -> None:
         """`lora_modules` adds --enable-lora --lora-modules: a request naming an adapter as its
@@ -137,10 +117,9 @@ class TestVllmAdapter(AdapterContract):
         )
         assert status == 404
 
-    def test_stop_leaves_no_process(self, started: tuple[Adapter, Endpoint]) -> None:
-        # Redefined here so that it runs after this class's own tests (pytest runs a base class's
-        # tests first): it stops the server they share.
-        super().test_stop_leaves_no_process(started)
+    # Not here: the shared server is stopped at the session's end, after its last user, and the
+    # same check (adapter_contract.stop_leaves_no_process) runs on it there (tests/vllm_server.py).
+    test_stop_leaves_no_process = None  # type: ignore[assignment]
 
     @pytest.fixture(
         params=[_not_a_model_case, _missing_model_dir_case, _missing_python_case],

@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli_helpers import ROOT, loadtest_argv
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def _scenario(folder: Path, ttft: str) -> Path:

@@ -39,7 +39,7 @@ client: {{max_schedule_lag_p99: 250ms}}
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory):
-    done = run_cli(tmp_path_factory.mktemp("agent"), SCENARIO, timeout=120)
+    done = run_cli(tmp_path_factory.mktemp("agent"), SCENARIO, timeout=120, html=False)
     assert done.code == 0, done.stderr
     return done
 

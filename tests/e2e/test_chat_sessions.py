@@ -13,7 +13,7 @@ import yaml
 
 from tests.cli_helpers import ROOT, CliRun, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SCENARIO = ROOT / "scenarios" / "chat-sessions.yaml"
 
@@ -26,7 +26,7 @@ def _run(tmp_path: Path, server: dict[str, Any] | None = None) -> CliRun:
         data["server"] = server
     path = tmp_path / "chat.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return run_cli(tmp_path, path, timeout=300)
+    return run_cli(tmp_path, path, timeout=300, html=False)
 
 
 def _sessions_hold_together(run: CliRun) -> dict[str, Any]:
@@ -65,10 +65,12 @@ def test_chat_sessions_on_the_simulated_server_with_its_prefix_cache(tmp_path: P
     server = run.report["server"]["metrics"]["prefix_cache"]
     assert server["hit_ratio"] == pytest.approx(cache["cached_token_share"], abs=0.1)
     # Cached prefixes cost no prefill: a prefixed hit is faster than a prefixed miss by about
-    # 256 tokens × 0.2 ms (the misses are few, so only the sign and a loose size are asserted).
-    if cache["prefixed_misses"]:
-        saving = cache["ttft_prefixed_miss_ms"]["p50"] - cache["ttft_prefixed_hit_ms"]["p50"]
-        assert saving > 25.0, cache
+    # 256 tokens × 0.2 ms. A prefix's first conversation misses it: of the 4 groups, those first
+    # used past the warm-up (2 with seed 7's schedule) give the measured misses. They are few, so
+    # only the sign and a loose size are asserted.
+    assert cache["prefixed_misses"] >= 1 and cache["prefixed_hits"] > cache["prefixed_misses"], cache
+    saving = cache["ttft_prefixed_miss_ms"]["p50"] - cache["ttft_prefixed_hit_ms"]["p50"]
+    assert saving > 25.0, cache
     assert "Sessions" in (run.run_dir / "report.md").read_text()
 
 

@@ -4,7 +4,6 @@ run folder on disk. The acceptance list of the foundation issue, one test each."
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.cli_helpers import ROOT, loadtest_argv, run_cli
+from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +27,7 @@ def test_simulated_run_passes_and_writes_the_whole_run_folder(tmp_path: Path):
     text = shipped.replace("    duration: 20s\n", "    duration: 6s\n")
     text = text.replace("warmup: 3s\n", "warmup: 1s\n")
     started = time.monotonic()
-    run = run_cli(tmp_path, text)
+    run = run_cli(tmp_path, text, html=False)
     elapsed = time.monotonic() - started
     assert run.code == 0, run.stderr
     assert elapsed < 60
@@ -56,8 +55,14 @@ def test_simulated_run_passes_and_writes_the_whole_run_folder(tmp_path: Path):
         assert len(record["itl_ms"]) == 63
 
 
-def test_slo_that_cannot_hold_exits_1_naming_it(tmp_path: Path):
-    run = run_cli(tmp_path, ROOT / "scenarios" / "slo-fail.yaml")
+@pytest.fixture(scope="module")
+def slo_fail_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
+    """scenarios/slo-fail.yaml, run once for the tests that read it."""
+    return run_cli(tmp_path_factory.mktemp("slo-fail"), ROOT / "scenarios" / "slo-fail.yaml", html=False)
+
+
+def test_slo_that_cannot_hold_exits_1_naming_it(slo_fail_run: CliRun):
+    run = slo_fail_run
     assert run.code == 1, run.stderr
     assert "ttft p95" in run.stderr and "> 50 ms" in run.stderr
     report = run.report
@@ -96,6 +101,7 @@ def test_unreachable_server_exits_2_with_the_url(tmp_path: Path, unused_port: in
 server: {{kind: external, url: "{url}", connect_timeout: 1s}}
 traffic: [{{kind: constant, rate: 5, duration: 2s}}]
 """,
+        html=False,
     )
     assert run.code == 2
     assert url in run.stderr
@@ -112,6 +118,7 @@ workload: {output_tokens: {kind: fixed, value: 4}}
 traffic: [{kind: poisson, rate: 50, duration: 2s}]
 client: {max_schedule_lag_p99: 1us}
 """,
+        html=False,
     )
     assert run.code == 2
     assert "the client could not keep up" in run.stderr
@@ -163,8 +170,9 @@ traffic: [{kind: constant, rate: 20, duration: 60s}]
     assert report["metrics"]["requests"] == len(records)
 
 
-def test_report_command_rerenders_the_same_numbers(tmp_path: Path):
-    run = run_cli(tmp_path, ROOT / "scenarios" / "slo-fail.yaml")
+def test_report_command_rerenders_the_same_numbers(slo_fail_run: CliRun):
+    run = slo_fail_run
+    assert run.code == 1, run.stderr
     first = run.report
     (run.run_dir / "report.json").unlink()
     done = subprocess.run(loadtest_argv("report", str(run.run_dir)), cwd=ROOT, capture_output=True, text=True)
@@ -180,13 +188,3 @@ def unused_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def test_no_stray_loadtest_processes():
-    """Every test above waited for its process; none may still run."""
-    ours = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if "loadgen.cli" in " ".join(p.info["cmdline"] or []) and p.ppid() == os.getpid()
-    ]
-    assert ours == []

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli_helpers import run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def test_a_client_over_its_cpu_bound_is_untrusted_though_the_slos_hold(tmp_path: Path):

@@ -10,35 +10,12 @@ from pathlib import Path
 import pytest
 
 from loadgen.collect.records import RequestRecord
-from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
+from tests.cli_helpers import ROOT, loadtest_argv
+from tests.shared_runs import ItlRuns
 from tests.unit.report_samples import sample_report, with_metrics, write_report
 from tests.unit.test_compare_bound import borderline_ttft
 
-pytestmark = pytest.mark.slow
-
-
-def _scenario(itl: str) -> str:
-    return f"""name: compare-itl
-seed: 7
-server: {{kind: simulated, ttft: 20ms, itl: {itl}, slots: 64}}
-workload:
-  prompt_tokens: {{kind: fixed, value: 16}}
-  output_tokens: {{kind: fixed, value: 32}}
-traffic: [{{kind: constant, rate: 20, duration: 5s}}]
-warmup: 1s
-# ~80 measured requests make the lag p99 almost the maximum: one scheduler hiccup would mark the
-# run untrusted (exit 2), which is not what this test is about.
-client: {{max_schedule_lag_p99: 200ms}}
-report: {{formats: [json]}}
-"""
-
-
-def _run(tmp_path: Path, name: str, itl: str) -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    run: CliRun = run_cli(folder, _scenario(itl), "--progress", "never")
-    assert run.code == 0, run.stderr
-    return run.run_dir
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def _compare(*args: str) -> subprocess.CompletedProcess[str]:
@@ -47,10 +24,8 @@ def _compare(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_same_configuration_is_no_regression_and_slower_itl_is_one(tmp_path: Path):
-    baseline = _run(tmp_path, "baseline", "10ms")
-    again = _run(tmp_path, "again", "10ms")
-    slower = _run(tmp_path, "slower", "13ms")
+def test_same_configuration_is_no_regression_and_slower_itl_is_one(tmp_path: Path, itl_runs: ItlRuns):
+    baseline, again, slower = itl_runs.baseline, itl_runs.again, itl_runs.slower
 
     # Two runs of one configuration are never a regression. Whether they pass (0) or are
     # inconclusive (3) is up to this machine's jitter: ~80 requests a side pin every median

@@ -14,7 +14,7 @@ import pytest
 
 from tests.cli_helpers import ROOT, CliRun, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 CAPACITY = 4 / (0.05 + 15 * 0.01)  # req/s per replica: slots / a request's time in a slot
 PEAK = 30.0
@@ -52,7 +52,7 @@ def predicted_violation_s(survivors: int, replicas: int, away_s: float) -> float
 
 
 def test_the_spare_holds_every_drill(tmp_path: Path):
-    run = run_cli(tmp_path, ROOT / "scenarios" / "drills.yaml", timeout=300)
+    run = run_cli(tmp_path, ROOT / "scenarios" / "drills.yaml", timeout=300, html=False)
     assert run.code == 0, run.stderr
     plan = run.report["replicas"]
     assert plan["count"] == 3 and plan["redundancy"] == 1
@@ -92,7 +92,7 @@ def test_the_spare_holds_every_drill(tmp_path: Path):
 
 
 def test_without_the_spare_the_kill_fails_by_the_arithmetic(tmp_path: Path):
-    run = run_cli(tmp_path, ROOT / "scenarios" / "drills-no-spare.yaml", timeout=300)
+    run = run_cli(tmp_path, ROOT / "scenarios" / "drills-no-spare.yaml", timeout=300, html=False)
     assert run.code == 1, run.stderr
     plan = run.report["replicas"]
     assert plan["count"] == 2 and plan["verified"]["passed"] is True  # calm, 2 replicas hold

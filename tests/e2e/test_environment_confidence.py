@@ -12,7 +12,7 @@ import pytest
 
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 # Random output lengths (4-60 tokens) make each batch's goodput vary, as real traffic does; one
 # 3-s window a level gives each capacity a 95% interval of several %. Each request holds a slot

@@ -25,7 +25,7 @@ def test_soak_reports_cold_starts_and_a_leak_and_fails_the_memory_gate(tmp_path)
     rate = scenario.traffic[0].rate
     true_growth = leak_bytes * rate * 60 / 1024**2  # ≈ 293 MB/min
 
-    run = run_cli(tmp_path, SCENARIO)
+    run = run_cli(tmp_path, SCENARIO, html=False)
     assert run.code == 1, run.stderr
     assert "memory_growth" in run.stderr
     report = run.report

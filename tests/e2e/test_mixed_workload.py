@@ -51,7 +51,7 @@ def test_mixed_workload_sends_each_class_its_way_and_reports_per_class(tmp_path:
     scenario = tmp_path / "mixed.yaml"
     scenario.write_text(yaml.safe_dump(data, sort_keys=False))
 
-    run = run_cli(tmp_path, scenario)
+    run = run_cli(tmp_path, scenario, html=False)
     assert run.code == 0, run.stderr
     records = run.records()
     counts = Counter(record["class"] for record in records)

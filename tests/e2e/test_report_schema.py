@@ -79,6 +79,8 @@ def run_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folders = {}
     for name, process in started.items():
         output, _ = process.communicate(timeout=180)
+        # Both pass: a run that erred could leave out the very parts the schema is checked on.
+        assert process.returncode == 0, output
         (folder,) = (base / name).iterdir()
         assert (folder / "report.json").exists(), output
         folders[name] = folder

@@ -1,6 +1,7 @@
 """The quickstart on real runtimes: ONNX Runtime (the default), its workload and SLOs on PyTorch
 at a rate PyTorch sustains here, and scenarios/vllm.yaml (the quickstart's workload and rate on
-vLLM, with SLOs for a real CPU server; vLLM needs its own venv: see .ci/run). Each must reach
+vLLM, with SLOs for a real CPU server) on the session's shared vLLM (tests/vllm_server.py; vLLM
+needs its own venv: see .ci/run). Each must reach
 its SLO verdict, pass, with a client that kept up: a run that could not be trusted is a failure
 of the test, not an allowed outcome."""
 
@@ -15,17 +16,22 @@ from typing import Any
 import pytest
 import yaml
 
-from servers.base import free_port
+from servers.base import Adapter, Endpoint, free_port
+from servers.cpus import available_cpus, format_cpu_list
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
 from tests.metrics_helpers import fetch
+from tests.vllm_server import SERVED_NAME
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 
 
-def _check_ran_end_to_end(run: CliRun, requests: int = 200, max_failed: int = 0) -> dict[str, Any]:
-    """Every request answered with exactly 64 tokens, and the report has the real numbers."""
+def _check_ran_end_to_end(
+    run: CliRun, requests: int = 200, max_failed: int = 0, started: bool = True
+) -> dict[str, Any]:
+    """Every request answered with exactly 64 tokens, and the report has the real numbers (and,
+    for a server the run `started`, its cold start)."""
     report = run.report
     records = run.records()
     assert len(records) == requests  # Poisson rate × duration, exactly (200: 10 req/s × 20 s)
@@ -38,8 +44,9 @@ def _check_ran_end_to_end(run: CliRun, requests: int = 200, max_failed: int = 0)
     assert {r["tokens_source"] for r in answered} == {"usage"}
     metrics = report["metrics"]
     assert metrics["output_tokens_per_s"] > 0 and metrics["ttft_ms"]["p50"] > 0
-    cold = report["server"]["cold_start_s"]
-    assert 0 < cold["ready"] <= cold["first_token"]
+    if started:
+        cold = report["server"]["cold_start_s"]
+        assert 0 < cold["ready"] <= cold["first_token"]
     return report
 
 
@@ -105,7 +112,7 @@ def test_quickstart_workload_passes_on_torch(tmp_path: Path):
     scenario["prometheus"] = {"port": 0, "linger": 0}  # tests use free ports, and need no linger
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
-    run = run_cli(tmp_path, path)
+    run = run_cli(tmp_path, path, html=False)
     report = _check_ran_end_to_end(run, requests=TORCH_RATE * TORCH_DURATION_S)
     assert report["server"]["kind"] == "torch"
     _passed_trusted(run)
@@ -114,25 +121,29 @@ def test_quickstart_workload_passes_on_torch(tmp_path: Path):
 
 
 @pytest.mark.vllm
-def test_vllm_scenario_runs_and_passes_trusted(tmp_path: Path):
-    """scenarios/vllm.yaml as shipped (the quickstart's workload and rate, SLOs for a real CPU
-    server), with the venv's interpreter from LOADTEST_VLLM_PYTHON."""
-    python = os.environ.get("LOADTEST_VLLM_PYTHON")
-    if not python:
-        pytest.skip("LOADTEST_VLLM_PYTHON is not set (.ci/run installs vLLM and sets it)")
-    if len(os.sched_getaffinity(0)) < 2:
+def test_vllm_scenario_runs_and_passes_trusted(tmp_path: Path, shared_vllm: tuple[Adapter, Endpoint]):
+    """scenarios/vllm.yaml's workload, rate and SLOs on the session's vLLM (tests/vllm_server.py:
+    started by the same adapter `kind: vllm` uses, pinned as `cpus: auto` pins it; its start and
+    stop are the contract's, in tests/contract/test_vllm_adapter.py), the load generator on the
+    cores vLLM was not given."""
+    adapter, endpoint = shared_vllm
+    server_cores = adapter.server_cpus()
+    client = [core for core in available_cpus() if core not in (server_cores or ())]
+    if server_cores is None or not client:
         # vLLM's CPU engine keeps its cores busy: sharing one with the load generator, requests
         # leave hundreds of ms late (README) and no verdict can be trusted.
         pytest.skip("vLLM on CPU needs a core of its own, away from the load generator's")
     scenario = yaml.safe_load((ROOT / "scenarios" / "vllm.yaml").read_text())
-    scenario["server"]["python"] = python
+    assert scenario["server"]["kind"] == "vllm" and scenario["server"]["served_model_name"] == SERVED_NAME
+    scenario["server"] = {"kind": "external", "url": endpoint.base_url, "model": SERVED_NAME}
+    scenario["client"] = {"cpus": format_cpu_list(client)}
+    del scenario["slo"]["cold_start"]  # the contract's: this run starts no server
     assert scenario["traffic"][0]["duration"] == "20s"
     scenario["traffic"][0]["duration"] = "10s"  # its length proves nothing more: minutes of CI less
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
-    run = run_cli(tmp_path, path, timeout=900)
-    report = _check_ran_end_to_end(run, requests=100)
-    assert report["server"]["kind"] == "vllm"
+    run = run_cli(tmp_path, path, timeout=300, html=False)
+    report = _check_ran_end_to_end(run, requests=100, started=False)
     # vLLM's own /metrics beside the client's view: TTFT p50/p95 from its histogram's buckets.
     server_metrics = report["server"]["metrics"]
     assert server_metrics["source"] == "vllm" and server_metrics["scrapes"] >= 5  # ~1/s for 10 s
@@ -148,7 +159,6 @@ def test_vllm_scenario_runs_and_passes_trusted(tmp_path: Path):
     assert -1.0 <= gap["mean"] < 40.0, gap
     assert -20.0 < gap["p50"] < 45.0, gap
     # vLLM's CPU engine keeps every core it has busy; pinned to its own core(s), away from the
-    # load generator's (server.cpus: auto), the run stays trustworthy (unpinned it did not).
-    pinning = report["server"]["pinning"]
-    assert pinning["server_cpus"] and pinning["client_cpus"], pinning
+    # load generator's, the run stays trustworthy (unpinned it did not).
+    assert report["server"]["pinning"]["client_cpus"] == format_cpu_list(client), report["server"]["pinning"]
     _passed_trusted(run)

@@ -10,20 +10,33 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from loadgen.evaluate.plan import replica_plan
 from loadgen.evaluate.replicas import CapacitySpec
 from tests import simulated_curve
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 KNEE_SCENARIO = ROOT / "scenarios" / "search-knee.yaml"
 
 
 @pytest.fixture(scope="module")
 def knee_run(tmp_path_factory: pytest.TempPathFactory):
-    run = run_cli(tmp_path_factory.mktemp("knee"), KNEE_SCENARIO, "--progress", "never", timeout=300)
+    """scenarios/search-knee.yaml with levels of 2 s (1.5 s measured) instead of 4 s and a 4-s
+    verification instead of 8 s: the simulated server is timer-driven, so one such window already
+    reads its closed-loop throughput within ±0.1% (the README's five runs), and the search, knee,
+    plan and verification are the shipped file's; half a minute less of CI."""
+    data = yaml.safe_load(KNEE_SCENARIO.read_text(encoding="utf-8"))
+    assert (data["search"]["level_duration"], data["search"]["level_warmup"]) == ("4s", "1s")
+    assert data["verify"] == {"duration": "8s", "warmup": "2s"}
+    data["search"].update(level_duration="2s", level_warmup="0.5s")
+    data["verify"] = {"duration": "4s", "warmup": "1s"}
+    base = tmp_path_factory.mktemp("knee")
+    path = base / "search-knee.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    run = run_cli(base, path, "--progress", "never", timeout=300)
     assert run.code == 0, run.stderr
     return run
 
@@ -96,6 +109,10 @@ workload:
   output_tokens: {kind: fixed, value: 16}
 search: {over: rate, levels: [10, 20, 60], level_duration: 4s, level_warmup: 1s, precision: null}
 slo: {ttft: {p95: 150ms}}
+# Level 10 measures 30 requests, so its lag p99 is their maximum: one scheduler hiccup of 13 ms
+# (seen on a busy 2-core VM, the client pinned apart from the server) would stop the search as
+# untrusted (exit 2). Goodput is what this test is about; the lag bound is test_cli_run's.
+client: {max_schedule_lag_p99: 200ms}
 report: {formats: [json]}
 """
 

@@ -15,7 +15,7 @@ import yaml
 
 from tests.cli_helpers import ROOT, CliRun, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SCENARIO = ROOT / "scenarios" / "search-sessions.yaml"
 TURNS = 3
@@ -34,7 +34,7 @@ def _run(tmp_path: Path) -> CliRun:
     data["server"]["prefix_cache_blocks"] = 4096
     path = tmp_path / "search-sessions.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return run_cli(tmp_path, path, timeout=300)
+    return run_cli(tmp_path, path, timeout=300, html=False)
 
 
 def _levels(report: dict[str, Any]) -> dict[float, dict[str, Any]]:
@@ -97,7 +97,7 @@ def test_a_concurrency_search_over_sessions_runs_chat_users_who_think(tmp_path: 
     del data["capacity"], data["verify"]
     path = tmp_path / "users.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    run = run_cli(tmp_path, path, timeout=300)
+    run = run_cli(tmp_path, path, timeout=300, html=False)
     assert run.code == 0, run.stderr
     levels = _levels(run.report)
     # 2 users: 2 / 1.6 s = 1.25 sessions/s, 3.75 req/s, the server idle enough not to queue.

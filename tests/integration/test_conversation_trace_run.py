@@ -14,6 +14,8 @@ import pytest
 
 from tests.cli_helpers import CliRun, run_cli
 
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
+
 TRACE = Path(__file__).resolve().parents[1] / "data" / "conversation_small.jsonl"
 
 SCENARIO = f"""name: conversations

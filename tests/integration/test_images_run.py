@@ -19,6 +19,8 @@ from loadgen.traffic.images import generated_image
 from loadgen.traffic.openai_api import prompt_text
 from tests.cli_helpers import run_cli
 
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
+
 TTFT_MS, PER_TOKEN_MS, IMAGE_TOKENS, TEXT, OUTPUT, SIDE = 10.0, 0.2, 100, 32, 4, 48
 PER_IMAGE_MS = IMAGE_TOKENS * PER_TOKEN_MS  # 20 ms of prefill per image
 SCENARIO = f"""name: images

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.cli_helpers import ROOT, run_cli
+from tests.cli_helpers import CliRun, run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 TTFT_MS, LOAD_MS = 10.0, 50.0
 NAMES = ["sql", "chat", "code"]
@@ -117,11 +119,12 @@ def test_a_miss_pays_the_load_time_and_every_count_is_the_truth(
     assert "LoRA adapters" in (run.run_dir / "report.html").read_text()
 
 
-def test_the_bundled_lora_scenario_shows_the_rare_adapters_misses(tmp_path: Path) -> None:
-    """scenarios/lora.yaml as shipped: Zipf-drawn adapters, two resident of four. The most used
-    adapter stays resident (its TTFT p50 is the server's 20 ms), the rarest mostly misses (its
-    p50 carries the 80-ms load); the server's counters hold every request past the warm-up."""
-    run = run_cli(tmp_path, ROOT / "scenarios" / "lora.yaml", timeout=90)
+def test_the_bundled_lora_scenario_shows_the_rare_adapters_misses(lora_run: CliRun) -> None:
+    """scenarios/lora.yaml as shipped (the session's run of it): Zipf-drawn adapters, two resident
+    of four. The most used adapter stays resident (its TTFT p50 is the server's 20 ms), the rarest
+    mostly misses (its p50 carries the 80-ms load); the server's counters hold every request past
+    the warm-up."""
+    run = lora_run
     assert run.code == 0, run.stderr
     report = run.report
     adapters = report["adapters"]

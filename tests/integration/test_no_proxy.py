@@ -11,6 +11,8 @@ import pytest
 
 from tests.cli_helpers import run_cli
 
+READY_WITHIN_S = 10.0  # a start of the simulated server, with other tests beside it
+FIRST_TOKEN_WITHIN_S = 2.0  # from readiness to the probe's first token (10 ms of TTFT)
 DEAD_PROXY = "http://127.0.0.1:9"  # the discard port: nothing listens, every proxied request fails
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 
@@ -39,14 +41,18 @@ def test_a_dead_proxy_in_the_environment_changes_nothing(
         monkeypatch.setenv(name, DEAD_PROXY)  # the loadtest subprocess inherits them
     for name in ("no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)  # nothing exempts 127.0.0.1
-    run = run_cli(tmp_path, SCENARIO, timeout=120)
+    run = run_cli(tmp_path, SCENARIO, timeout=120, html=False)
     assert run.code == 0, run.stderr
     report = run.report
     cold = report["server"]["cold_start_s"]
     assert len(cold["samples"]) == 2
-    for start in cold["samples"]:  # readiness seen, then the probe's first token
-        assert 0 < start["ready"] <= start["first_token"] < 60
+    # Readiness seen, then the probe's first token: the simulated server is up in about a second
+    # and answers in 10 ms, so a poll or probe that went through the proxy first (and fell back
+    # after its failure or a timeout) would show here as seconds.
+    for start in cold["samples"]:
+        assert 0 < start["ready"] < READY_WITHIN_S, start
+        assert 0 < start["first_token"] - start["ready"] < FIRST_TOKEN_WITHIN_S, start
     metrics = report["server"]["metrics"]
     assert metrics["source"] == "builtin" and metrics["failed_scrapes"] == 0 and metrics["scrapes"] >= 4
     records = run.records()
-    assert len(records) >= 15 and all(r["status"] == "ok" for r in records)
+    assert len(records) == 20 and all(r["status"] == "ok" for r in records)  # 10 req/s × 2 s, all sent

@@ -15,6 +15,8 @@ import pytest
 
 from tests.cli_helpers import run_cli
 
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
+
 TTFT_MS, PER_TOKEN_MS = 10.0, 0.2
 PREFIX, OWN, GROUPS = 512, 64, 4
 TRUTH_MS = PREFIX * PER_TOKEN_MS  # a miss computes the prefix's 512 words, a hit does not

@@ -18,6 +18,8 @@ import pytest
 from servers.base import free_port
 from servers.readiness import POLL_INTERVAL_S, ExitedDuringStartup, NotReadyInTime, wait_ready
 
+pytestmark = pytest.mark.timing
+
 
 class _Health(ThreadingHTTPServer):
     daemon_threads = True

@@ -16,6 +16,8 @@ import pytest
 from loadgen.scenario.sessions import later_turn_id
 from tests.cli_helpers import CliRun, run_cli
 
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
+
 PROMPT, OUTPUT, TURNS, THINK_S, PREFILL_S, TTFT_S = 32, 16, 3, 0.2, 0.0005, 0.02
 SESSIONS = 5
 

@@ -14,6 +14,8 @@ import pytest
 from loadgen.inputs.sharegpt import read_sharegpt
 from tests.cli_helpers import CliRun, run_cli
 
+pytestmark = pytest.mark.slow
+
 SAMPLE = Path(__file__).resolve().parents[2] / "scenarios" / "datasets" / "sharegpt_sample.json"
 
 SCENARIO = f"""name: sharegpt-sessions

@@ -18,6 +18,8 @@ from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig
 from tests.metrics_helpers import fetch
 
+pytestmark = pytest.mark.timing
+
 PER_TOKEN = 0.001  # 1 ms per uncached prompt token: a 64-word miss costs 64 ms more than a hit
 
 

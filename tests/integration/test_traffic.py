@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.cli_helpers import run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def _max_in_flight(records: list[dict[str, Any]]) -> int:

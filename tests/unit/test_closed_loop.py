@@ -33,6 +33,7 @@ def _users(dispatcher: ClosedLoopDispatcher, count: int) -> tuple[list[gevent.Gr
     return greenlets, taken
 
 
+@pytest.mark.timing  # real timers: needs a quiet machine
 def test_users_start_evenly_over_the_stagger() -> None:
     dispatcher = _dispatcher(4, stagger_s=0.2)
     greenlets, taken = _users(dispatcher, 4)

@@ -128,6 +128,7 @@ def _assert_due(times: list[float], first_due: float) -> None:
         assert due - 0.001 <= at <= due + LATE_OK, (k, at, due)
 
 
+@pytest.mark.timing  # real timers: needs a quiet machine
 def test_ttft_grows_with_the_uncached_prompt_tokens_only() -> None:
     async def scenario() -> list[tuple[GenerationRequest, list[float]]]:
         engine = SimulatedEngine(
@@ -147,6 +148,7 @@ def test_ttft_grows_with_the_uncached_prompt_tokens_only() -> None:
     print(f"TTFT miss {miss_t[0] * 1e3:.2f} ms, hit {hit_t[0] * 1e3:.2f} ms, half {half_t[0] * 1e3:.2f} ms")
 
 
+@pytest.mark.timing  # real timers: needs a quiet machine
 def test_identical_prompts_admitted_together_both_miss() -> None:
     async def scenario() -> tuple[list[GenerationRequest], list[list[float]]]:
         engine = SimulatedEngine(
@@ -162,6 +164,7 @@ def test_identical_prompts_admitted_together_both_miss() -> None:
         _assert_due(per_request, TTFT + 64 * PER_TOKEN)
 
 
+@pytest.mark.timing  # real timers: needs a quiet machine
 def test_prefill_cost_without_a_cache_counts_every_prompt_token() -> None:
     async def scenario() -> tuple[GenerationRequest, list[float]]:
         engine = SimulatedEngine(ttft=TTFT, itl=ITL, slots=1, spawned_at=0, prefill_per_token=PER_TOKEN)

@@ -13,6 +13,7 @@ import pytest
 from loadgen.run.server_start import RunAborted, interruptible
 
 
+@pytest.mark.timing  # real timers: needs a quiet machine
 def test_the_result_comes_as_soon_as_the_step_ends() -> None:
     def step() -> int:
         gevent.sleep(0.005)

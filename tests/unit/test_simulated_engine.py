@@ -11,6 +11,9 @@ from servers.engines.base import GenerationRequest
 from servers.engines.simulated_engine import SimulatedEngine, process_age_s
 
 TTFT, ITL = 0.04, 0.01
+# Real timers, asserted to a few ms: these need a quiet machine.
+pytestmark = pytest.mark.timing
+
 LATE_OK = 0.006  # scheduler wake-up jitter we accept; early is never acceptable beyond 1 ms
 
 
