@@ -70,7 +70,8 @@ def test_every_sample_trace_is_replayed_row_by_row_at_its_offsets(tmp_path: Path
             assert record["output_tokens"] == max(1, row.output_tokens), (name, row.line)
             words = row.prompt_tokens if row.prompt is None else len(row.prompt.split())
             assert record["prompt_tokens"] == max(1, words or 0), (name, row.line)  # the server counts words
-        assert _lag_p99_ms(sent) <= MAX_LAG_P99_MS, name
+    # Sent on time is the tool's own trust check over the run (exit 0 above); a tighter bound per
+    # sample (30-odd rows: its p99 is its maximum) would be a speed claim, which bench/ makes.
     assert run.report["client"]["trustworthy"] is True
 
 
