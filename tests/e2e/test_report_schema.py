@@ -28,6 +28,9 @@ jsonschema = pytest.importorskip("jsonschema", reason="pip install -e '.[dev]' i
 
 PLAIN = """
 name: schema-plain
+# Levels of a few requests: their lag p99 is their maximum, one late send would stop the run
+# (exit 2); this test is about the report's shape, so the trust bound is wide.
+client: {max_schedule_lag_p99: 200ms}
 seed: 1
 cold_starts: 2
 server: {kind: simulated, ttft: 10ms, itl: 2ms, slots: 16, cpus: auto}
@@ -49,6 +52,9 @@ report: {formats: [json, markdown, junit]}  # report.html's charts take seconds 
 """
 SEARCH = """
 name: schema-search
+# Levels of a few requests: their lag p99 is their maximum, one late send would stop the run
+# (exit 2); this test is about the report's shape, so the trust bound is wide.
+client: {max_schedule_lag_p99: 200ms}
 seed: 2
 server: {kind: simulated, ttft: 10ms, itl: 2ms, slots: 4}
 workload: {prompt_tokens: {kind: fixed, value: 8}, output_tokens: {kind: fixed, value: 4}}
