@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadgen.scenario.cancel import CancelAfter, CancelSpec, CancelTime, CancelTokens
+from loadgen.scenario.cancel import CancelAfter, CancelSpec
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Workload
 
@@ -31,16 +31,6 @@ _DECIDE = 0  # the sub-stream of the per-request uniforms; class i's values are 
 # The cancelled requests of a chunk: position in the chunk → (after seconds, or None; after tokens, or None).
 CancelPoint = tuple[float | None, int | None]  # (seconds after the send, None) or (None, tokens)
 Decided = dict[int, CancelPoint]
-
-
-def sample_cancel_times(spec: CancelTime, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Seconds from the send, drawn from `spec` (a normal's negative draws cancel at once)."""
-    return sample(spec, count, rng)
-
-
-def sample_cancel_tokens(spec: CancelTokens, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Token counts drawn from `spec`, rounded, at least 1 (drawn as the workload's lengths)."""
-    return sample(spec, count, rng)
 
 
 @dataclass(frozen=True)
@@ -90,9 +80,9 @@ def cancel_points(after: CancelAfter, count: int, rng: np.random.Generator) -> l
     """When each of `count` cancelled requests is closed: (seconds after its send, None) or
     (None, tokens received), drawn from `after`'s one distribution."""
     if after.time is not None:
-        return [(seconds, None) for seconds in sample_cancel_times(after.time, count, rng).tolist()]
+        return [(seconds, None) for seconds in sample(after.time, count, rng).tolist()]
     assert after.tokens is not None  # CancelAfter holds exactly one of the two
-    return [(None, tokens) for tokens in sample_cancel_tokens(after.tokens, count, rng).tolist()]
+    return [(None, tokens) for tokens in sample(after.tokens, count, rng).tolist()]
 
 
 def cancel_entropy(seed: int, *more: int) -> tuple[int, ...]:

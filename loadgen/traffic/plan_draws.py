@@ -21,15 +21,10 @@ from loadgen.scenario.model import Length, Workload
 from loadgen.traffic.plan_streams import PREPASS_CHUNK, Ticker
 
 
-def sample_lengths(spec: Length, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Token counts drawn from `spec`, in 1..MAX_TOKENS."""
-    return sample(spec, count, rng)
-
-
 def _skip_lengths(
     spec: Length, count: int, rng: np.random.Generator, buffer: np.ndarray, tick: Ticker
 ) -> None:
-    """Advance `rng` exactly as sample_lengths(spec, count) would, more cheaply: normal and
+    """Advance `rng` exactly as sample(spec, count) would, more cheaply: normal and
     lognormal draw one standard normal per value, so those are drawn into a reused buffer."""
     for first in range(0, count, PREPASS_CHUNK):
         k = min(PREPASS_CHUNK, count - first)
@@ -106,8 +101,8 @@ class DrawCursor:
             if not len(mine):
                 continue
             workload = streams.workload
-            prompt[mine] = sample_lengths(workload.prompt_tokens, len(mine), prompts)
-            output[mine] = sample_lengths(workload.output_tokens, len(mine), outputs)
+            prompt[mine] = sample(workload.prompt_tokens, len(mine), prompts)
+            output[mine] = sample(workload.output_tokens, len(mine), outputs)
             if lines is not None and streams.dataset_tokens is not None:
                 drawn = lines.integers(0, len(streams.dataset_tokens), size=len(mine))
                 rows[mine] = drawn

@@ -22,11 +22,6 @@ from loadgen.scenario.model import Workload
 IMAGE_STREAM = 0x696D6167
 
 
-def sample_image_counts(spec: ImagesSpec, count: int, rng: np.random.Generator) -> np.ndarray:
-    """`count` requests' image counts, rounded, in 0..MAX_IMAGES."""
-    return sample(spec.count, count, rng)
-
-
 @dataclass(frozen=True)
 class ImagePlan:
     """The image specs of the plan's classes (by class index) and the seed of their streams."""
@@ -61,7 +56,7 @@ class ImageCursor:
                 continue
             mine = np.flatnonzero(classes == index)
             if mine.size:
-                counts[mine] = sample_image_counts(spec, mine.size, self._counts[index])
+                counts[mine] = sample(spec.count, mine.size, self._counts[index])
         return counts
 
 

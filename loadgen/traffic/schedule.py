@@ -34,10 +34,11 @@ import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
 from loadgen.inputs.traces import TraceRow
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Scenario, Workload
 from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelPlan, Decided, cancel_entropy
-from loadgen.traffic.plan_draws import DrawPlan, plan_draws, sample_lengths
+from loadgen.traffic.plan_draws import DrawPlan, plan_draws
 from loadgen.traffic.plan_images import ImagePlan, image_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixPlan, prefix_entropy
 from loadgen.traffic.plan_streams import ArrivalPlan, Ticker, plan_arrivals
@@ -55,7 +56,6 @@ __all__ = [
     "SessionStart",
     "build_schedule",
     "draw_requests",
-    "sample_lengths",
 ]
 
 # Requests made per step of the iteration: about a millisecond of numpy (the release of requests
@@ -414,8 +414,8 @@ def draw_requests(
     draws: list[Draw | None] = [None] * count
     for index, (name, _, workload) in enumerate(classes):
         mine = np.flatnonzero(picks == index)
-        prompt = sample_lengths(workload.prompt_tokens, len(mine), rng)
-        output = sample_lengths(workload.output_tokens, len(mine), rng)
+        prompt = sample(workload.prompt_tokens, len(mine), rng)
+        output = sample(workload.output_tokens, len(mine), rng)
         entries = workload.entries
         rows = rng.integers(0, len(entries), size=len(mine)) if entries else None
         for j, position in enumerate(mine.tolist()):

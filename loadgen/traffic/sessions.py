@@ -37,12 +37,10 @@ from loadgen.scenario.sessions import (
     MAX_TURNS,
     AgentSpec,
     SessionsSpec,
-    Turns,
     later_turn_id,
 )
 from loadgen.traffic.openai_api import ToolCall, prompt_text
 from loadgen.traffic.plan_cancel import cancel_points
-from loadgen.traffic.plan_draws import sample_lengths
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
@@ -53,11 +51,6 @@ SESSIONS_STREAM = 0x73657373
 Message = dict[str, Any]
 # Mixed into the seed of an agent session's step draws ("agnt"): tool latencies, result lengths.
 AGENT_STREAM = 0x61676E74
-
-
-def sample_turns(spec: Turns, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Turn counts drawn from `spec`, rounded, within 1..MAX_TURNS."""
-    return sample(spec, count, rng)
 
 
 @dataclass(frozen=True)
@@ -95,14 +88,14 @@ def session_draws(
     rng = np.random.default_rng([seed, SESSIONS_STREAM, session])
     given = entry.later if entry is not None else None
     if spec.turns is not None:
-        turns = int(sample_turns(spec.turns, 1, rng)[0])
+        turns = int(sample(spec.turns, 1, rng)[0])
         turns = min(turns, 1 + len(given)) if given is not None else turns
     else:
         turns = 1 + len(given or ())
     later = turns - 1
     think = sample(spec.think_time, later, rng)
-    prompt = [int(n) for n in sample_lengths(workload.prompt_tokens, later, rng).tolist()]
-    output = [int(n) for n in sample_lengths(workload.output_tokens, later, rng).tolist()]
+    prompt = [int(n) for n in sample(workload.prompt_tokens, later, rng).tolist()]
+    output = [int(n) for n in sample(workload.output_tokens, later, rng).tolist()]
     texts: tuple[str | None, ...] = ()
     if given is not None:  # the conversation's own, drawn all the same (the cancels come after)
         prompt = [n for _, n, _ in given[:later]]
@@ -331,7 +324,7 @@ class SessionBook:
         """The assistant's calls and one tool result per call (drawn lengths) into the history;
         the results' words."""
         assert session.agent_rng is not None
-        lengths = sample_lengths(agent.result_tokens, len(calls), session.agent_rng).tolist()
+        lengths = sample(agent.result_tokens, len(calls), session.agent_rng).tolist()
         made = [
             {
                 "id": call.id or f"call_{index}",

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
-from loadgen.traffic.plan_cancel import cancel_entropy, sample_cancel_times, sample_cancel_tokens
+from loadgen.traffic.plan_cancel import cancel_entropy
 from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
 from tests.unit.eager_schedule import eager_schedule
 
@@ -125,14 +126,10 @@ def _eager_cancels(
         mine = np.flatnonzero(cancelled & (indices == index))
         rng = np.random.default_rng([*entropy, 1 + index])
         if spec.after.time is not None:
-            for position, value in zip(
-                mine, sample_cancel_times(spec.after.time, len(mine), rng), strict=True
-            ):
+            for position, value in zip(mine, sample(spec.after.time, len(mine), rng), strict=True):
                 out[position] = (float(value), None)
         elif spec.after.tokens is not None:
-            for position, count in zip(
-                mine, sample_cancel_tokens(spec.after.tokens, len(mine), rng), strict=True
-            ):
+            for position, count in zip(mine, sample(spec.after.tokens, len(mine), rng), strict=True):
                 out[position] = (None, int(count))
     return out
 

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
-from loadgen.traffic.plan_images import image_entropy, sample_image_counts
+from loadgen.traffic.plan_images import image_entropy
 from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
 from tests.unit.eager_schedule import eager_schedule
 
@@ -126,7 +127,7 @@ def _eager_counts(scenario: Scenario, requests: list[PlannedRequest]) -> list[in
             continue
         mine = np.flatnonzero(indices == index)
         rng = np.random.default_rng([*image_entropy(scenario.seed), index])
-        out[mine] = sample_image_counts(workload.images, len(mine), rng)
+        out[mine] = sample(workload.images.count, len(mine), rng)
     return out.tolist()
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic import plan_draws, plan_streams
@@ -25,7 +26,6 @@ from loadgen.traffic.schedule import (
     PlannedRequests,
     Schedule,
     build_schedule,
-    sample_lengths,
 )
 from tests.unit.eager_schedule import EagerSchedule, eager_schedule
 
@@ -328,7 +328,7 @@ def test_skipping_lengths_leaves_the_generator_where_drawing_them_does(
         "traffic: [{kind: constant, rate: 1, duration: 1s}]\n".replace("'", "")
     ).workload.prompt_tokens
     drawn, skipped = np.random.default_rng(4), np.random.default_rng(4)
-    sample_lengths(length, 5000, drawn)
+    sample(length, 5000, drawn)
     plan_draws._skip_lengths(length, 5000, skipped, np.empty(999), plan_streams.Ticker(None))
     assert drawn.bit_generator.state == skipped.bit_generator.state
     assert np.array_equal(drawn.random(3), skipped.random(3))

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from loadgen.collect.records import RequestRecord, Status
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id, session_of
 from loadgen.traffic.openai_api import StreamParser, TextStreamParser, prompt_text
 from loadgen.traffic.schedule import PlannedRequest, SessionStart, build_schedule
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.sessions import SessionBook, sample_turns, session_draws
+from loadgen.traffic.sessions import SessionBook, session_draws
 
 BASE = """
 name: chats
@@ -109,7 +110,7 @@ def test_turn_counts_are_clipped_to_the_bound() -> None:
     )
     spec = scenario.workload.sessions
     assert spec is not None
-    turns = sample_turns(spec.turns, 2000, np.random.default_rng(1))
+    turns = sample(spec.turns, 2000, np.random.default_rng(1))
     assert turns.min() == 1 and turns.max() == MAX_TURNS
 
 

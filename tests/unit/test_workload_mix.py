@@ -17,12 +17,13 @@ from loadgen.evaluate.slo import SLOSpec, check_slos
 from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.json_report import report_data
 from loadgen.report.markdown_report import render_markdown
+from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.workload import Workload, WorkloadMix, workload_classes
 from loadgen.traffic.level_requests import ClosedLoopSupply, rate_level_requests
 from loadgen.traffic.openai_api import request_body
-from loadgen.traffic.schedule import build_schedule, sample_lengths
+from loadgen.traffic.schedule import build_schedule
 from tests.cli_helpers import ROOT
 
 TOKENIZER = ROOT / "servers" / "models" / "tiny" / "tokenizer.json"
@@ -55,7 +56,7 @@ def test_a_single_workload_is_the_default_class_and_draws_as_before():
     schedule = build_schedule(scenario)
     assert {request.request_class for request in schedule.requests} == {"default"}
     # the same draws as before classes existed: arrivals (constant: none) then prompt lengths
-    expected = sample_lengths(scenario.workload.prompt_tokens, 4000, np.random.default_rng(3))
+    expected = sample(scenario.workload.prompt_tokens, 4000, np.random.default_rng(3))
     assert [request.prompt_tokens for request in schedule.requests] == expected.tolist()
 
 
