@@ -174,12 +174,14 @@ def test_no_environment_meeting_the_slos_exits_1(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def bundled_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
-    """scenarios/environments.yaml as shipped, less its vLLM environment: ONNX Runtime (1 and 2
-    threads) and PyTorch (float32, bfloat16). Levels of 2 s (1.5 s measured) instead of the shipped
-    3 s, one trial each (`precision: null`): the same plans, minutes less of CI
+    """scenarios/environments.yaml as shipped, less its vLLM and PyTorch-bfloat16 environments:
+    ONNX Runtime (1 and 2 threads) and PyTorch float32. Levels of 2 s (1.5 s measured) instead of
+    the shipped 3 s, one trial each (`precision: null`): the same plans, minutes less of CI
     (bench/reproducibility.py runs it as shipped, repeatedly). vLLM pinned to its own core is
     tested by tests/e2e/test_runtimes.py and tests/contract/test_vllm_adapter.py; its ~45-s start
-    here added nothing the comparison does not do for the others."""
+    here added nothing the comparison does not do for the others. bfloat16 is the float32 server
+    with another dtype (tests/contract/test_torch_adapter.py serves it): its 20-s search here
+    added a fourth row, not a new path."""
     shipped = (ROOT / "scenarios" / "environments.yaml").read_text(encoding="utf-8")
     assert "level_duration: 3s\n  level_warmup: 1s\n  precision: 5%" in shipped
     text = shipped.replace(
@@ -188,6 +190,8 @@ def bundled_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     )
     vllm = text.index("  # Only where vLLM's CPU build is installed")
     text = text[:vllm] + text[text.index("report:", vllm) :]
+    bf16 = text.index("  - name: torch-bf16")
+    text = text[:bf16] + text[text.index("report:", bf16) :]  # the last environment left
     return run_cli(tmp_path_factory.mktemp("bundled"), text, timeout=900, html=False)
 
 
@@ -196,7 +200,7 @@ def test_bundled_environments_scenario_recommends_on_real_runtimes(bundled_run: 
     assert run.code == 0, run.stderr[-3000:]
     comparison = _comparison(run.run_dir)
     rows = _rows(comparison)
-    assert set(rows) == {"ort-1thread", "ort-2threads", "torch-fp32", "torch-bf16"}
+    assert set(rows) == {"ort-1thread", "ort-2threads", "torch-fp32"}
     # Every runtime has a level that holds the SLOs (so a capacity) and starts well within the
     # 30-s cold-start SLO: each plan meets them all, and one of them is recommended.
     for name in rows:

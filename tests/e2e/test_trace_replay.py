@@ -22,7 +22,8 @@ from loadgen.scenario.phases import RampPhase, SpikePhase
 from loadgen.traffic.schedule import build_schedule
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.timing]
+# `timing` per test: a broken trace is refused before anything runs.
+pytestmark = pytest.mark.slow
 
 SAMPLES = ROOT / "scenarios" / "traces"
 SAMPLE_FILES = [
@@ -42,6 +43,7 @@ def _lag_p99_ms(records: list[dict[str, Any]]) -> float:
     return float(np.percentile([(r["sent_s"] - r["scheduled_s"]) * 1000 for r in records], 99))
 
 
+@pytest.mark.timing
 def test_every_sample_trace_is_replayed_row_by_row_at_its_offsets(tmp_path: Path):
     """The four samples back to back, each at time_scale 1: ~16 s of traffic, 154 rows."""
     phases = "".join(
@@ -75,6 +77,7 @@ def test_every_sample_trace_is_replayed_row_by_row_at_its_offsets(tmp_path: Path
     assert run.report["client"]["trustworthy"] is True
 
 
+@pytest.mark.timing
 def test_the_trace_replay_example_passes(tmp_path: Path):
     run = run_cli(tmp_path, ROOT / "scenarios" / "trace-replay.yaml")
     assert run.code == 0, run.stderr
@@ -112,6 +115,7 @@ def _achieved(records: list[dict[str, Any]], start: float, end: float) -> float:
     return sum(1 for r in records if start <= r["sent_s"] < end) / (end - start)
 
 
+@pytest.mark.timing
 def test_the_ramp_spike_example_sends_its_shapes(tmp_path: Path):
     path = ROOT / "scenarios" / "ramp-spike.yaml"
     ramp, spike = load_scenario(path).traffic
@@ -130,6 +134,7 @@ def test_the_ramp_spike_example_sends_its_shapes(tmp_path: Path):
     # the acceptance's 5-ms bound is the replay's and the ramp's, below.
 
 
+@pytest.mark.timing
 def test_a_ramp_and_a_spike_hit_their_lines_within_10_percent(tmp_path: Path):
     """Issue 6's acceptance (a 60-s ramp then a spike), at 20 s: the same 10% band over 4-s
     windows, each expecting 76 to 373 requests as the 60-s ramp's 10-s windows did 175 to 925.
