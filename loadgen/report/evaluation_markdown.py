@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from loadgen.evaluate.curve import Over
 from loadgen.fmt import format_number
 from loadgen.report import drill_facts as drill
 from loadgen.report.model import Report
@@ -72,7 +73,7 @@ def curve_lines(knee: Knee) -> list[str]:
         ]
         for level in knee.levels
     ]
-    level = f"{over} (sessions/s)" if sessions and over == "rate" else over
+    level = f"{over} (sessions/s)" if sessions and over == Over.RATE else over
     header = [level, *(["sessions/s"] if sessions else []), "req/s", "95% CI (trials)", "tok/s"]
     header += ["TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
     return [*lines, *_table([*header, "SLOs", "steady"], rows)]

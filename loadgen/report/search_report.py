@@ -13,6 +13,7 @@ from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import phase_metrics
+from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured
 from loadgen.evaluate.plan import evaluate
 from loadgen.fmt import format_number
@@ -81,7 +82,7 @@ def _verdict(report: Report, over: str) -> tuple[Verdict, str]:
         return "fail", "; ".join([plan, *drill_failures])
     parts = [f"capacity at SLO {capacity_words(capacity)}"]
     if knee is not None and knee.level is not None:
-        sessions = capacity.sessions_per_s is not None and over == "rate"
+        sessions = capacity.sessions_per_s is not None and over == Over.RATE
         level = (
             f"{format_number(knee.level)} sessions/s" if sessions else f"{over} {format_number(knee.level)}"
         )

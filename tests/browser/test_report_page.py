@@ -50,6 +50,12 @@ report: {formats: [json, markdown, html]}
 """
 
 
+# The session's runs of tests/shared_runs.py, which timing tests also read: a page of them is
+# checked in the timing tier, where the runs are made once, on a quiet machine (their verdicts —
+# a pass, a regression — are what these pages show).
+SHARED_TIMING_RUN = pytest.mark.timing
+
+
 @pytest.fixture(autouse=True)
 def _browser() -> None:
     browser_or_skip()
@@ -85,6 +91,7 @@ def test_a_run_report_opens_offline_with_every_chart_and_slo_line(tmp_path: Path
     assert (run_dir / "report.html").read_text() == first
 
 
+@SHARED_TIMING_RUN
 def test_a_lora_report_draws_ttft_by_adapter_with_the_adapters_slo(tmp_path: Path, lora_run: CliRun) -> None:
     """scenarios/lora.yaml (the session's run of it): the per-adapter table and the TTFT CDF per
     adapter, `slo.adapters`' line drawn on it."""
@@ -126,6 +133,7 @@ def test_a_search_report_shows_the_verdict_knee_and_capacity_on_the_first_screen
     )
 
 
+@SHARED_TIMING_RUN
 def test_compare_writes_an_overlay_page_next_to_the_current_run(tmp_path: Path, itl_runs: ItlRuns) -> None:
     # The session's compare runs (tests/compare_runs.py: ITL 10 ms, then 13 ms); the current
     # one copied here, so that the page checked is the one this gate wrote.

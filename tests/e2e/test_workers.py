@@ -14,8 +14,7 @@ import pytest
 from servers.base import free_port
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli, wait_for_worker_pids
 
-# `timing` per test: a killed or outside worker is counted, not timed, and may share the machine.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SCENARIO = """
 name: workers
@@ -43,7 +42,6 @@ def _run(tmp_path: Path, workers: int) -> CliRun:
     return run_cli(folder, SHORT, "--workers", str(workers), timeout=240, html=False)
 
 
-@pytest.mark.timing
 def test_two_workers_send_the_whole_schedule_with_the_same_latencies(tmp_path: Path) -> None:
     one, two = _run(tmp_path, 1), _run(tmp_path, 2)
     for run in (one, two):

@@ -10,11 +10,17 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from loadgen.collect.stats_wire import SUMMARY_FILE
 from loadgen.scenario.loader import load_scenario
 from loadgen.traffic.schedule import build_schedule
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, read_report, run_cli, wait_for_worker_pids
 from tests.e2e.test_workers import SCENARIO, SCHEDULED
+
+# Two workers at 100 req/s each need a core of their own to keep the schedule (exit 0): not beside
+# another run.
+pytestmark = pytest.mark.timing
 
 SHORT = SCENARIO.replace("duration: 10s", "duration: 5s").replace("markdown]", "markdown, html]")
 

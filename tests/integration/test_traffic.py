@@ -36,6 +36,7 @@ server: {kind: simulated, ttft: 100ms, itl: 10ms, slots: 64}
 workload: {output_tokens: {kind: fixed, value: 21}}
 traffic: [{kind: constant, rate: 20, duration: 3s, max_concurrency: 2}]
 """,
+        html=False,
     )
     assert run.code == 0, run.stderr  # no SLOs, a client that kept up: a sound run
     records = run.records()
@@ -60,6 +61,7 @@ server: {kind: simulated, ttft: 50ms, itl: 50ms, slots: 1}
 workload: {output_tokens: {kind: fixed, value: 8}}
 traffic: [{kind: constant, rate: 10, duration: 3s}]
 """,
+        html=False,
     )
     # A server 8 s behind is no fault of the client's: no SLOs, so the run is sound (exit 0).
     assert run.code == 0, run.stderr
@@ -87,6 +89,7 @@ traffic:
   - {kind: poisson, rate: 40, duration: 5s}
   - {kind: gamma, rate: 40, cv: 4, duration: 5s}
 """,
+        html=False,
     )
     records = run.records()
     assert run.code == 0, run.stderr
