@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.environments.energy import labelled
-from loadgen.environments.ranking import money
+from loadgen.environments.ranking import FIRST, money
 from loadgen.environments.render import (
     COLUMNS,
     ENERGY_COLUMNS,
@@ -167,7 +167,8 @@ def _sure_card(recommendation: Mapping[str, Any]) -> Card:
         return Card("how sure", "–", "no capacity interval to resample")
     required = f"{recommendation.get('required_confidence', 0.9):.0%}"
     if not recommendation.get("too_close"):
-        return Card("how sure", f"{share:.0%}", f"of resamples cheapest (needs {required})", "pass", big=True)
+        first = FIRST.get(recommendation.get("by") or "cost", "the cheapest").removeprefix("the ")
+        return Card("how sure", f"{share:.0%}", f"of resamples {first} (needs {required})", "pass", big=True)
     other = recommendation.get("runner_up")
     detail = f"below {required}: too close to call"
     if other is not None:

@@ -62,8 +62,8 @@ def _share(row: Mapping[str, Any]) -> str:
 
 
 def _energy_cells(row: Mapping[str, Any]) -> list[str]:
-    """kWh per million output tokens and tokens per joule, each labelled measured or declared,
-    and the plan's energy a month (its cost where a price per kWh was given)."""
+    """kWh per million output tokens, labelled measured or declared, and the plan's energy a
+    month (its cost where a price per kWh was given); tokens per joule are in energy_rows."""
     energy = row.get("energy") or {}
     basis = energy.get("basis")
     month = "–"
@@ -71,11 +71,7 @@ def _energy_cells(row: Mapping[str, Any]) -> list[str]:
         month = money(energy["monthly_energy_cost"])
     elif energy.get("monthly_kwh") is not None:
         month = f"{energy['monthly_kwh']:,.0f} kWh"
-    return [
-        labelled(energy.get("kwh_per_million_tokens"), basis),
-        labelled(energy.get("tokens_per_joule"), basis),
-        month,
-    ]
+    return [labelled(energy.get("kwh_per_million_tokens"), basis), month]
 
 
 def table_rows(comparison: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
@@ -117,7 +113,6 @@ COLUMNS: Sequence[str] = (
     "per month",
     "per M tok",
     "kWh per M tok",
-    "tok/J",
     "energy a month",
     "cheapest in",
     "status",
@@ -142,6 +137,7 @@ ENERGY_COLUMNS: Sequence[str] = (
     "measured tok/J",
     "measured W",
     "declared kWh/M tok",
+    "declared tok/J",
     "declared W",
     "declared source",
 )
@@ -164,10 +160,10 @@ def energy_rows(comparison: Mapping[str, Any]) -> list[list[str]]:
             seen.append(_sig(measured["watts_per_replica"]))
         else:
             seen = [str(energy.get("not_measured") or "not measured"), "–", "–"]
-        said = ["–", "–", "–"]
+        said = ["–", "–", "–", "–"]
         if declared:
-            said = [_sig(declared["kwh_per_million_tokens"]), _sig(declared["watts_per_replica"])]
-            said.append(str(declared.get("source") or ""))
+            said = [_sig(declared[key]) for key in ("kwh_per_million_tokens", "tokens_per_joule")]
+            said += [_sig(declared["watts_per_replica"]), str(declared.get("source") or "")]
         rows.append([row["name"], *seen, *said])
     return rows
 
@@ -237,7 +233,7 @@ _TERMINAL_COLUMNS: Sequence[str] = (
 
 def _terminal_cells(cells: Sequence[str]) -> list[str]:
     name, capacity, knee, tokens, ttft, itl, e2e, cold, memory, replicas, month, per_m, *rest = cells
-    kwh, _, _, share, status = rest
+    kwh, _, share, status = rest
     cost = month if per_m == "–" else f"{month} ({per_m})"
     latency = f"{ttft}/{itl}/{e2e}"
     return [name, capacity, knee, tokens, latency, cold, memory, replicas, cost, kwh, share, status]

@@ -105,7 +105,11 @@ def test_declared_power_gives_labelled_figures_at_capacity() -> None:
     markdown = render_markdown(comparison)
     assert "0.104 (declared)" in markdown and "0.0434 (declared)" in markdown
     assert "ranked by replica cost a month (recommend.by: cost; energy is shown, not ranked)" in markdown
-    assert "notional: a large board" in markdown  # the declared source, in its own column
+    # Measured and declared side by side, never merged: 120 W ÷ 320 tok/s = 2.67 tokens per joule.
+    assert (
+        "| small | not measured (no NVML device, no RAPL) | – | – | 0.104 | 2.67 | 120 | "
+        "notional: a small board |"
+    ) in markdown
 
 
 def test_ranking_by_energy_changes_the_winner_and_says_so() -> None:
