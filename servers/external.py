@@ -17,6 +17,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration, format_duration
 from servers.base import Adapter, Endpoint, ServerStartError, first_model_id
 from servers.direct_http import http_get
+from servers.energy import EnergySetting
 
 
 class ExternalServerConfig(StrictModel):
@@ -31,6 +32,9 @@ class ExternalServerConfig(StrictModel):
     # This many connection failures in a row mid-run mean the server is gone: the run stops
     # with verdict `error` ("unreachable since t=…") instead of measuring a dead endpoint.
     unreachable_after: Annotated[int, Field(ge=1)] = 20
+    # Not started here, so no process tree to follow: `auto` measures nothing; a device list
+    # counts those devices of this machine (a server on the same host).
+    energy: EnergySetting = "auto"
 
     @field_validator("url")
     @classmethod

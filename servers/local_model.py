@@ -15,6 +15,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.cpus import CpuSetting
+from servers.energy import EnergySetting
 from servers.engines.modeldir import BUNDLED_MODEL
 
 
@@ -30,6 +31,7 @@ class LocalModelConfig(StrictModel):
     # Cores for the server process tree ("0-2,5", [0, 1]; auto: all but the load generator's,
     # so on 2 cores the server gets 1 whatever `threads` says).
     cpus: CpuSetting = "auto"
+    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy.py)
 
     @property
     def model_name(self) -> str:

@@ -17,6 +17,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration, PositiveDuration, Size, parse_duration, parse_size
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.cpus import CpuSetting
+from servers.energy import EnergySetting
 
 
 class SimulatedLora(StrictModel):
@@ -59,6 +60,7 @@ class SimulatedServerConfig(StrictModel):
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = 75.0
     cpus: CpuSetting = "auto"  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
+    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy.py)
     # LoRA adapters served besides the base model, and how they are kept (servers/engines/lora_cache.py).
     lora: SimulatedLora | None = None
 

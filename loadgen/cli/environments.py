@@ -41,7 +41,12 @@ def compare_environment_runs(
         out_dir = paths[0] if alone else Path.cwd()
     basis, recommend = _settings_of(paths)
     comparison = compare_environments(
-        runs, basis, name=comparison_name(paths), confidence=confidence or recommend.confidence
+        runs,
+        basis,
+        name=comparison_name(paths),
+        confidence=confidence or recommend.confidence,
+        by=recommend.by,
+        price_per_kwh=recommend.price_per_kwh,
     )
     if comparison["plan_basis"] is None:
         return fail("no run has a replica plan (capacity: peak_rate): nothing to size or price")

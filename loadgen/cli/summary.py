@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from loadgen.fmt import format_number
+from loadgen.report.energy_words import energy_line
 from loadgen.report.model import Report
 
 
@@ -18,6 +19,9 @@ def print_summary(report: Report, console: Console) -> None:
         f"TTFT p50/p95 {_num(ttft.p50)}/{_num(ttft.p95)} ms · "
         f"e2e p95 {_num(e2e.p95)} ms · errors {metrics.errors}"
     )
+    energy = energy_line(report.energy)
+    if energy is not None:
+        console.print(energy, markup=False, soft_wrap=True)
     if not report.slo:
         return
     table = Table(show_header=True, header_style="bold")

@@ -8,10 +8,11 @@ with like even when the runs came from different scenarios.
 The recommendation is the cheapest environment whose plan meets every SLO (its search run's
 verdict is `pass`: a level held every SLO, the verified plan held where verified and passed
 its drills, and the whole-run SLOs — cold start, memory growth, tokens/s — held at the
-operating point). Cheapest by
-monthly cost; without prices, by replica count; ties go to the higher capacity. Every other
-environment gets the reason it lost. Plans are sized as each run's own is (`plan_on`: the lower
-bound of the capacity's 95% interval by default) and carry the count at the point estimate.
+operating point). Cheapest by monthly cost; without prices, by replica count; ties go to the
+higher capacity; or, with `recommend.by`, by energy per output token or by cost with energy
+(ranking.py; energy.py keeps measured and declared energy apart). Every other environment gets
+the reason it lost. Plans are sized as each run's own is (`plan_on`: the lower bound of the
+capacity's 95% interval by default) and carry the count at the point estimate.
 
 How sure: the share of bootstrap resamples of the capacities in which the recommended
 environment is still the cheapest (confidence.py). Below `confidence` (default 90%) the
@@ -26,6 +27,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loadgen.environments.confidence import Candidate, PlanTerms, cheapest_shares
+from loadgen.environments.energy import DeclaredPower, basis_words, energy_row, fill_energy
+from loadgen.environments.ranking import (
+    RankBy,
+    energy_change,
+    energy_words,
+    lost_to,
+    money,
+    rank_key,
+    sure_words,
+    sureness,
+)
 from loadgen.evaluate.plan import plan_from_capacity
 from loadgen.evaluate.replicas import HOURS_PER_MONTH, PlanOn
 from loadgen.fmt import format_number
@@ -86,6 +98,7 @@ class EnvironmentRun:
     run_dir: str | None = None
     # Why there is no report (the run could not be made at all).
     error: str | None = None
+    power: DeclaredPower | None = None  # `power:` declared for it (energy figures labelled so)
 
 
 def _curve(report: Report) -> list[dict[str, Any]]:
@@ -163,6 +176,7 @@ def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> dict[str, Any]:
         "monthly_cost_at_point": plan.get("monthly_cost_at_point"),
         "cheapest_share": None,  # set for the environments that meet every SLO
         "cost_per_million_tokens": plan.get("cost_per_million_tokens"),
+        "energy": energy_row(report, run.power),
         "slo_failures": [slo.name for slo in report.slo if not slo.passed] if report else [],
         "curve": _curve(report) if report else [],
     }
@@ -206,15 +220,6 @@ def _why_not_eligible(run: EnvironmentRun, row: Mapping[str, Any]) -> str | None
     return None
 
 
-def _rank_key(row: Mapping[str, Any], priced: bool) -> tuple[float, float, float]:
-    cost = row["monthly_cost"]
-    return (
-        (cost if cost is not None else math.inf) if priced else 0.0,
-        float(row["replicas"]),
-        -float(row["capacity_rps"] or 0.0),
-    )
-
-
 _STATUS_ORDER = {"recommended": 0, "meets": 1, "fails": 2, "failed": 3, "left out": 4}
 
 
@@ -227,33 +232,6 @@ def _display_order(row: Mapping[str, Any]) -> tuple[float, ...]:
         replicas if replicas is not None else math.inf,
         -float(row["capacity_rps"] or 0.0),
     )
-
-
-def _lost_to(row: Mapping[str, Any], winner: Mapping[str, Any], priced: bool) -> str:
-    """Why an eligible environment is not the recommendation."""
-    if priced:
-        cost, best = row["monthly_cost"], winner["monthly_cost"]
-        if cost is None:
-            return "no cost_per_replica_hour given: it cannot be priced against the others"
-        if cost > best:
-            dearer = f"{(cost / best - 1) * 100:.0f}%" if best > 0 else "more"
-            return (
-                f"dearer by {dearer}: {row['replicas']} replicas cost {money(cost)} a month "
-                f"against {money(best)}"
-            )
-    if row["replicas"] > winner["replicas"]:
-        return f"needs {row['replicas']} replicas against {winner['replicas']}"
-    return (
-        f"as cheap, less headroom: capacity {format_number(row['capacity_rps'])} req/s per replica "
-        f"against {format_number(winner['capacity_rps'])}"
-    )
-
-
-def money(value: float | None) -> str:
-    """Two decimals, or three significant figures below 1 (0.0134 per million tokens)."""
-    if value is None:
-        return "–"
-    return f"{value:,.2f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
 
 
 def _replica_words(row: Mapping[str, Any]) -> str:
@@ -280,87 +258,64 @@ def _recommendation_text(winner: Mapping[str, Any], basis: PlanBasis) -> str:
     )
 
 
-def _sureness(
-    winner: Mapping[str, Any], eligible: Sequence[Mapping[str, Any]], confidence: float
-) -> dict[str, Any]:
-    """The recommendation's `confidence` (the winner's share of the resamples), whether that is
-    below the bar (`too_close`), and the runner-up: the other environment cheapest most often."""
-    share = winner["cheapest_share"]
-    others = sorted(
-        (row for row in eligible if row is not winner), key=lambda row: -(row["cheapest_share"] or 0.0)
-    )
-    runner_up = others[0] if others and (others[0]["cheapest_share"] or 0.0) > 0 else None
-    return {
-        "confidence": share,
-        "required_confidence": confidence,
-        "too_close": share is not None and share < confidence,
-        "runner_up": None if runner_up is None else runner_up["name"],
-        "runner_up_share": None if runner_up is None else runner_up["cheapest_share"],
-    }
-
-
-def _sure_words(recommendation: Mapping[str, Any]) -> str:
-    """'too close to call: a or b (a cheapest in 61% of resamples, b in 39%); ' or
-    'cheapest in 98% of resamples; '."""
-    share, name = recommendation["confidence"], recommendation["environment"]
-    if share is None:
-        return ""
-    if not recommendation["too_close"]:
-        return f"{name} is the cheapest in {share:.0%} of resamples; "
-    other = recommendation["runner_up"]
-    if other is None:
-        return f"too close to call: {name} is the cheapest in only {share:.0%} of resamples; "
-    return (
-        f"too close to call: {name} or {other} ({name} the cheapest in {share:.0%} of resamples, "
-        f"{other} in {recommendation['runner_up_share']:.0%}); "
-    )
-
-
 def compare_environments(
     runs: Sequence[EnvironmentRun],
     basis: PlanBasis | None = None,
     name: str = "environments",
     confidence: float = DEFAULT_CONFIDENCE,
+    by: RankBy = "cost",
+    price_per_kwh: float | None = None,
 ) -> dict[str, Any]:
     """comparison.json: one row per environment, the recommendation (with how sure it is),
-    verdict, reason. `confidence`: the share of resamples below which it is too close to call."""
+    verdict, reason. `confidence`: the share of resamples below which it is too close to call;
+    `by`: what ranks the environments that meet every SLO (loadgen.environments.ranking)."""
     if basis is None:
         basis = next((b for run in runs if run.report and (b := PlanBasis.from_report(run.report))), None)
     rows = [_measured(run, basis) for run in runs]
-    eligible = []
-    candidates = []
+    eligible: list[dict[str, Any]] = []
     for run, row in zip(runs, rows, strict=True):
         row["lost_because"] = _why_not_eligible(run, row)
         if row["lost_because"] is None:
             eligible.append(row)
-            capacity = run.report.capacity if run.report else None
-            if capacity is not None:  # eligible: it has a capacity
-                candidates.append(Candidate(row["name"], capacity, run.cost_per_replica_hour))
         else:
             failed_run = row["lost_because"].startswith(("run failed", "left out"))
             row["status"] = ("left out" if run.optional else "failed") if failed_run else "fails"
+    ranked_on = fill_energy(rows, eligible, price_per_kwh)
     priced = any(row["monthly_cost"] is not None for row in eligible)
-    winner = min(eligible, key=lambda row: _rank_key(row, priced)) if eligible else None
+    winner = min(eligible, key=lambda row: rank_key(row, priced, by)) if eligible else None
+    by_cost = min(eligible, key=lambda row: rank_key(row, priced)) if eligible else None
     if basis is not None:
-        shares = cheapest_shares(candidates, basis.terms(), priced)
+        candidates = [_candidate(run, row) for run, row in zip(runs, rows, strict=True) if row in eligible]
+        shares = cheapest_shares(candidates, basis.terms(), priced, by, price_per_kwh)
         for row in eligible:
             row["cheapest_share"] = shares[row["name"]]
     for row in eligible:
         row["status"] = "recommended" if row is winner else "meets"
         if row is not winner and winner is not None:
-            row["lost_because"] = _lost_to(row, winner, priced)
+            row["lost_because"] = lost_to(row, winner, priced, by)
     failed = [row["name"] for row in rows if row["status"] == "failed"]
     recommendation = None
-    if winner is not None and basis is not None:
+    if winner is not None and by_cost is not None and basis is not None:
+        changed, change_words = energy_change(winner, by_cost, priced, by)
         recommendation = {
             "environment": winner["name"],
+            "by": by,
             "replicas": winner["replicas"],
             "replicas_at_point": winner["replicas_at_point"],
             "monthly_cost": winner["monthly_cost"],
             "cost_per_million_tokens": winner["cost_per_million_tokens"],
-            **_sureness(winner, eligible, confidence),
+            "kwh_per_million_tokens": winner["energy"]["kwh_per_million_tokens"],
+            "energy_basis": winner["energy"]["basis"],
+            "monthly_cost_with_energy": winner["energy"]["monthly_cost_with_energy"],
+            "energy_changed_ranking": changed,
+            **sureness(winner, eligible, confidence),
         }
-        recommendation["text"] = _sure_words(recommendation) + _recommendation_text(winner, basis)
+        recommendation["text"] = (
+            sure_words(recommendation)
+            + _recommendation_text(winner, basis)
+            + energy_words(winner, by)
+            + change_words
+        )
     if failed:
         verdict = "error"
         reason = f"the run of {', '.join(failed)} failed: the comparison is incomplete"
@@ -379,10 +334,29 @@ def compare_environments(
         "reason": reason,
         "plan_basis": basis.to_dict() if basis is not None else None,
         "hours_per_month": HOURS_PER_MONTH,
+        "ranking": {
+            "by": by,
+            "price_per_kwh": price_per_kwh,
+            "energy_basis": ranked_on,
+            "energy_note": basis_words(ranked_on),
+        },
         "slo": _slo_bounds(runs),
         "recommendation": recommendation,
         "environments": ranked,
     }
+
+
+def _candidate(run: EnvironmentRun, row: Mapping[str, Any]) -> Candidate:
+    """An eligible environment as the resampling sees it (eligible: it has a capacity)."""
+    assert run.report is not None and run.report.capacity is not None
+    energy = row["energy"]
+    return Candidate(
+        row["name"],
+        run.report.capacity,
+        run.cost_per_replica_hour,
+        energy["watts_per_replica"],
+        energy["kwh_per_million_tokens"],
+    )
 
 
 def _slo_bounds(runs: Sequence[EnvironmentRun]) -> list[dict[str, Any]]:

@@ -2,8 +2,9 @@
 `loadtest compare` / `loadtest report` on the folder of an environments run.
 
 A run is a search run's folder (or its report.json). The folder of an environments run stands
-for all its environments. An environment's name, notes and price come from its run.json (kept
-there by `loadtest run`), else the folder's name and the scenario's `capacity.cost_per_replica_hour`.
+for all its environments. An environment's name, notes, price and declared power come from its
+run.json (kept there by `loadtest run`), else the folder's name and the scenario's
+`capacity.cost_per_replica_hour`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pydantic
 import yaml
 
 from loadgen.environments.compare import EnvironmentRun
+from loadgen.environments.energy import DeclaredPower
 from loadgen.report.json_report import load_report, why_not_a_report
 from loadgen.report.model import Report
 
@@ -86,6 +88,7 @@ def _one_run(path: Path) -> EnvironmentRun:
         notes=str(environment.get("notes") or ""),
         optional=bool(environment.get("optional", False)),
         run_dir=str(run_dir.resolve()),
+        power=DeclaredPower.of(environment.get("power")),
     )
 
 
@@ -112,6 +115,7 @@ def _environments_of(parent: Path, folders: Sequence[Path]) -> list[EnvironmentR
                 notes=str(env.get("notes") or ""),
                 optional=bool(env.get("optional", False)),
                 error="the run did not get to this environment (no report.json)",
+                power=DeclaredPower.of(env.get("power")),
             )
         )
     return runs

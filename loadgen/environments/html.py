@@ -13,8 +13,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from loadgen.environments.compare import money
-from loadgen.environments.render import COLUMNS, table_rows
+from loadgen.environments.energy import labelled
+from loadgen.environments.ranking import FIRST, money
+from loadgen.environments.render import (
+    COLUMNS,
+    ENERGY_COLUMNS,
+    columns,
+    energy_rows,
+    ranking_line,
+    table_rows,
+)
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import PALETTE, Chart, Marker, Series, Threshold, bar_chart, line_chart
 from loadgen.report.html.page import (
@@ -97,8 +105,43 @@ def _decision_cards(comparison: Mapping[str, Any]) -> str:
                 _capacity_note(winner),
                 big=True,
             ),
+            _energy_card(winner),
         ],
         even=True,
+    )
+
+
+def _energy_card(row: Mapping[str, Any]) -> Card:
+    """The winner's energy per million output tokens at capacity, labelled measured or declared."""
+    energy = row.get("energy") or {}
+    basis = energy.get("basis")
+    if basis is None:
+        return Card("energy", "–", energy.get("not_measured") or "not measured, no power: declared")
+    value = labelled(energy.get("kwh_per_million_tokens"), basis)
+    detail = f"kWh per million output tokens · {labelled(energy.get('tokens_per_joule'), basis)} tok/J"
+    return Card("energy at capacity", value, detail, "warn" if basis == "declared" else "none", big=True)
+
+
+def energy_chart(comparison: Mapping[str, Any]) -> Chart | None:
+    """kWh per million output tokens at capacity per environment; the label says measured or declared."""
+    rows = [
+        row
+        for row in comparison["environments"]
+        if (row.get("energy") or {}).get("kwh_per_million_tokens") is not None
+    ]
+    if not rows:
+        return None
+    return bar_chart(
+        "energy",
+        "Energy per million output tokens at capacity",
+        [f"{row['name']} ({row['energy']['basis']})" for row in rows],
+        [row["energy"]["kwh_per_million_tokens"] for row in rows],
+        colors=[_BAR_COLOR.get(row["status"], "#9e9e9e") for row in rows],
+        value_label="kWh per million output tokens",
+        value_format=lambda value: f"{value:.3g}",
+        caption="Measured: the counted devices at the capacity level (Zeus). Declared: power: "
+        "watts_per_replica ÷ the capacity's output tokens/s. "
+        + str((comparison.get("ranking") or {}).get("energy_note") or ""),
     )
 
 
@@ -124,7 +167,8 @@ def _sure_card(recommendation: Mapping[str, Any]) -> Card:
         return Card("how sure", "–", "no capacity interval to resample")
     required = f"{recommendation.get('required_confidence', 0.9):.0%}"
     if not recommendation.get("too_close"):
-        return Card("how sure", f"{share:.0%}", f"of resamples cheapest (needs {required})", "pass", big=True)
+        first = FIRST.get(recommendation.get("by") or "cost", "the cheapest").removeprefix("the ")
+        return Card("how sure", f"{share:.0%}", f"of resamples {first} (needs {required})", "pass", big=True)
     other = recommendation.get("runner_up")
     detail = f"below {required}: too close to call"
     if other is not None:
@@ -204,7 +248,13 @@ def cost_chart(comparison: Mapping[str, Any]) -> Chart | None:
 def _table(comparison: Mapping[str, Any]) -> str:
     rows = table_rows(comparison)
     statuses = [_ROW_STATUS.get(status, "none") for status, _ in rows]
-    return table(list(COLUMNS), [cells for _, cells in rows], statuses, status_column=len(COLUMNS) - 1)
+    headers = columns(comparison)
+    return table(headers, [cells for _, cells in rows], statuses, status_column=len(COLUMNS) - 1)
+
+
+def _energy_table(comparison: Mapping[str, Any]) -> str:
+    """Measured and declared figures side by side, never merged."""
+    return table(list(ENERGY_COLUMNS), energy_rows(comparison))
 
 
 def _reasons(comparison: Mapping[str, Any]) -> str:
@@ -234,7 +284,8 @@ def render_comparison_html(comparison: Mapping[str, Any], out_dir: Path) -> str:
     ttft = curve_chart(comparison, "curve-ttft", "ttft_p95_ms", "TTFT p95")
     e2e = curve_chart(comparison, "curve-e2e", "e2e_p95_ms", "e2e p95")
     cost = cost_chart(comparison)
-    first = [chart.html() for chart in (ttft, cost) if chart is not None]
+    energy = energy_chart(comparison)
+    first = [chart.html() for chart in (ttft, cost, energy) if chart is not None]
     itl = curve_chart(comparison, "curve-itl", "itl_p95_ms", "ITL p95")
     later = [chart.html() for chart in (e2e, itl) if chart is not None]
     basis = comparison.get("plan_basis")
@@ -246,9 +297,11 @@ def render_comparison_html(comparison: Mapping[str, Any], out_dir: Path) -> str:
         if basis
         else "No replica plan: no run had a capacity: section."
     )
+    decision = _decision_cards(comparison) + note(basis_text) + note(ranking_line(comparison) + ".")
     sections = [
-        Section("Decision", _decision_cards(comparison) + note(basis_text) + grid(first), "decision"),
+        Section("Decision", decision + grid(first), "decision"),
         Section("Every environment", _table(comparison) + grid(later), "table"),
+        Section("Energy at capacity", _energy_table(comparison), "energy"),
         Section("Why not the others", _reasons(comparison), "reasons"),
         Section("Each environment's own report", _links(comparison, out_dir), "links"),
     ]

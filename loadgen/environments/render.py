@@ -8,7 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from loadgen.environments.compare import money
+from loadgen.environments.energy import labelled
+from loadgen.environments.ranking import FIRST, money
 from loadgen.fmt import format_number
 
 _STATUS_STYLE = {
@@ -60,6 +61,19 @@ def _share(row: Mapping[str, Any]) -> str:
     return "–" if share is None else f"{share:.0%}"
 
 
+def _energy_cells(row: Mapping[str, Any]) -> list[str]:
+    """kWh per million output tokens, labelled measured or declared, and the plan's energy a
+    month (its cost where a price per kWh was given); tokens per joule are in energy_rows."""
+    energy = row.get("energy") or {}
+    basis = energy.get("basis")
+    month = "–"
+    if energy.get("monthly_energy_cost") is not None:
+        month = money(energy["monthly_energy_cost"])
+    elif energy.get("monthly_kwh") is not None:
+        month = f"{energy['monthly_kwh']:,.0f} kWh"
+    return [labelled(energy.get("kwh_per_million_tokens"), basis), month]
+
+
 def table_rows(comparison: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     """(status, cells) per environment, in the comparison's order, for every text format."""
     rows = []
@@ -77,6 +91,7 @@ def table_rows(comparison: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
             _replicas(row),
             money(row["monthly_cost"]),
             money(row["cost_per_million_tokens"]),
+            *_energy_cells(row),
             _share(row),
             row["status"],
         ]
@@ -97,9 +112,77 @@ COLUMNS: Sequence[str] = (
     "replicas",
     "per month",
     "per M tok",
+    "kWh per M tok",
+    "energy a month",
     "cheapest in",
     "status",
 )
+# The share column says what the resamples rank by (`recommend.by`).
+_SHARE_HEADER = {
+    "cost": "cheapest in",
+    "energy": "most efficient in",
+    "cost_with_energy": "cheapest with energy in",
+}
+
+
+def columns(comparison: Mapping[str, Any]) -> list[str]:
+    """The table's headers for this comparison (the share column follows `recommend.by`)."""
+    by = (comparison.get("ranking") or {}).get("by", "cost")
+    return [_SHARE_HEADER.get(by, "cheapest in") if name == "cheapest in" else name for name in COLUMNS]
+
+
+ENERGY_COLUMNS: Sequence[str] = (
+    "environment",
+    "measured kWh/M tok",
+    "measured tok/J",
+    "measured W",
+    "declared kWh/M tok",
+    "declared tok/J",
+    "declared W",
+    "declared source",
+)
+
+
+def _sig(value: Any) -> str:
+    """Three significant figures: energy per token spans orders of magnitude (0.0434, 0.105)."""
+    return f"{value:.3g}" if isinstance(value, int | float) else "–"
+
+
+def energy_rows(comparison: Mapping[str, Any]) -> list[list[str]]:
+    """Each environment's measured and declared figures at capacity, side by side, never merged;
+    a row without measured figures says why in their place."""
+    rows = []
+    for row in comparison["environments"]:
+        energy = row.get("energy") or {}
+        measured, declared = energy.get("measured"), energy.get("declared")
+        if measured:
+            seen = [_sig(measured["kwh_per_million_tokens"]), _sig(measured["tokens_per_joule"])]
+            seen.append(_sig(measured["watts_per_replica"]))
+        else:
+            seen = [str(energy.get("not_measured") or "not measured"), "–", "–"]
+        said = ["–", "–", "–", "–"]
+        if declared:
+            said = [_sig(declared[key]) for key in ("kwh_per_million_tokens", "tokens_per_joule")]
+            said += [_sig(declared["watts_per_replica"]), str(declared.get("source") or "")]
+        rows.append([row["name"], *seen, *said])
+    return rows
+
+
+def ranking_line(comparison: Mapping[str, Any]) -> str:
+    """What ranked the environments, and whether the energy figures are measured or declared."""
+    ranking = comparison.get("ranking") or {}
+    by, note = ranking.get("by", "cost"), ranking.get("energy_note", "")
+    price = ranking.get("price_per_kwh")
+    if by == "energy":
+        what = "energy per million output tokens at capacity (recommend.by: energy)"
+    elif by == "cost_with_energy":
+        what = (
+            f"replica cost plus energy at {money(price)} per kWh, each replica drawing its power at "
+            "capacity all month (recommend.by: cost_with_energy)"
+        )
+    else:
+        what = "replica cost a month (recommend.by: cost; energy is shown, not ranked)"
+    return f"ranked by {what}; {note}" if note else f"ranked by {what}"
 
 
 def _reasons(comparison: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -113,6 +196,7 @@ def _reasons(comparison: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _basis_line(comparison: Mapping[str, Any]) -> str:
     basis = comparison.get("plan_basis")
+    by = (comparison.get("ranking") or {}).get("by", "cost")
     if not basis:
         return "no replica plan: no run had a capacity: section"
     spare = f" + {basis['redundancy']} spare" if basis["redundancy"] else ""
@@ -124,8 +208,9 @@ def _basis_line(comparison: Mapping[str, Any]) -> str:
     return (
         f"plans for a peak of {format_number(basis['peak_rate'])} {basis.get('unit', 'req/s')} at "
         f"{format_number(basis['target_utilization'] * 100)}% target utilisation{spare}, {sized}; "
-        "capacity and latencies at SLO (the highest load level at which every SLO held); cheapest in: "
-        "the share of resamples of the capacities in which that plan is the cheapest"
+        "capacity and latencies at SLO (the highest load level at which every SLO held); "
+        f"{_SHARE_HEADER.get(by, 'cheapest in')}: the share of resamples of the capacities in which "
+        f"that plan is {FIRST.get(by, 'the cheapest')}"
     )
 
 
@@ -140,15 +225,18 @@ _TERMINAL_COLUMNS: Sequence[str] = (
     "memory\nMB/min",
     "replicas",
     "cost a month\n(per M tok)",
-    "cheapest\nin",
+    "energy\nkWh/M tok",
+    "first\nin",
     "status",
 )
 
 
 def _terminal_cells(cells: Sequence[str]) -> list[str]:
-    name, capacity, knee, tokens, ttft, itl, e2e, cold, memory, replicas, month, per_m, share, status = cells
+    name, capacity, knee, tokens, ttft, itl, e2e, cold, memory, replicas, month, per_m, *rest = cells
+    kwh, _, share, status = rest
     cost = month if per_m == "–" else f"{month} ({per_m})"
-    return [name, capacity, knee, tokens, f"{ttft}/{itl}/{e2e}", cold, memory, replicas, cost, share, status]
+    latency = f"{ttft}/{itl}/{e2e}"
+    return [name, capacity, knee, tokens, latency, cold, memory, replicas, cost, kwh, share, status]
 
 
 def print_environments(comparison: Mapping[str, Any], console: Console) -> None:
@@ -162,6 +250,7 @@ def print_environments(comparison: Mapping[str, Any], console: Console) -> None:
         table.add_row(*_terminal_cells(cells), style=_STATUS_STYLE[status] or None)
     console.print(table)
     console.print(_basis_line(comparison), markup=False, soft_wrap=True)
+    console.print(ranking_line(comparison), markup=False, soft_wrap=True)
     for name, why in _reasons(comparison):
         console.print(f"  {name}: {why}", markup=False, soft_wrap=True)
     headline = _HEADLINE[str(comparison["verdict"])]
@@ -176,7 +265,9 @@ def render_markdown(comparison: Mapping[str, Any]) -> str:
         "",
         _basis_line(comparison) + ".",
         "",
-        "| " + " | ".join(COLUMNS) + " |",
+        ranking_line(comparison) + ".",
+        "",
+        "| " + " | ".join(columns(comparison)) + " |",
         "| "
         + " | ".join("---" if i in (0, len(COLUMNS) - 1) else "---:" for i in range(len(COLUMNS)))
         + " |",
@@ -189,6 +280,17 @@ def render_markdown(comparison: Mapping[str, Any]) -> str:
     if reasons:
         lines += ["", "## Why not the others", ""]
         lines += [f"- **{name}**: {why}" for name, why in reasons]
+    lines += [
+        "",
+        "## Energy at capacity",
+        "",
+        "Measured (Zeus: NVML, amdsmi, RAPL) and declared (`power:`) figures are kept apart; the "
+        "table above shows the one the ranking uses, labelled.",
+        "",
+        "| " + " | ".join(ENERGY_COLUMNS) + " |",
+        "| " + " | ".join(["---"] * len(ENERGY_COLUMNS)) + " |",
+        *("| " + " | ".join(cells) + " |" for cells in energy_rows(comparison)),
+    ]
     notes = [(row["name"], row["notes"]) for row in comparison["environments"] if row.get("notes")]
     if notes:
         lines += ["", "## Environments", ""]

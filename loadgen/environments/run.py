@@ -15,6 +15,7 @@ import gevent.event
 from rich.console import Console
 
 from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
+from loadgen.environments.energy import DeclaredPower
 from loadgen.environments.render import print_environments
 from loadgen.environments.write import write_comparison
 from loadgen.evaluate.capacity import rate_unit
@@ -41,6 +42,7 @@ def environment_meta(environment: Environment) -> dict[str, Any]:
         "notes": environment.notes,
         "cost_per_replica_hour": environment.cost_per_replica_hour,
         "optional": environment.optional,
+        "power": None if environment.power is None else environment.power.model_dump(),
     }
 
 
@@ -106,10 +108,18 @@ def run_environments(
                 notes=environment.notes,
                 optional=environment.optional,
                 run_dir=environment.name,
+                power=DeclaredPower.of(environment.power),
             )
         )
-    confidence = (scenario.recommend or RecommendSpec()).confidence
-    comparison = compare_environments(runs, plan_basis(scenario), name=scenario.name, confidence=confidence)
+    recommend = scenario.recommend or RecommendSpec()
+    comparison = compare_environments(
+        runs,
+        plan_basis(scenario),
+        name=scenario.name,
+        confidence=recommend.confidence,
+        by=recommend.by,
+        price_per_kwh=recommend.price_per_kwh,
+    )
     if stop.is_set():
         comparison["verdict"] = "error"
         comparison["reason"] = "interrupted: " + comparison["reason"]
@@ -132,4 +142,5 @@ def _not_run(environment: Environment, why: str) -> EnvironmentRun:
         notes=environment.notes,
         optional=environment.optional,
         error=why,
+        power=DeclaredPower.of(environment.power),
     )

@@ -27,6 +27,8 @@ from loadgen.evaluate.slo import LatencySLO, SLOSpec
 from loadgen.live.live_metrics import LiveMetrics
 from loadgen.live.metric_names import (
     CAPACITY_RPS,
+    ENERGY_JOULES,
+    ENERGY_WATTS,
     KNEE_LEVEL,
     PHASE_INDEX,
     SEARCH_LEVEL,
@@ -49,6 +51,7 @@ _SERVER_GAUGES = {
     "requests_waiting": UPSTREAM_WAITING,
     "kv_cache_usage": UPSTREAM_KV_CACHE,
     "lora_misses_total": UPSTREAM_LORA_MISSES,
+    "energy_watts": ENERGY_WATTS,
 }
 
 
@@ -133,6 +136,9 @@ class LiveExporter(RunObserver):
             value = values.get(key)
             if value is not None:
                 self.metrics.set_gauge(name, float(value))
+        joules = values.get("energy_joules")
+        if joules is not None:
+            self.metrics.set_counter(ENERGY_JOULES, float(joules))
 
     def evaluation(self, knee_level: float | None, capacity_rps: float | None) -> None:
         if knee_level is not None:

@@ -27,6 +27,7 @@ from loadgen.live.metric_names import (
     ADAPTER_LABELS,
     ADAPTER_TTFT_SECONDS,
     E2E_SECONDS,
+    ENERGY_JOULES,
     HELP,
     HISTOGRAMS,
     IN_FLIGHT,
@@ -111,6 +112,7 @@ class LiveMetrics(Collector):
         self._series: dict[tuple[str, str], _Series] = {}  # (phase, class) →
         self._adapters: dict[str, _Histogram] = {}  # LoRA adapter → its requests' TTFT
         self._gauges: dict[str, float] = {}
+        self._counters: dict[str, float] = {}  # counters with only the run's labels (energy)
         self._slos: list[tuple[str, str, float]] = []
         self._in_flight: Callable[[], int] | None = None
 
@@ -124,6 +126,11 @@ class LiveMetrics(Collector):
     def set_gauge(self, name: str, value: float) -> None:
         with self._lock:
             self._gauges[name] = value
+
+    def set_counter(self, name: str, total: float) -> None:
+        """A running total kept elsewhere (the energy sampler's joules), served as a counter."""
+        with self._lock:
+            self._counters[name] = total
 
     def watch_in_flight(self, in_flight: Callable[[], int]) -> None:
         self._in_flight = in_flight
@@ -166,6 +173,11 @@ class LiveMetrics(Collector):
                     family = GaugeMetricFamily(name, HELP[name], labels=RUN_LABELS)
                     family.add_metric(run, value)
                     yield family
+            joules = self._counters.get(ENERGY_JOULES)
+            if joules is not None:
+                counter = CounterMetricFamily(ENERGY_JOULES, HELP[ENERGY_JOULES], labels=RUN_LABELS)
+                counter.add_metric(run, joules)
+                yield counter
             if self._slos:
                 slo = GaugeMetricFamily(
                     SLO_THRESHOLD, HELP[SLO_THRESHOLD], labels=[*RUN_LABELS, "slo", "unit"]

@@ -8,7 +8,9 @@ pins them. Changing one here is a breaking change for every dashboard built on t
 - counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt,reasoning}_tokens_total`,
   `loadtest_tool_calls_total`;
 - gauges `{scenario, run_id}`: in-flight, target rate, phase index, search level, knee, capacity,
-  the server's figures, `loadtest_slo_threshold{slo, unit}` and `loadtest_run_info{server_kind}`.
+  the server's figures, the counted devices' watts, `loadtest_slo_threshold{slo, unit}` and
+  `loadtest_run_info{server_kind}`; the counter `loadtest_energy_joules_total{scenario, run_id}`
+  (only while energy is measured: `server.energy`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ PROMPT_TOKENS = "loadtest_prompt_tokens"
 REASONING_TOKENS = "loadtest_reasoning_tokens"
 TOOL_CALLS = "loadtest_tool_calls"
 COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, REASONING_TOKENS, TOOL_CALLS)
+# The counted devices' energy so far, with only the run's labels: J/token is its rate over the
+# output tokens' rate (the dashboard's Energy panel).
+ENERGY_JOULES = "loadtest_energy_joules"
 
 IN_FLIGHT = "loadtest_in_flight"
 TARGET_RATE = "loadtest_target_rate"
@@ -40,13 +45,14 @@ UPSTREAM_RUNNING = "loadtest_upstream_requests_running"
 UPSTREAM_WAITING = "loadtest_upstream_requests_waiting"
 UPSTREAM_KV_CACHE = "loadtest_upstream_kv_cache_usage_ratio"
 UPSTREAM_LORA_MISSES = "loadtest_upstream_lora_misses"
+ENERGY_WATTS = "loadtest_energy_watts"
 SLO_THRESHOLD = "loadtest_slo_threshold"
 RUN_INFO = "loadtest_run_info"
 # Gauges with only the run's labels (SLO thresholds and run info carry more).
 RUN_GAUGES = (
     IN_FLIGHT, TARGET_RATE, PHASE_INDEX, SEARCH_LEVEL, KNEE_LEVEL, CAPACITY_RPS,
     UPSTREAM_RSS, UPSTREAM_GPU, UPSTREAM_RUNNING, UPSTREAM_WAITING, UPSTREAM_KV_CACHE,
-    UPSTREAM_LORA_MISSES,
+    UPSTREAM_LORA_MISSES, ENERGY_WATTS,
 )  # fmt: skip
 GAUGES = (*RUN_GAUGES, SLO_THRESHOLD, RUN_INFO)
 
@@ -55,6 +61,7 @@ METRIC_NAMES: tuple[str, ...] = (
     *HISTOGRAMS,
     ADAPTER_TTFT_SECONDS,
     *(name + "_total" for name in COUNTERS),
+    ENERGY_JOULES + "_total",
     *GAUGES,
 )
 
@@ -93,6 +100,8 @@ HELP = {
     UPSTREAM_WAITING: "Requests waiting in the server's queue (its own metrics)",
     UPSTREAM_KV_CACHE: "KV-cache usage of the server, 0..1 (its own metrics)",
     UPSTREAM_LORA_MISSES: "LoRA adapter loads (misses) the server counted so far (its own counter)",
+    ENERGY_WATTS: "Power of the devices counted for the server (server.energy), watts over the last sample",
+    ENERGY_JOULES: "Energy of the devices counted for the server since it was ready, joules",
     SLO_THRESHOLD: "Threshold of each SLO of the scenario, in the unit of the `unit` label",
     RUN_INFO: "The run: scenario, run id and server kind",
 }

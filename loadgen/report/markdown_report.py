@@ -8,6 +8,7 @@ from pathlib import Path
 from loadgen.collect.server_metrics_summary import notable_ttft_gap
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.fmt import format_number
+from loadgen.report.energy_markdown import energy_lines
 from loadgen.report.evaluation_markdown import evaluation_lines
 from loadgen.report.markdown_images import image_lines
 from loadgen.report.markdown_sessions import session_lines
@@ -342,6 +343,7 @@ def render_markdown(report: Report) -> str:
         "",
         *_server_lines(report.server),
         *_server_metrics_lines(report.server.metrics, metrics),
+        *energy_lines(report.energy),
     ]
     return "\n".join(lines)
 

@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loadgen.collect.energy import Span
+from loadgen.collect.energy_samples import ENERGY_FILE, EnergySample, read_energy_samples
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, SkippedLines, read_records
@@ -24,6 +26,7 @@ from loadgen.collect.server_metrics_summary import read_server_metrics, summariz
 from loadgen.collect.stats_wire import SUMMARY_FILE, SummaryError, read_summary
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.build import Judging, RunFacts, build_report
+from loadgen.report.energy_report import energy_section
 from loadgen.report.model import Report
 from loadgen.report.safe_write import write_formats
 from loadgen.report.scan import scan_records
@@ -85,6 +88,8 @@ def render_reports(
     )
     facts = _facts(scenario, meta, {**meta.server, "memory": memory, "metrics": server_metrics}, run_error)
     report = build_report(facts, Judging.of(scenario), stats, schedule.windows)
+    spans = {window.index: Span(window.start_s, window.end_s) for window in schedule.windows}
+    report.energy = energy_section(meta.energy, _energy_samples(run_dir), report, spans)
     _write(report, run_dir, scenario, schedule, meta, charts, formats)
     return report
 
@@ -115,6 +120,11 @@ def _render_search(
         # The server's own /metrics over the operating point's window(s).
         server_metrics=lambda start_s, end_s: summarize_server_metrics(scrapes, start_s=start_s, end_s=end_s),
     )
+    spans = {window.index: Span(window.start_s, window.end_s) for window in windows}
+    levels: dict[float, list[Span]] = {}
+    for window in measured:  # the searched levels' trials, by level
+        levels.setdefault(window.level, []).append(spans[window.index])
+    report.energy = energy_section(meta.energy, _energy_samples(run_dir), report, spans, levels)
     _write(report, run_dir, scenario, schedule, meta, records, formats)
     return report
 
@@ -157,6 +167,10 @@ def _write(
             write_formats(report, run_dir, ["json"])  # so report.json agrees with the exit code
     else:  # the verdict line says the run's own reason; this says which reports are missing
         print(f"loadtest: error: {failure}", file=sys.stderr, flush=True)
+
+
+def _energy_samples(run_dir: Path) -> list[EnergySample]:
+    return list(read_energy_samples(run_dir / ENERGY_FILE))
 
 
 def _read_records(path: Path) -> list[RequestRecord]:

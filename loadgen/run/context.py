@@ -18,6 +18,8 @@ import gevent
 import gevent.event
 
 from loadgen.collect.coldstart import summarize_cold_starts
+from loadgen.collect.energy_sampler import EnergySampler
+from loadgen.collect.energy_samples import ENERGY_FILE
 from loadgen.collect.memory import RESOURCES_FILE
 from loadgen.collect.record_files import records_path
 from loadgen.collect.records import RecordWriter, RequestRecord
@@ -47,6 +49,7 @@ class RunContext:
     writer: RecordWriter
     resources: ResourceSampler
     scraper: ServerMetricsScraper
+    energy: EnergySampler
     adapter: Adapter  # the scenario's server (started by loadgen.run.server_start)
     # The cores the run may use: this process's affinity when the run opened, before the load
     # generator pinned itself. Both `cpus:` settings (the replicas' too) resolve against it.
@@ -101,6 +104,12 @@ class RunContext:
                 on_values=observers.server_sample,
                 on_failure=on_disk_failure,
             ),
+            energy=EnergySampler(
+                run_dir / ENERGY_FILE,
+                scenario.server_config.energy,
+                on_sample=observers.server_sample,
+                on_failure=on_disk_failure,
+            ),
             adapter=make_adapter(scenario.server_config),
             machine_cpus=available_cpus(),
         )
@@ -116,7 +125,7 @@ class RunContext:
 
     def start_clock(self, t0_ns: int) -> None:
         """The run clock's zero: records, samples and a server death's time share it."""
-        self.guards.set_origin(t0_ns, self.resources, self.scraper)
+        self.guards.set_origin(t0_ns, self.resources, self.scraper, self.energy)
 
     def save_meta(self) -> None:
         self.meta.save(self.run_dir, self.guards.fault.fail)
@@ -130,6 +139,8 @@ class RunContext:
         self.guards.server_watch.stop()  # the servers are stopped on purpose from here on
         self.scraper.stop()  # one last scrape while the server is still up
         self.resources.stop()  # before the server goes: its exit is no memory sample
+        self.energy.stop()  # the last window closes with the traffic, not with the server's exit
+        self.meta.energy = self.energy.describe()
         self.writer.close()
         for replica in self.replicas:
             replica.stop()

@@ -73,6 +73,7 @@ def run_scenario(
             meta.peak_rate = peak_rate_of(scenario.capacity)  # the trace was read at validation
         ctx.endpoint = cold_starts(ctx)
         guards.watch_endpoint(scenario, ctx.endpoint)
+        ctx.energy.measure_idle(stop)  # idle power, before any traffic (only when measuring)
         driver_for(ctx, workers).drive(ctx)
         if stop.is_set():
             meta.run_error = guards.fault.reason or "interrupted: the run was stopped before it finished"

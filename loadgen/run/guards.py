@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import gevent.event
 
+from loadgen.collect.energy_sampler import EnergySampler
 from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.collect.resources import ResourceSampler
 from loadgen.collect.server_metrics import ServerMetricsScraper
@@ -58,7 +59,9 @@ class RunGuards:
         limit = getattr(scenario.server_config, "unreachable_after", UNREACHABLE_AFTER)
         self.unreachable = UnreachableGuard(self.fault, limit, endpoint.base_url)
 
-    def set_origin(self, t0_ns: int, *samplers: ResourceSampler | ServerMetricsScraper | None) -> None:
+    def set_origin(
+        self, t0_ns: int, *samplers: ResourceSampler | ServerMetricsScraper | EnergySampler | None
+    ) -> None:
         """The run clock's zero: records, samples and a server death's time share it."""
         self.clock.origin_ns = t0_ns
         for sampler in samplers:

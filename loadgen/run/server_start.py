@@ -87,6 +87,8 @@ def cold_starts(ctx: RunContext) -> Endpoint:
             guards.server_watch.watch(adapter, "the server")
             if adapter.pid is not None:
                 ctx.resources.start(adapter.pid)
+            ctx.energy.start(adapter.pid)  # an external server: None, and `auto` counts nothing
+            ctx.meta.energy = ctx.energy.describe()
             _start_scraper(ctx.scraper, endpoint)
         start = _measure_cold_start(adapter, endpoint, scenario, stop)
         if spawned:

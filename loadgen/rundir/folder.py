@@ -39,8 +39,11 @@ class RunMeta:
     verify: dict[str, Any] | None = None
     # Distributed runs (--workers): the master's address, local worker pids, then client.workers.
     workers: dict[str, Any] | None = None
-    # A run of one compared environment: {name, notes, cost_per_replica_hour, optional}.
+    # A run of one compared environment: {name, notes, cost_per_replica_hour, optional, power}.
     environment: dict[str, Any] | None = None
+    # What the energy sampler decided and did (loadgen.collect.energy_sampler.describe): the
+    # devices counted or why none, the idle span; the figures come from energy.jsonl.
+    energy: dict[str, Any] | None = None
 
     def save(self, run_dir: Path, on_failure: Callable[[str], None] | None = None) -> bool:
         """Write run.json atomically (a crash never leaves half a file); False when the disk

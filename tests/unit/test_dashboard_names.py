@@ -73,6 +73,8 @@ def emitted() -> dict[str, str]:
         "requests_waiting",
         "kv_cache_usage",
         "lora_misses_total",
+        "energy_watts",
+        "energy_joules",
     )
     live.server_sample(dict.fromkeys(keys, 1.0))
     live.evaluation(4, 10.0)
@@ -128,7 +130,7 @@ def test_dashboard_shape() -> None:
         for target in panel["targets"]:
             assert target["datasource"] == panel["datasource"]
     exprs = dashboard_exprs(dashboard)
-    assert len(exprs) == 41
+    assert len(exprs) == 43
     for title, ref, expr in exprs:
         # Every selector is scoped to the chosen run; every rate window follows Grafana's.
         selectors = re.findall(r"loadtest_[a-z0-9_]+\{([^}]*)\}", expr)

@@ -185,6 +185,21 @@ def test_gauges_follow_the_events(registry: CollectorRegistry, exporter: LiveExp
     assert value(registry, "loadtest_target_rate", **run_labels()) == 0
 
 
+def test_energy_is_watts_and_a_joules_counter_once_sampled(
+    registry: CollectorRegistry, exporter: LiveExporter
+) -> None:
+    """Nothing until the energy sampler reports (a machine without counters shows no energy);
+    then the last sample's watts and the running joules, a counter J/token is a rate of."""
+    assert value(registry, "loadtest_energy_watts", **run_labels()) is None
+    assert value(registry, "loadtest_energy_joules_total", **run_labels()) is None
+    exporter.server_sample({"energy_watts": 312.5, "energy_joules": 156.25})
+    exporter.server_sample({"energy_watts": 300.0, "energy_joules": 306.25})
+    assert value(registry, "loadtest_energy_watts", **run_labels()) == 300.0
+    assert value(registry, "loadtest_energy_joules_total", **run_labels()) == 306.25
+    exporter.server_sample({"rss_bytes": 1e6})  # a memory sample leaves the energy as it was
+    assert value(registry, "loadtest_energy_joules_total", **run_labels()) == 306.25
+
+
 def test_slo_thresholds_in_seconds(registry: CollectorRegistry, exporter: LiveExporter) -> None:
     def threshold(slo: str, unit: str) -> float | None:
         return value(registry, "loadtest_slo_threshold", **run_labels(slo=slo, unit=unit))
@@ -224,8 +239,10 @@ def test_metrics_are_served_over_http_with_the_run_labels(exporter: LiveExporter
     served = set(families)
     expected = {name.removesuffix("_total") for name in METRIC_NAMES}
     # Not yet known: in-flight, search level, knee, capacity and the server's figures; no
-    # request named a LoRA adapter.
+    # request named a LoRA adapter; no energy measured.
     assert expected - served == {
+        "loadtest_energy_watts",
+        "loadtest_energy_joules",
         "loadtest_adapter_ttft_seconds",
         "loadtest_upstream_lora_misses",
         "loadtest_in_flight",

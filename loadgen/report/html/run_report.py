@@ -17,6 +17,7 @@ from loadgen.report.html import drill_section as drills
 from loadgen.report.html import search_section as search
 from loadgen.report.html import server_section as server
 from loadgen.report.html.charts import Chart
+from loadgen.report.html.energy_section import energy_body
 from loadgen.report.html.images_section import images_body
 from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
@@ -119,6 +120,9 @@ def render_run_html(report: Report, inputs: RunInputs) -> str:
         body = dist.class_table(adapters, "adapter") + sampled + _charts(charts)
         sections.append(Section("LoRA adapters", body, "adapters"))
     sections.append(Section("Server", _server_body(report, inputs), "server"))
+    energy = energy_body(report.energy)
+    if energy:
+        sections.append(Section("Energy", energy, "energy"))
     if is_search:
         sections.append(Section("Load levels", search.level_table(report), "levels"))
         plan = search.plan_block(report) + drills.drill_overview(report)

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from loadgen.report.model.energy import Energy
 from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Replicas
 from loadgen.report.model.metrics import Client, Metrics, Phase, ReportPart, SLOCheck
 from loadgen.report.model.server import Server
@@ -53,4 +54,9 @@ class Report(ReportPart):
     replicas: Replicas | None = Field(description="search runs with `capacity:`; null otherwise")
     operating_point: OperatingPoint | None = Field(
         default=None, description="search runs only: the level `metrics` and `slo` describe"
+    )
+    energy: Energy | None = Field(
+        default=None,
+        description="energy of serving (`server.energy`), or why it was not measured; null only in "
+        "run folders of older versions",
     )
