@@ -73,7 +73,7 @@ def curve_lines(knee: Knee) -> list[str]:
         ]
         for level in knee.levels
     ]
-    level = f"{over} (sessions/s)" if sessions and over == Over.RATE else over
+    level = f"{over} (sessions/s)" if sessions and over == Over.RATE.value else over
     header = [level, *(["sessions/s"] if sessions else []), "req/s", "95% CI (trials)", "tok/s"]
     header += ["TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
     return [*lines, *_table([*header, "SLOs", "steady"], rows)]

@@ -30,7 +30,7 @@ def level_over(report: Report) -> str:
     op = report.operating_point
     over = report.knee.over if report.knee else op.over if op else "level"
     sessions = report.capacity is not None and report.capacity.sessions_per_s is not None
-    return SESSIONS if over == Over.RATE and sessions else over
+    return SESSIONS if over == Over.RATE.value and sessions else over
 
 
 def level_axis(over: str) -> str:
