@@ -15,7 +15,7 @@ from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 # Random output lengths (4-60 tokens) make each batch's goodput vary, as real traffic does; one
-# 3-s window a level gives each capacity a 95% interval of several %. Each request holds a slot
+# 2-s window a level gives each capacity a 95% interval of several %. Each request holds a slot
 # T = ttft + (tokens − 1) × itl: 50 + 31 × 10 = 360 ms on average for `fast`, 3% longer on `near`
 # (51.5 ms, 10.3 ms), 50% longer on `slow` (75 ms, 15 ms). Eight users on eight slots: no queue.
 SCENARIO = """
@@ -25,7 +25,7 @@ workload:
   api: chat
   prompt_tokens: {kind: fixed, value: 16}
   output_tokens: {kind: uniform, min: 4, max: 60}
-search: {over: concurrency, levels: [8], level_duration: 3.5s, level_warmup: 0.5s, precision: null}
+search: {over: concurrency, levels: [8], level_duration: 2.5s, level_warmup: 0.5s, precision: null}
 capacity: {peak_rate: 1000, target_utilization: 0.8}
 slo:
   ttft: {p95: 1s}

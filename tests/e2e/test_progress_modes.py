@@ -19,7 +19,7 @@ workload:
   output_tokens: {kind: fixed, value: 4}
 report: {dir: runs, formats: [json]}
 """
-PLAIN = BASE + "traffic: [{kind: constant, rate: 20, duration: 2s}]\n"
+PLAIN = BASE + "traffic: [{kind: constant, rate: 20, duration: 2s}]\nclient: {max_schedule_lag_p99: 200ms}\n"
 SEARCH = BASE + (
     "search: {over: concurrency, levels: [2, 4], level_duration: 1.5s, level_warmup: 0.5s, precision: null}\n"
 )

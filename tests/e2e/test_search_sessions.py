@@ -26,9 +26,9 @@ def _run(tmp_path: Path) -> CliRun:
     data = yaml.safe_load(SCENARIO.read_text())
     # One trial a level (`precision: null`) and the plan on the point estimate: the sessions are
     # under test here, not the precision (tests/e2e/test_search.py has it).
-    data["search"].update(levels=[4, 16], level_duration="5s", level_warmup="2s", precision=None)
+    data["search"].update(levels=[4, 16], level_duration="4s", level_warmup="1.5s", precision=None)
     data["capacity"].update(peak_rate=6, plan_on="point")
-    data["verify"] = {"duration": "5s", "warmup": "2s"}
+    data["verify"] = {"duration": "4s", "warmup": "1.5s"}
     # A prefix cache (no prefill cost: the timing is as without): a turn finds its history cached
     # only on the replica that served the session's earlier turns.
     data["server"]["prefix_cache_blocks"] = 4096

@@ -115,12 +115,16 @@ def _achieved(records: list[dict[str, Any]], start: float, end: float) -> float:
     return sum(1 for r in records if start <= r["sent_s"] < end) / (end - start)
 
 
-@pytest.mark.timing
 def test_the_ramp_spike_example_sends_its_shapes(tmp_path: Path):
+    """The shipped file, beside another test (the slow tier): its counts are the schedule's and
+    its burst rate holds within 10% of a 3-s window whatever a neighbour costs it in
+    milliseconds, so the client's punctuality is left to the acceptance test below (timing)."""
     path = ROOT / "scenarios" / "ramp-spike.yaml"
     ramp, spike = load_scenario(path).traffic
     assert isinstance(ramp, RampPhase) and isinstance(spike, SpikePhase)
-    run = run_cli(tmp_path, path, html=False)
+    shipped = path.read_text(encoding="utf-8")
+    assert "\nclient:" not in shipped
+    run = run_cli(tmp_path, shipped + "client: {max_schedule_lag_p99: 200ms}\n", html=False)
     assert run.code == 0, run.stderr
     records = run.records()
     assert sum(r["phase"] == 0 for r in records) == round(ramp.expected_count(0, ramp.duration))  # 135
@@ -130,8 +134,6 @@ def test_the_ramp_spike_example_sends_its_shapes(tmp_path: Path):
     assert len(burst) == spike.spike_rate * spike.spike_duration  # exact in the schedule
     achieved = _achieved(records, burst_start, burst_start + spike.spike_duration)
     assert achieved == pytest.approx(spike.spike_rate, rel=0.10)
-    # Its shapes, not the client's speed: the run's own bound on the send lag held (exit 0 above);
-    # the acceptance's 5-ms bound is the replay's and the ramp's, below.
 
 
 @pytest.mark.timing

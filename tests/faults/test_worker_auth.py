@@ -30,6 +30,8 @@ workload:
   output_tokens: {kind: fixed, value: 4}
 traffic:
   - {kind: constant, rate: 20, duration: 1s, max_concurrency: 8}
+# Beside another test (the slow tier): a hiccup of the neighbour's is no failure of what is tested here.
+client: {max_schedule_lag_p99: 200ms}
 report: {dir: runs, formats: [json]}
 """
 SCHEDULED = 20  # 20 req/s × 1 s

@@ -28,6 +28,8 @@ workload:
 traffic:
   - {kind: constant, rate: 10, duration: DURATION}
   - {kind: poisson, rate: 20, duration: DURATION}
+# Beside another test (the slow tier): a hiccup of the neighbour's is no failure of what is tested here.
+client: {max_schedule_lag_p99: 200ms}
 warmup: 0.5s
 slo:
   ttft: {p95: 200ms}
