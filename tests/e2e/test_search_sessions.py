@@ -69,8 +69,8 @@ def test_a_rate_search_over_sessions_gives_capacity_and_replicas_in_sessions(tmp
     # The operating point's sessions: those started in its window, every turn answered (the
     # tail after the window kept them under load until their last turn).
     sessions = report["metrics"]["sessions"]
-    assert sessions["started"] == 4 * (5 - 2) and sessions["completed"] == sessions["started"]
-    assert [turn["requests"] for turn in sessions["per_turn"]] == [12, 12, 12]
+    assert sessions["started"] == 4 * (4 - 1.5) and sessions["completed"] == sessions["started"]
+    assert [turn["requests"] for turn in sessions["per_turn"]] == [10, 10, 10]
     records = run.records()
     later = [r for r in records if r["phase"] == 0 and (r.get("turn") or 0) > 1]
     assert later and all(r["scheduled_s"] >= r["session_start_s"] for r in later)
