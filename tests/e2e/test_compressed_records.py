@@ -42,8 +42,9 @@ def test_a_compressed_run_reports_and_compares_as_a_plain_one(tmp_path: Path):
     assert (run_dir / "requests.jsonl.zst").is_file() and not (run_dir / "requests.jsonl").exists()
     records = run.records()
     assert len(records) == 60 and {r["status"] for r in records} == {"ok"}
-    # 63 gaps each, in ms: together about the server's pace (5 ms a token, with jitter), however bunched.
-    assert all(len(r["itl_ms"]) == 63 and 250.0 <= sum(r["itl_ms"]) <= 2000.0 for r in records)
+    # 63 gaps each, in ms: together about the server's pace (5 ms a token: 315 ms), however bunched
+    # (this runs beside another test, whose hiccups can delay a first token more than the last).
+    assert all(len(r["itl_ms"]) == 63 and 100.0 <= sum(r["itl_ms"]) <= 2000.0 for r in records)
     assert all(isinstance(data[ITL_KEY], str) for data in iter_record_dicts(run_dir / "requests.jsonl.zst"))
     metrics = run.report["metrics"]
     assert metrics["requests"] == 50 and 4.0 <= metrics["itl_ms"]["p50"] <= 20.0

@@ -301,9 +301,10 @@ def test_every_dashboard_query_returns_data(
     assert 8.0 <= one(f"sum(rate(loadtest_requests_total{{{run}}}[{RATE_INTERVAL}]))") <= 12.0
     ttft_p95 = f"histogram_quantile(0.95, sum by (le) (rate(loadtest_ttft_seconds_bucket{{{run}}}[5s])))"
     # The server's TTFT is 20 ms, a bucket edge: nothing is faster, and the few ms the client and
-    # the loopback add keep the p95 inside (20, 25] ms, or (25, 35] ms on a busy machine.
-    assert 0.02 <= one(ttft_p95) <= 0.035
-    assert 20.0 <= traffic.report["metrics"]["ttft_ms"]["p95"] <= 35.0
+    # the loopback add keep the p95 inside (20, 25] ms, or (25, 50] ms on a busy machine (this tier
+    # runs beside another test): the query reads the run's histogram, whatever its spread.
+    assert 0.02 <= one(ttft_p95) <= 0.05
+    assert 20.0 <= traffic.report["metrics"]["ttft_ms"]["p95"] <= 50.0
     assert one(f'loadtest_slo_threshold{{{run}, slo="ttft_p95"}}') == pytest.approx(0.2)
     # TTFAT: the 8 reasoning tokens later (20 + 8 × 5 = 60 ms at the server), in (50, 75] ms.
     ttfat_p50 = f"histogram_quantile(0.5, sum by (le) (rate(loadtest_ttfat_seconds_bucket{{{run}}}[5s])))"
