@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loadgen.fmt import format_number
-from loadgen.report.energy_words import energy_line, sig
-from loadgen.report.model.energy import Energy, EnergyWindow
+from loadgen.report.energy_words import energy_line, sig, window_cells
+from loadgen.report.model.energy import Energy
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -14,18 +14,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
         return "| " + " | ".join(cells) + " |"
 
     return [line(header), line(["---"] * len(header)), *(line(row) for row in rows), ""]
-
-
-def _cells(window: EnergyWindow) -> list[str]:
-    return [
-        sig(window.window_s),
-        sig(window.joules),
-        sig(window.mean_watts),
-        sig(window.joules_per_request),
-        sig(window.joules_per_output_token),
-        sig(window.above_idle_joules_per_output_token),
-        sig(window.tokens_per_joule),
-    ]
 
 
 _FIGURES = ("s", "J", "W mean", "J/request", "J/token", "J/token above idle", "tokens/J")
@@ -51,11 +39,11 @@ def energy_lines(energy: Energy | None) -> list[str]:
     if energy.levels:
         rows = [
             [format_number(level.level), sig(level.goodput_rps), sig(level.output_tokens_per_s),
-             "held" if level.slo_passed else "failed", *_cells(level.energy)]
+             "held" if level.slo_passed else "failed", *window_cells(level.energy)]
             for level in energy.levels
         ]  # fmt: skip
         lines += _table(["level", "goodput req/s", "tok/s", "SLOs", *_FIGURES], rows)
     elif energy.phases:
-        rows = [[str(window.phase), *_cells(window)] for window in energy.phases]
+        rows = [[str(window.phase), *window_cells(window)] for window in energy.phases]
         lines += _table(["phase", *_FIGURES], rows)
     return lines

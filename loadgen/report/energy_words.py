@@ -47,3 +47,16 @@ def energy_line(energy: Energy | None) -> str | None:
             f"({sig(window.idle_watts, 'W')})"
         )
     return ", ".join(parts)
+
+
+def window_cells(window: EnergyWindow) -> list[str]:
+    """A window's figures in the column order of report.md's and report.html's energy tables."""
+    return [
+        sig(window.window_s),
+        sig(window.joules),
+        sig(window.mean_watts),
+        sig(window.joules_per_request),
+        sig(window.joules_per_output_token),
+        sig(window.above_idle_joules_per_output_token),
+        sig(window.tokens_per_joule),
+    ]

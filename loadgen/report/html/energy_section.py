@@ -3,24 +3,12 @@ joule against load beside goodput; or one line saying why nothing was measured."
 
 from __future__ import annotations
 
-from loadgen.report.energy_words import energy_line, headline_window, sig
+from loadgen.report.energy_words import energy_line, headline_window, sig, window_cells
 from loadgen.report.html.charts import PALETTE, Chart, Marker, Series, line_chart
 from loadgen.report.html.page import Card, cards, escape, grid, note, table
-from loadgen.report.model.energy import Energy, EnergyWindow
+from loadgen.report.model.energy import Energy
 
 _FIGURES = ("s", "J", "W mean", "J/request", "J/token", "J/token above idle", "tokens/J")
-
-
-def _cells(window: EnergyWindow) -> list[str]:
-    return [
-        sig(window.window_s),
-        sig(window.joules),
-        sig(window.mean_watts),
-        sig(window.joules_per_request),
-        sig(window.joules_per_output_token),
-        sig(window.above_idle_joules_per_output_token),
-        sig(window.tokens_per_joule),
-    ]
 
 
 def _cards(energy: Energy) -> str:
@@ -83,12 +71,12 @@ def energy_body(energy: Energy | None) -> str:
     if energy.levels:
         rows = [
             [sig(level.level), sig(level.goodput_rps), sig(level.output_tokens_per_s),
-             "held" if level.slo_passed else "failed", *_cells(level.energy)]
+             "held" if level.slo_passed else "failed", *window_cells(level.energy)]
             for level in energy.levels
         ]  # fmt: skip
         parts.append(table(["level", "goodput req/s", "tok/s", "SLOs", *_FIGURES], rows))
     elif energy.phases:
-        parts.append(table(["phase", *_FIGURES], [[str(w.phase), *_cells(w)] for w in energy.phases]))
+        parts.append(table(["phase", *_FIGURES], [[str(w.phase), *window_cells(w)] for w in energy.phases]))
     said = [f"Counted: {', '.join(energy.devices)} ({energy.how}; {energy.source or 'zeus'}).", *energy.notes]
     parts.append("<ul>" + "".join(f"<li>{escape(text)}</li>" for text in said) + "</ul>")
     return "".join(parts)
