@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loadgen.fmt import format_number
-from loadgen.report.energy_words import energy_line, sig, window_cells
+from loadgen.report.energy_words import energy_line, energy_table, sig
 from loadgen.report.model.energy import Energy
 
 
@@ -14,9 +14,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
         return "| " + " | ".join(cells) + " |"
 
     return [line(header), line(["---"] * len(header)), *(line(row) for row in rows), ""]
-
-
-_FIGURES = ("s", "J", "W mean", "J/request", "J/token", "J/token above idle", "tokens/J")
 
 
 def energy_lines(energy: Energy | None) -> list[str]:
@@ -36,14 +33,7 @@ def energy_lines(energy: Energy | None) -> list[str]:
         mean = sig(whole.mean_watts, "W")
         lines.append(f"Whole run: {sig(whole.joules, 'J')} over {sig(whole.span_s, 's')} ({mean} mean).")
     lines += ["", *(f"- {note}" for note in energy.notes), ""]
-    if energy.levels:
-        rows = [
-            [format_number(level.level), sig(level.goodput_rps), sig(level.output_tokens_per_s),
-             "held" if level.slo_passed else "failed", *window_cells(level.energy)]
-            for level in energy.levels
-        ]  # fmt: skip
-        lines += _table(["level", "goodput req/s", "tok/s", "SLOs", *_FIGURES], rows)
-    elif energy.phases:
-        rows = [[str(window.phase), *window_cells(window)] for window in energy.phases]
-        lines += _table(["phase", *_FIGURES], rows)
+    found = energy_table(energy, format_number)
+    if found is not None:
+        lines += _table(*found)
     return lines

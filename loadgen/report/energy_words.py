@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from loadgen.report.model.energy import Energy, EnergyWindow
 
 
@@ -60,3 +62,25 @@ def window_cells(window: EnergyWindow) -> list[str]:
         sig(window.above_idle_joules_per_output_token),
         sig(window.tokens_per_joule),
     ]
+
+
+WINDOW_FIGURES = ("s", "J", "W mean", "J/request", "J/token", "J/token above idle", "tokens/J")
+
+
+def energy_table(
+    energy: Energy, level_text: Callable[[float], str]
+) -> tuple[list[str], list[list[str]]] | None:
+    """The header and rows of the energy table of report.md and report.html: one row a searched
+    level (its load written by `level_text`), else one a phase; None with neither."""
+    if energy.levels:
+        rows = [
+            [level_text(level.level), sig(level.goodput_rps), sig(level.output_tokens_per_s),
+             "held" if level.slo_passed else "failed", *window_cells(level.energy)]
+            for level in energy.levels
+        ]  # fmt: skip
+        return ["level", "goodput req/s", "tok/s", "SLOs", *WINDOW_FIGURES], rows
+    if energy.phases:
+        return ["phase", *WINDOW_FIGURES], [
+            [str(window.phase), *window_cells(window)] for window in energy.phases
+        ]
+    return None

@@ -3,12 +3,10 @@ joule against load beside goodput; or one line saying why nothing was measured."
 
 from __future__ import annotations
 
-from loadgen.report.energy_words import energy_line, headline_window, sig, window_cells
+from loadgen.report.energy_words import energy_line, energy_table, headline_window, sig
 from loadgen.report.html.charts import PALETTE, Chart, Marker, Series, line_chart
 from loadgen.report.html.page import Card, cards, escape, grid, note, table
 from loadgen.report.model.energy import Energy
-
-_FIGURES = ("s", "J", "W mean", "J/request", "J/token", "J/token above idle", "tokens/J")
 
 
 def _cards(energy: Energy) -> str:
@@ -68,15 +66,9 @@ def energy_body(energy: Energy | None) -> str:
     chart = tokens_per_joule_chart(energy)
     if chart is not None:
         parts.append(grid([chart.html()]))
-    if energy.levels:
-        rows = [
-            [sig(level.level), sig(level.goodput_rps), sig(level.output_tokens_per_s),
-             "held" if level.slo_passed else "failed", *window_cells(level.energy)]
-            for level in energy.levels
-        ]  # fmt: skip
-        parts.append(table(["level", "goodput req/s", "tok/s", "SLOs", *_FIGURES], rows))
-    elif energy.phases:
-        parts.append(table(["phase", *_FIGURES], [[str(w.phase), *window_cells(w)] for w in energy.phases]))
+    found = energy_table(energy, sig)
+    if found is not None:
+        parts.append(table(*found))
     said = [f"Counted: {', '.join(energy.devices)} ({energy.how}; {energy.source or 'zeus'}).", *energy.notes]
     parts.append("<ul>" + "".join(f"<li>{escape(text)}</li>" for text in said) + "</ul>")
     return "".join(parts)
