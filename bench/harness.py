@@ -88,9 +88,12 @@ def server_timings(url: str) -> dict[str, Any]:
         return data
 
 
-def run_loadtest(core: str, scenario_yaml: str, *extra_args: str) -> tuple[dict[str, Any], float]:
+def run_loadtest(
+    core: str, scenario_yaml: str, *extra_args: str, root: Path = ROOT
+) -> tuple[dict[str, Any], float]:
     """Run `loadtest run` on `core` (cores); its report.json and the client's CPU seconds (the
-    loadtest process and everything it started, e.g. its workers)."""
+    loadtest process and everything it started, e.g. its workers). `root`: the source tree whose
+    loadgen runs (another revision's worktree, for a before/after in one sitting)."""
     work = Path(tempfile.mkdtemp(prefix="loadtest-bench-"))
     try:
         scenario = work / "scenario.yaml"
@@ -98,7 +101,7 @@ def run_loadtest(core: str, scenario_yaml: str, *extra_args: str) -> tuple[dict[
         argv = [sys.executable, "-m", "loadgen.cli", "run", str(scenario), "--out", str(work / "runs")]
         argv += extra_args
         before = os.times()
-        done = subprocess.run(pinned(core, argv), cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(pinned(core, argv), cwd=root, capture_output=True, text=True)
         after = os.times()
         cpu_s = (after.children_user - before.children_user) + (
             after.children_system - before.children_system

@@ -54,11 +54,31 @@ def number_words(number: int, width: int) -> list[str]:
 def prompt_text(tokens: int, request_id: int) -> str:
     """A deterministic prompt of `tokens` words, unique per request id: its first ID_WORDS words
     are the id written in words (so no two requests share a prefix-cache block by accident; the
-    filler alone repeats every len(WORDS) ids), then filler varied per request."""
-    count = len(WORDS)
+    filler alone repeats every len(WORDS) ids), then filler varied per request: word i is
+    WORDS[(request_id * 7919 + i * 31) % len(WORDS)]."""
     head = number_words(request_id, ID_WORDS)[:tokens]
-    filler = (WORDS[(request_id * 7919 + i * 31) % count] for i in range(len(head), tokens))
-    return " ".join([*head, *filler])
+    if len(head) >= tokens:
+        return " ".join(head)
+    # Word i of the filler is _STRIDE_ORDER[(start + i) % count]: slices joined in C, no
+    # Python step per word (~10 µs saved per 100 words, on every request).
+    count = len(WORDS)
+    start = (request_id * 7919 * _STRIDE_INVERSE + len(head)) % count
+    return " ".join(head) + " " + _filler(start, tokens - len(head))
+
+
+# WORDS in steps of 31 (31 is prime to len(WORDS)), so that stepping by 31 through WORDS is
+# stepping by 1 through this; _STRIDE_INVERSE undoes the step.
+_STRIDE_ORDER = [WORDS[(k * 31) % len(WORDS)] for k in range(len(WORDS))]
+_STRIDE_INVERSE = pow(31, -1, len(WORDS))
+_STRIDE_TWICE = _STRIDE_ORDER * 2
+
+
+def _filler(start: int, words: int) -> str:
+    """`words` words of _STRIDE_ORDER from `start` on, cycling."""
+    count = len(_STRIDE_ORDER)
+    if start + words <= 2 * count:
+        return " ".join(_STRIDE_TWICE[start : start + words])
+    return " ".join((_STRIDE_ORDER * (1 + (start + words) // count))[start : start + words])
 
 
 def request_body(

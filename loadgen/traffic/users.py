@@ -30,7 +30,7 @@ from orjson import dumps
 
 from kernel.redact import redact
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
-from loadgen.inputs.line_reader import LineTooLong, drop_connection, read_body, read_line
+from loadgen.inputs.line_reader import LineTooLong, drop_connection, read_body, read_lines
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
@@ -88,7 +88,11 @@ class RunContext:
         for name in self.imaged:
             warm_workload(self.classes[name])
         # identity: a compressed SSE stream could not be read line by line as it lands
-        self.headers = {"Accept-Encoding": "identity"}
+        self.headers = {
+            "Accept-Encoding": "identity",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
         if self.endpoint.api_key:
             self.headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
             self.secrets = (self.endpoint.api_key,)
@@ -171,9 +175,9 @@ class OpenAIUser(FastHttpUser):
             extra=extra,
             images=images,
         )
-        # With images, the body is serialized here so its size is known (orjson: a tenth of
-        # json's time on megabytes of base64); a class without them sends as ever.
-        data = dumps(body) if imaged else None
+        # Serialized here with orjson (a tenth of json's time; megabytes of base64 with images,
+        # whose size is then known) rather than by Locust with json.
+        data = dumps(body)
         # An absolute URL for a replica: Locust keeps one connection pool per host.
         url = path if slot is None else slot.base_url + path
         think, calls = reasoning.format if reasoning else "auto", workload.tools is not None
@@ -196,16 +200,10 @@ class OpenAIUser(FastHttpUser):
         if cancel is not None:
             cancel.start()
         try:
-            # stream=True always: Locust would read a whole body unbounded, without yielding
-            if data is None:
-                response = self.client.request(
-                    "POST", url, json=body, stream=True, headers=ctx.headers, name=path
-                )
-            else:
-                headers = {**ctx.headers, "Content-Type": "application/json", "Accept": "application/json"}
-                # bytes: Locust hands them on as is to geventhttpclient (its hint says str)
-                send: Any = self.client.request
-                response = send("POST", url, data=data, stream=True, headers=headers, name=path)
+            # stream=True always: Locust would read a whole body unbounded, without yielding.
+            # bytes: Locust hands them on as is to geventhttpclient (its hint says str)
+            send: Any = self.client.request
+            response = send("POST", url, data=data, stream=True, headers=ctx.headers, name=path)
             http_status = response.status_code or None
             if not http_status:
                 reason = _cause(getattr(response, "error", None))
@@ -292,7 +290,7 @@ class OpenAIUser(FastHttpUser):
                 answer = result.answer_ns
                 record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
                 record.reasoning_ms = result.reasoning_ms()
-        if data is not None:
+        if imaged:
             record.images, record.request_bytes = image_count, len(data)
         if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
             following = ctx.sessions.answered(planned, record, parser.text, result.tool_calls)
@@ -339,22 +337,28 @@ def _read_stream(
     stream: Any, parser: StreamParser, limit: int, cancel_after_tokens: int | None = None
 ) -> int:
     """Read SSE lines to the end of the body; return when `[DONE]` (or the last line) landed.
-    Raise _TokensReached once `cancel_after_tokens` content chunks arrived before the end."""
+    Raise _TokensReached once `cancel_after_tokens` content chunks arrived before the end.
+    Each line is stamped with the moment the receive that completed it returned."""
     result = parser.result
-    done_ns = 0
     stop_at = cancel_after_tokens or 0
-    while True:
-        line = read_line(stream, limit)
-        arrived_ns = time.perf_counter_ns()
-        if not line:
-            return done_ns or arrived_ns
-        parser.feed(line, arrived_ns)
+    feed = parser.feed
+    done_ns = 0
+
+    def take(lines: list[bytearray], arrived_ns: int) -> bool:
+        nonlocal done_ns
+        for line in lines:
+            if len(line) > 1:  # not a blank separator ("" or "\r")
+                feed(line, arrived_ns)
+                if stop_at and len(result.chunk_ns) >= stop_at and not result.done:
+                    raise _TokensReached
         if result.done and not done_ns:
             done_ns = arrived_ns
-        if result.error:
-            return arrived_ns
-        if stop_at and len(result.chunk_ns) >= stop_at and not result.done:
-            raise _TokensReached
+        return result.error is not None
+
+    last_ns = read_lines(stream, limit, take)
+    if result.error:
+        return last_ns
+    return done_ns or last_ns or time.perf_counter_ns()
 
 
 def _no_response(

@@ -1,6 +1,8 @@
 import json
 
-from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
+import pytest
+
+from loadgen.traffic.openai_api import ID_WORDS, WORDS, StreamParser, number_words, prompt_text, request_body
 
 
 def _chunk(content=None, usage=None, text=None):
@@ -63,3 +65,13 @@ def test_request_bodies():
 def test_prompt_has_the_requested_word_count_and_varies():
     assert len(prompt_text(128, 1).split()) == 128
     assert prompt_text(16, 1) != prompt_text(16, 2)
+
+
+@pytest.mark.parametrize("tokens", [0, 1, 4, 5, 128, 268, 269, 1000])
+@pytest.mark.parametrize("request_id", [0, 1, 133, 12345, 10**9])
+def test_prompt_filler_is_the_documented_sequence(tokens, request_id):
+    # The same text as ever (a rerun sends what the last run sent): word i of the filler is
+    # WORDS[(id * 7919 + i * 31) % len(WORDS)], as the word-at-a-time code wrote it.
+    head = number_words(request_id, ID_WORDS)[:tokens]
+    filler = [WORDS[(request_id * 7919 + i * 31) % len(WORDS)] for i in range(len(head), tokens)]
+    assert prompt_text(tokens, request_id) == " ".join([*head, *filler])

@@ -1,0 +1,154 @@
+"""What does the client spend per streamed request and per token?
+
+Runs `loadtest` pinned to one core against the simulated server on the other (TTFT 50 ms, ITL
+10 ms) at Poisson rates × output lengths, and meters the client from outside: the CPU seconds of
+the loadtest process and its children (what `time` reports), minus those of a 1 req/s run of the
+same length, so start-up, the idle loop and the report are not counted as request work:
+
+    CPU per request = (CPU at the rate − CPU at 1 req/s) / (requests at the rate − at 1 req/s)
+
+With `--base REV` the same table is measured for another git revision in the same sitting (runs
+interleaved, base first), from a temporary worktree: a before/after on one machine.
+
+    python bench/client_cost.py                          # this tree: 50/200/500 req/s × 16/64 tokens
+    python bench/client_cost.py --base 62bf9b6           # and a revision beside it
+    python bench/client_cost.py --rates 200 --tokens 64 --repeat 3
+
+Each figure is the mean of `--repeat` rounds (each its own 1 req/s run), ± half their spread:
+this VM's CPU time per request wandered by up to 15% between sittings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import ROOT, poisson_scenario, run_loadtest, simulated_server
+
+IDLE_RATE = 1.0
+
+
+@dataclass
+class Run:
+    tree: str
+    round: int
+    tokens: int
+    rate: float
+    requests: int
+    cpu_s: float
+    cpu_percent: float  # during the traffic (report.json's client.cpu_percent)
+    lag_p99_ms: float
+    trusted: bool
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rates", type=float, nargs="+", default=[50.0, 200.0, 500.0])
+    parser.add_argument("--tokens", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--duration", type=float, default=15.0)
+    parser.add_argument("--repeat", type=int, default=2, help="rounds of every run, interleaved")
+    parser.add_argument("--base", help="a git revision measured beside this tree")
+    parser.add_argument("--server-core", default="0")
+    parser.add_argument("--client-core", default="1")
+    args = parser.parse_args()
+
+    with _trees(args.base) as trees:
+        runs = [
+            _measure(name, root, tokens, rate, round_, args)
+            for round_ in range(args.repeat)
+            for tokens in args.tokens
+            for rate in [IDLE_RATE, *args.rates]
+            for name, root in trees
+        ]
+    _print_table(runs, [name for name, _ in trees], args)
+    return 0
+
+
+@contextmanager
+def _trees(base: str | None) -> Iterator[list[tuple[str, Path]]]:
+    """(name, source root) of each tree measured: the base revision's worktree first."""
+    if base is None:
+        yield [("this tree", ROOT)]
+        return
+    with tempfile.TemporaryDirectory(prefix="loadtest-base-") as work:
+        root = Path(work) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(root), base], check=True)
+        try:
+            for tree in (root, ROOT):  # no run pays for compiling the sources
+                compile_all = [sys.executable, "-m", "compileall", "-q", "loadgen", "servers", "kernel"]
+                subprocess.run(compile_all, cwd=tree, check=False)
+            yield [(base, root), ("this tree", ROOT)]
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(root)], check=False)
+
+
+def _measure(name: str, root: Path, tokens: int, rate: float, round_: int, args: argparse.Namespace) -> Run:
+    with simulated_server(args.server_core, ttft_ms=50, itl_ms=10) as url:
+        # no warm-up: every request sent is counted (report.json's metrics.requests)
+        scenario = poisson_scenario(url, rate, args.duration, tokens).replace("warmup: 2s", "warmup: 0s")
+        report, cpu_s = run_loadtest(args.client_core, scenario, root=root)
+    client = report["client"]
+    run = Run(
+        tree=name,
+        round=round_,
+        tokens=tokens,
+        rate=rate,
+        requests=int(report["metrics"]["requests"]),
+        cpu_s=cpu_s,
+        cpu_percent=float(client["cpu_percent"]),
+        lag_p99_ms=float(client["schedule_lag_p99_ms"]),
+        trusted=bool(client["trustworthy"]),
+    )
+    print(
+        f"  {name:>10}  {tokens:>3} tokens  {rate:>5g} req/s: {run.requests} requests, "
+        f"{cpu_s:.2f} CPU-s, {run.cpu_percent:.0f}% during traffic, lag p99 {run.lag_p99_ms:.2f} ms",
+        flush=True,
+    )
+    return run
+
+
+def _print_table(runs: list[Run], trees: list[str], args: argparse.Namespace) -> None:
+    print()
+    print(
+        f"client core {args.client_core}, server core {args.server_core}, {args.duration:g}-s runs,"
+        f" mean of {args.repeat} rounds ± half their spread"
+    )
+    header = (
+        f"{'tree':>10} {'tokens':>6} {'rate':>5} {'ms CPU/req':>13} {'µs CPU/token':>12}"
+        f" {'client cpu':>10} {'lag p99':>8} {'trusted':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for tokens in args.tokens:
+        for rate in args.rates:
+            for tree in trees:
+                costs, rounds = [], [r for r in runs if (r.tree, r.tokens, r.rate) == (tree, tokens, rate)]
+                for run in rounds:
+                    key = (tree, tokens, IDLE_RATE, run.round)
+                    idle = next(r for r in runs if (r.tree, r.tokens, r.rate, r.round) == key)
+                    costs.append(1000 * (run.cpu_s - idle.cpu_s) / max(1, run.requests - idle.requests))
+                cost = statistics.fmean(costs)
+                spread = (max(costs) - min(costs)) / 2
+                print(
+                    f"{tree:>10} {tokens:>6} {rate:>5g} {cost:>7.2f} ±{spread:<4.2f}"
+                    f" {1000 * cost / tokens:>12.1f} {statistics.fmean(r.cpu_percent for r in rounds):>9.0f}%"
+                    f" {max(r.lag_p99_ms for r in rounds):>6.2f}ms {all(r.trusted for r in rounds)!s:>7}"
+                )
+    print()
+    print("ms CPU/req: the client's CPU (process tree, outside meter) above a 1 req/s run of the same")
+    print("length, per request; µs CPU/token divides it by the output tokens. client cpu: % of one")
+    print("core during the traffic (report.json), mean of the rounds; lag p99: the worst round's;")
+    print("trusted: every round's own lag and CPU bounds held.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
