@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 import gevent
 from gevent import GreenletExit
-from geventhttpclient.response import HTTPConnectionClosed
 from locust import constant, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser
@@ -30,11 +29,12 @@ from orjson import dumps
 
 from kernel.redact import redact
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
-from loadgen.inputs.line_reader import LineTooLong, drop_connection, read_body, read_lines
+from loadgen.inputs.line_reader import LineTooLong, read_body, read_lines
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
+from loadgen.traffic.http_send import broken, no_response, post, release, short
 from loadgen.traffic.images import attached_images, sends_images, warm_workload
 from loadgen.traffic.openai_api import (
     StreamParser,
@@ -49,9 +49,6 @@ from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.sessions import SessionBook
 from loadgen.traffic.tool_request import calls_tool, tool_fields
 from servers.base import Endpoint
-
-ERROR_TEXT_LIMIT = 200
-_EVERY_STATUS = frozenset(range(100, 600))
 
 
 class _TokensReached(Exception):
@@ -110,12 +107,6 @@ class OpenAIUser(FastHttpUser):
     network_timeout = None  # type: ignore[assignment]  # geventhttpclient passes it to settimeout()
     connection_timeout = None  # type: ignore[assignment]  # the request's deadline bounds the connect
 
-    def __init__(self, environment: Any) -> None:
-        super().__init__(environment)
-        # Every status is a response to read: geventhttpclient would otherwise raise on a 429,
-        # closing the connection before its body (the error text) and Retry-After are read.
-        self.client.client.valid_response_codes = _EVERY_STATUS  # type: ignore[misc]
-
     @task
     def serve(self) -> None:
         dispatcher = self.run_context.dispatcher
@@ -135,7 +126,7 @@ class OpenAIUser(FastHttpUser):
             self._finish(self._failed(ticket, "interrupted: the run was stopped", "interrupted"), slot)
             raise
         except Exception as exc:  # a client-side bug must cost one request, never the record
-            self._finish(self._failed(ticket, _short(f"client error: {exc!r}"), "client"), slot)
+            self._finish(self._failed(ticket, short(f"client error: {exc!r}"), "client"), slot)
             raise
         finally:
             if self.run_context.sessions is not None:  # a turn that ended without an answer noted
@@ -178,8 +169,8 @@ class OpenAIUser(FastHttpUser):
         # Serialized here with orjson (a tenth of json's time; megabytes of base64 with images,
         # whose size is then known) rather than by Locust with json.
         data = dumps(body)
-        # An absolute URL for a replica: Locust keeps one connection pool per host.
-        url = path if slot is None else slot.base_url + path
+        # A replica's own URL: the pool keeps one connection per host.
+        url = (ctx.endpoint.base_url if slot is None else slot.base_url) + path
         think, calls = reasoning.format if reasoning else "auto", workload.tools is not None
         parser = StreamParser(think, calls) if history is None else TextStreamParser(think, calls)
         status: Status = "ok"
@@ -200,31 +191,24 @@ class OpenAIUser(FastHttpUser):
         if cancel is not None:
             cancel.start()
         try:
-            # stream=True always: Locust would read a whole body unbounded, without yielding.
-            # bytes: Locust hands them on as is to geventhttpclient (its hint says str)
-            send: Any = self.client.request
-            response = send("POST", url, data=data, stream=True, headers=ctx.headers, name=path)
-            http_status = response.status_code or None
-            if not http_status:
-                reason = _cause(getattr(response, "error", None))
-                if cancel is not None and reason is cancel:  # cancelled before the headers came
-                    status, done_ns = "cancelled", time.perf_counter_ns()
-                else:
-                    status, kind, error = _no_response(reason, timeout, workload)
-            elif http_status != 200:
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
+            response = post(self.client.client.clientpool, url, data, ctx.headers)
+            http_status = response.status_code
+            if http_status != 200:
+                retry_after = parse_retry_after(response.get("retry-after"))
                 status, kind = "error", "http"
-                error = http_error_text(http_status, read_body(response.stream, limit), ctx.secrets)
+                error = http_error_text(http_status, read_body(response, limit), ctx.secrets)
             elif workload.stream:
                 after_tokens = plan_cancel.after_tokens if plan_cancel is not None else None
-                done_ns = _read_stream(response.stream, parser, limit, after_tokens)
+                done_ns = _read_stream(response, parser, limit, after_tokens)
             else:
-                parser.feed_body(read_body(response.stream, limit), time.perf_counter_ns())
+                parser.feed_body(read_body(response, limit), time.perf_counter_ns())
         except gevent.Timeout as exc:
-            if cancel is not None and exc is cancel:
+            if cancel is not None and exc is cancel:  # before the headers came, or after
                 status, done_ns = "cancelled", time.perf_counter_ns()
             elif exc is not timeout:
                 raise
+            elif response is None:
+                status, kind, error = no_response(exc, timeout, workload.request_timeout)
             else:
                 status, kind = "timeout", None
                 error = f"timeout: response not complete within {workload.request_timeout:g}s"
@@ -232,22 +216,25 @@ class OpenAIUser(FastHttpUser):
             status, done_ns = "cancelled", time.perf_counter_ns()
         except LineTooLong as exc:  # the rest of the line is still on the wire: drop the connection
             status, kind, error = "error", "line_too_long", str(exc)
-        except (OSError, HTTPException) as exc:  # reset or closed mid-answer, malformed HTTP
-            status, kind, error = "error", *_broken(exc)
+        except (OSError, HTTPException) as exc:  # refused; reset or closed mid-answer; malformed HTTP
+            if response is None:
+                status, kind, error = no_response(exc, timeout, workload.request_timeout)
+            else:
+                status, kind, error = "error", *broken(exc)
         except ValueError as exc:  # refused by the HTTP client before sending (e.g. a bad URL)
-            status, kind, error = "error", "client", _short(f"{type(exc).__name__}: {exc}")
+            status, kind, error = "error", "client", short(f"{type(exc).__name__}: {exc}")
         finally:
             timeout.close()
             if cancel is not None:
                 cancel.close()
             if response is not None:  # a cancelled stream is left unread: its connection goes
-                _release(response, drop=kind == "line_too_long" or status == "cancelled")
+                release(response, drop=kind == "line_too_long" or status == "cancelled")
             if status == "cancelled" and not http_status:
                 self._reset_connections()
         done_ns = done_ns or time.perf_counter_ns()
         result = parser.result
         if status == "ok" and result.error:
-            status, kind, error = "error", result.error_kind, _short(redact(result.error, ctx.secrets))
+            status, kind, error = "error", result.error_kind, short(redact(result.error, ctx.secrets))
         elif status == "ok" and not result.done:
             status, kind, error = "error", "protocol", "response ended before it was complete"
         streamed = workload.stream
@@ -359,50 +346,6 @@ def _read_stream(
     if result.error:
         return last_ns
     return done_ns or last_ns or time.perf_counter_ns()
-
-
-def _no_response(
-    exc: BaseException | None, timeout: gevent.Timeout, workload: Workload
-) -> tuple[Status, ErrorKind | None, str]:
-    """Why no response came. Locust catches the exceptions of connect/send/headers (our deadline
-    too) and hands back a response without a status, carrying the exception as `.error`."""
-    exc = _cause(exc)
-    if exc is timeout or isinstance(exc, (TimeoutError, gevent.Timeout)):
-        return "timeout", None, f"timeout: no response within {workload.request_timeout:g}s"
-    if isinstance(exc, HTTPException) and not isinstance(exc, HTTPConnectionClosed):
-        return "error", "protocol", _short(f"malformed HTTP response: {exc}")
-    return "error", "connection", _short(f"connection failed: {exc or 'no response'}")
-
-
-def _cause(exc: BaseException | None) -> BaseException | None:
-    """The exception under geventhttpclient's RetriesExceeded wrappers."""
-    while getattr(exc, "original", None) is not None:
-        exc = exc.original  # type: ignore[union-attr]
-    return exc
-
-
-def _broken(exc: OSError | HTTPException) -> tuple[ErrorKind, str]:
-    """A response that broke off while being read."""
-    if isinstance(exc, (OSError, HTTPConnectionClosed)) or "Incomplete response" in str(exc):
-        return "connection", _short(f"connection lost mid-response: {type(exc).__name__}: {exc}")
-    return "protocol", _short(f"malformed HTTP response: {exc}")
-
-
-def _release(response: Any, drop: bool) -> None:
-    """Give the connection back, or close it if the body was not read to its end (or `drop`).
-    A response for a failed connection (Locust's ErrorResponse) has no socket to give back."""
-    stream = getattr(response, "_response", None)
-    if stream is None:
-        return
-    if drop:
-        drop_connection(stream)
-    else:
-        stream.release()
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
 
 
 def _seconds(ns: int, t0_ns: int) -> float:
