@@ -1,0 +1,63 @@
+"""The scheduler's precise wait: never early, stoppable, and its timerfds reused or closed."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import gevent
+import gevent.event
+import pytest
+
+from loadgen.traffic import run_clock
+from loadgen.traffic.timer_fd import TimerFds, timer_fds
+
+
+@pytest.fixture
+def fds() -> TimerFds:
+    pool = timer_fds()
+    if pool is None:
+        pytest.skip("no timerfd on this system")
+    return pool
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_wait_until_never_returns_before_its_time():
+    stop = gevent.event.Event()
+    start = time.perf_counter_ns()
+    for k in range(1, 40):
+        due = start + k * 1_300_000  # 1.3 ms apart: inside the timerfd-and-spin stretch
+        assert run_clock.wait_until(due, stop)
+        assert time.perf_counter_ns() >= due
+
+
+def test_a_stop_ends_a_long_wait_at_once():
+    stop = gevent.event.Event()
+    gevent.spawn_later(0.05, stop.set)
+    start = time.perf_counter_ns()
+    assert not run_clock.wait_until(start + 30 * 1_000_000_000, stop)
+    assert time.perf_counter_ns() - start < 5 * 1_000_000_000
+
+
+def test_sleep_until_reuses_one_descriptor(fds):
+    before = _open_fds()
+    for _ in range(50):
+        fds.sleep_until(time.perf_counter_ns() + 200_000)
+    assert _open_fds() - before == 1  # one timerfd, kept for the next wait
+
+
+def test_waits_at_once_borrow_one_descriptor_each_and_a_killed_one_closes_its_own(fds):
+    before = _open_fds()
+    due = time.perf_counter_ns() + 20_000_000
+    waiters = [gevent.spawn(fds.sleep_until, due) for _ in range(5)]
+    victim = gevent.spawn(fds.sleep_until, due + 10_000_000_000)
+    gevent.sleep(0.001)
+    victim.kill()
+    gevent.joinall(waiters, raise_error=True)
+    assert time.perf_counter_ns() >= due
+    assert _open_fds() - before == 5  # the killed wait's armed descriptor was closed, not kept
+    fds.sleep_until(time.perf_counter_ns())  # a time already past returns at once
+    assert _open_fds() - before == 5
