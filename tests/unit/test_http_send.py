@@ -1,0 +1,79 @@
+"""Sending straight through geventhttpclient: a real request on a real socket, and what each
+failure before or during the response is called in the record."""
+
+from __future__ import annotations
+
+import gevent
+import gevent.server
+from geventhttpclient.client import HTTPClientPool
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+
+from loadgen.traffic.http_send import broken, no_response, post, release, short
+
+
+def _serve(reply: bytes) -> tuple[gevent.server.StreamServer, list[bytes]]:
+    seen: list[bytes] = []
+
+    def handle(sock, _address):
+        seen.append(sock.recv(65536))
+        sock.sendall(reply)
+
+    server = gevent.server.StreamServer(("127.0.0.1", 0), handle)
+    server.start()
+    return server, seen
+
+
+def test_post_sends_the_body_and_headers_and_keeps_the_connection():
+    body = b"data: {}\n\ndata: [DONE]\n\n"
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    server, seen = _serve(reply)
+    pool = HTTPClientPool(concurrency=1)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1/chat/completions"
+        response = post(pool, url, b'{"a":1}', {"Accept-Encoding": "identity", "X-Try": "1"})
+        assert response.status_code == 200
+        assert response.read() == body
+        release(response, drop=False)
+    finally:
+        pool.close()
+        server.stop()
+    head, _, sent = seen[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+    assert b"X-Try: 1" in head and b"Content-Length: 7" in head
+    assert sent == b'{"a":1}'
+
+
+def test_a_refused_connection_is_a_connection_failure():
+    pool = HTTPClientPool(concurrency=1)
+    timeout = gevent.Timeout(5)
+    try:
+        post(pool, "http://127.0.0.1:9/x", b"{}", {})
+    except OSError as exc:
+        status, kind, error = no_response(exc, timeout, 5)
+    finally:
+        pool.close()
+    assert (status, kind) == ("error", "connection")
+    assert error.startswith("connection failed: ")
+
+
+def test_the_deadline_before_any_response_and_a_malformed_one_are_named():
+    timeout = gevent.Timeout(2.5)
+    assert no_response(timeout, timeout, 2.5) == ("timeout", None, "timeout: no response within 2.5s")
+    status, kind, error = no_response(HTTPParseError("bad status line"), timeout, 2.5)
+    assert (status, kind, error) == ("error", "protocol", "malformed HTTP response: bad status line")
+    # a server that closed before answering is the connection, not the protocol
+    assert no_response(HTTPConnectionClosed("closed"), timeout, 2.5)[1] == "connection"
+
+
+def test_a_response_cut_mid_body():
+    assert broken(ConnectionResetError("reset"))[0] == "connection"
+    assert broken(HTTPParseError("Incomplete response"))[0] == "connection"
+    assert broken(HTTPParseError("invalid chunk size")) == (
+        "protocol",
+        "malformed HTTP response: invalid chunk size",
+    )
+
+
+def test_short_keeps_one_line_of_at_most_200_characters():
+    assert short("a\n  b") == "a b"
+    assert len(short("x" * 500)) == 200 and short("x" * 500).endswith("…")
