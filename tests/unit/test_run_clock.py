@@ -61,3 +61,23 @@ def test_waits_at_once_borrow_one_descriptor_each_and_a_killed_one_closes_its_ow
     assert _open_fds() - before == 5  # the killed wait's armed descriptor was closed, not kept
     fds.sleep_until(time.perf_counter_ns())  # a time already past returns at once
     assert _open_fds() - before == 5
+
+
+def test_the_margin_widens_after_a_slow_wake_up_and_narrows_again():
+    margin = run_clock.WakeMargin()
+    for _ in range(200):
+        margin.observe(50_000)  # a busy core: prompt wake-ups
+    assert margin.margin_ns == margin.FLOOR_NS + 50_000
+    margin.observe(1_500_000)  # one slow wake-up (an idle VM core)
+    assert margin.margin_ns == margin.FLOOR_NS + 1_500_000
+    for _ in range(10):
+        margin.observe(50_000)
+    assert 900_000 < margin.margin_ns < 1_100_000  # still wide: 1.5 ms × 0.95¹⁰ + 0.1 ≈ 1.0 ms
+    for _ in range(200):
+        margin.observe(50_000)
+    assert margin.margin_ns == margin.FLOOR_NS + 50_000  # forgotten
+    margin.observe(60_000_000)
+    assert margin.margin_ns == margin.CEILING_NS  # a stall is not spun for
+    for _ in range(50):
+        margin.observe(50_000)
+    assert margin.margin_ns < 300_000  # and soon forgotten: 2 ms × 0.95⁵⁰ ≈ 0.15 ms
