@@ -70,15 +70,12 @@ def prompt_text(tokens: int, request_id: int) -> str:
 # stepping by 1 through this; _STRIDE_INVERSE undoes the step.
 _STRIDE_ORDER = [WORDS[(k * 31) % len(WORDS)] for k in range(len(WORDS))]
 _STRIDE_INVERSE = pow(31, -1, len(WORDS))
-_STRIDE_TWICE = _STRIDE_ORDER * 2
 
 
 def _filler(start: int, words: int) -> str:
     """`words` words of _STRIDE_ORDER from `start` on, cycling."""
-    count = len(_STRIDE_ORDER)
-    if start + words <= 2 * count:
-        return " ".join(_STRIDE_TWICE[start : start + words])
-    return " ".join((_STRIDE_ORDER * (1 + (start + words) // count))[start : start + words])
+    cycles = 1 + (start + words) // len(_STRIDE_ORDER)
+    return " ".join((_STRIDE_ORDER * cycles)[start : start + words])
 
 
 def request_body(
