@@ -102,11 +102,6 @@ class _LineReader:
             return True
         return False
 
-    def _received(self, data: bytes) -> bool:
-        arrived_ns = time.perf_counter_ns()
-        self._response.feed(data)  # b"" marks the end: completes the body or raises "Incomplete response"
-        return self.take_buffered(arrived_ns)
-
     def run_in_loop(self, sock: Any) -> None:
         raw = sock._sock
         hub = gevent.get_hub()
@@ -115,7 +110,10 @@ class _LineReader:
 
         def readable() -> None:  # runs in the hub: must not block, must not raise
             try:
-                over = self._received(raw.recv(self._block))
+                data = raw.recv(self._block)
+                arrived_ns = time.perf_counter_ns()
+                self._response.feed(data)  # b"" ends the body, or raises "Incomplete response"
+                over = self.take_buffered(arrived_ns)
             except BlockingIOError:
                 return
             except BaseException as exc:  # raised in the reading greenlet instead
@@ -137,16 +135,9 @@ class _LineReader:
     def run_here(self) -> None:
         unyielded = 0
         while True:
-            sock = self._response._sock
-            if sock is None:
-                raise HTTPConnectionClosed("connection closed.")
-            data = sock.recv(self._block)
-            if self._received(data):
+            arrived_ns, unyielded = _receive(self._response, unyielded, self._block)
+            if self.take_buffered(arrived_ns):
                 return
-            unyielded += len(data)
-            if unyielded >= YIELD_EVERY:
-                gevent.sleep(0)  # a gevent recv yields only when no data is waiting
-                unyielded = 0
 
 
 def read_body(response: Any, limit: int) -> bytes:
@@ -156,7 +147,7 @@ def read_body(response: Any, limit: int) -> bytes:
     while not response.message_complete:
         if len(buffer) > limit:
             raise LineTooLong(limit, "response body")
-        unyielded = _receive(response, unyielded)
+        _, unyielded = _receive(response, unyielded, response.block_size)
     if len(buffer) > limit:
         raise LineTooLong(limit, "response body")
     body = bytes(buffer)
@@ -164,18 +155,20 @@ def read_body(response: Any, limit: int) -> bytes:
     return body
 
 
-def _receive(response: Any, unyielded: int) -> int:
-    """One recv into the response's parser; returns the bytes received since the last yield."""
+def _receive(response: Any, unyielded: int, size: int) -> tuple[int, int]:
+    """One recv of up to `size` bytes into the response's parser; returns when it returned
+    (monotonic ns) and the bytes received since the last yield."""
     sock = response._sock
     if sock is None:
         raise HTTPConnectionClosed("connection closed.")
-    data = sock.recv(response.block_size)
+    data = sock.recv(size)
+    arrived_ns = time.perf_counter_ns()
     response.feed(data)  # b"" marks the end: completes the body or raises "Incomplete response"
     unyielded += len(data)
     if unyielded >= YIELD_EVERY:
         gevent.sleep(0)  # a gevent recv yields only when no data is waiting
-        return 0
-    return unyielded
+        return arrived_ns, 0
+    return arrived_ns, unyielded
 
 
 def drop_connection(response: Any) -> None:
