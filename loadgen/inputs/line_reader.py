@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import gevent
 import gevent.socket
@@ -42,28 +42,54 @@ class LineTooLong(Exception):
 
 
 # What a stream's reader is handed, each time a receive completes lines: those lines (without
-# their b"\\n"; a last line without one comes alone) and the monotonic ns at which that receive
-# returned, which is when their bytes arrived. It returns True to stop reading.
+# their b"\\n"; a last line without one comes alone) and when their bytes arrived, in monotonic
+# ns: the kernel's stamp where a Sweeper reads them, else the moment the receive returned. It
+# returns True to stop reading.
 LinesHandler = Callable[[list[bytearray], int], bool]
 
 
-def read_lines(response: Any, limit: int, take: LinesHandler) -> int:
+class SweptReader(Protocol):
+    """What a Sweeper hands a stream's receives to, in the loop's callback."""
+
+    def received(self, data: bytes, arrived_ns: int) -> bool:
+        """Take one receive's bytes (b"" at the end); True when reading is over."""
+
+    def failed(self, error: BaseException) -> None:
+        """The receive failed; reading is over."""
+
+    def wake(self) -> None:
+        """Reading is over: wake the greenlet reading the stream."""
+
+
+class Sweeper(Protocol):
+    """Receives for many streams at once, stamping each receive with its bytes' arrival
+    (traffic/stream_sweeper.py)."""
+
+    def watch(self, sock: Any, reader: SweptReader) -> None: ...
+
+    def forget(self, fd: int, reader: SweptReader) -> None: ...
+
+
+def read_lines(response: Any, limit: int, take: LinesHandler, sweeper: Sweeper | None = None) -> int:
     """Hand the body's lines to `take` as they land, until the body ends or `take` says stop;
     return when the last lines handed over arrived. A line over `limit` bytes raises
     LineTooLong; whatever `take` raises is raised here.
 
     A stream's pieces come one per wake-up (a token every few ms). Over a plain TCP socket they
-    are received and handed over inside the event loop's own callback for the socket, with no
-    switch to this greenlet and back for each: that switch, and gevent's recv trying a receive
-    that fails before each wait, cost a quarter of the client's work per token. This greenlet
-    wakes once, when reading ends. TLS may hold decrypted bytes while its socket is empty, so a
-    TLS stream is read by receiving in this greenlet, as gevent does."""
+    are received and handed over inside the event loop's own callbacks, with no switch to this
+    greenlet and back for each: by `sweeper`, with many streams' pieces in one sweep, or else by
+    an io watcher on the socket, one piece a wake-up. This greenlet wakes once, when reading
+    ends. TLS may hold decrypted bytes while its socket is empty, so a TLS stream is read by
+    receiving in this greenlet, as gevent does."""
     reader = _LineReader(response, limit, take)
     if reader.take_buffered(time.perf_counter_ns()):
         return reader.last_ns
     sock = response._sock
     if sock is not None and type(sock) is gevent.socket.socket:
-        reader.run_in_loop(sock)
+        if sweeper is not None:
+            reader.run_swept(sock, sweeper)
+        else:
+            reader.run_in_loop(sock)
     else:
         reader.run_here()
     return reader.last_ns
@@ -78,6 +104,7 @@ class _LineReader:
         self._block = max(response.block_size, RECEIVE_BLOCK)
         self.last_ns = 0
         self._failure: BaseException | None = None
+        self._waiter: Waiter[None] | None = None
 
     def take_buffered(self, arrived_ns: int) -> bool:
         """Hand over the complete lines in the buffer; True when reading is over."""
@@ -128,6 +155,36 @@ class _LineReader:
         finally:
             watcher.stop()
             watcher.close()
+        self._raise_failure()
+
+    def run_swept(self, sock: Any, sweeper: Sweeper) -> None:
+        raw = sock._sock
+        fd = raw.fileno()
+        self._waiter = Waiter(gevent.get_hub())
+        sweeper.watch(raw, self)
+        try:
+            self._waiter.get()
+        finally:
+            sweeper.forget(fd, self)
+        self._raise_failure()
+
+    # SweptReader: called by the sweeper in the hub; they must not block, must not raise.
+    def received(self, data: bytes, arrived_ns: int) -> bool:
+        try:
+            self._response.feed(data)  # b"" ends the body, or raises "Incomplete response"
+            return self.take_buffered(arrived_ns)
+        except BaseException as exc:  # raised in the reading greenlet instead
+            self._failure = exc
+            return True
+
+    def failed(self, error: BaseException) -> None:
+        self._failure = error
+
+    def wake(self) -> None:
+        if self._waiter is not None:
+            self._waiter.switch(None)
+
+    def _raise_failure(self) -> None:
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure

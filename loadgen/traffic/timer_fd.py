@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+from contextlib import suppress
 from typing import Any
 
 import gevent
@@ -41,25 +42,50 @@ class TimerFds:
     def sleep_until(self, due_ns: int) -> None:
         """Return once CLOCK_MONOTONIC reaches `due_ns` (at once if it has)."""
         fd, watcher = self._free.pop() if self._free else self._open()
-        spec = _Itimerspec()
-        spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(max(due_ns, 1), 1_000_000_000)
-        if self._settime(fd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
+        try:
+            self.arm(fd, due_ns)
+        except OSError:
             os.close(fd)
-            raise OSError(ctypes.get_errno(), "timerfd_settime failed")
+            raise
         try:
             gevent.get_hub().wait(watcher)
         except BaseException:
             os.close(fd)  # killed while armed: a later borrower must not see this expiry
             watcher.close()
             raise
-        os.read(fd, 8)  # the expiry count: clears the readable state
+        expired(fd)
         self._free.append((fd, watcher))
+
+    def arm(self, fd: int, due_ns: int, every_ns: int = 0) -> None:
+        """Make `fd` readable once CLOCK_MONOTONIC reaches `due_ns` (at once if it has), and
+        again every `every_ns` after it if that is not 0."""
+        spec = _Itimerspec()
+        spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(max(due_ns, 1), 1_000_000_000)
+        spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(every_ns, 1_000_000_000)
+        if self._settime(fd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
+            raise OSError(ctypes.get_errno(), "timerfd_settime failed")
+
+    def disarm(self, fd: int) -> None:
+        """Stop `fd`'s timer (a zero time disarms a timerfd)."""
+        if self._settime(fd, 0, ctypes.byref(_Itimerspec()), None) != 0:
+            raise OSError(ctypes.get_errno(), "timerfd_settime failed")
+
+    def own(self) -> tuple[int, Any]:
+        """A timerfd and its io watcher kept by the caller (armed with `arm`, read with
+        `expired`), for a callback in the loop rather than a greenlet's wait."""
+        return self._open()
 
     def _open(self) -> tuple[int, Any]:
         fd = self._create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC)
         if fd < 0:
             raise OSError(ctypes.get_errno(), "timerfd_create failed")
         return fd, gevent.get_hub().loop.io(fd, _READ)
+
+
+def expired(fd: int) -> None:
+    """Clear a fired timerfd's readable state (its expiry count)."""
+    with suppress(BlockingIOError):  # not fired, or already read
+        os.read(fd, 8)
 
 
 def timer_fds() -> TimerFds | None:

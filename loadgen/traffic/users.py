@@ -28,7 +28,7 @@ from locust.exception import StopUser
 from orjson import dumps
 
 from kernel.redact import redact
-from loadgen.collect.records import ErrorKind, RequestRecord, Status, summarize_itl
+from loadgen.collect.records import ErrorKind, RequestRecord, Status, stream_gaps
 from loadgen.inputs.line_reader import LineTooLong, read_body, read_lines
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
@@ -47,6 +47,7 @@ from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.reasoning_request import reasoning_fields, reasoning_tokens_of
 from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.sessions import SessionBook
+from loadgen.traffic.stream_sweeper import loop_sweeper
 from loadgen.traffic.tool_request import calls_tool, tool_fields
 from servers.base import Endpoint
 
@@ -261,7 +262,7 @@ class OpenAIUser(FastHttpUser):
             prompt_tokens=prompt_tokens,
             output_tokens=result.output_tokens,
             tokens_source=result.tokens_source,
-            itl_ms=summarize_itl(result.itl_ms()) if streamed else [],
+            itl_ms=stream_gaps(result.chunk_ns) if streamed else [],
             status=status,
             error=error,
             error_kind=kind,
@@ -350,7 +351,7 @@ def _read_stream(
             done_ns = arrived_ns
         return result.error is not None
 
-    last_ns = read_lines(stream, limit, take)
+    last_ns = read_lines(stream, limit, take, loop_sweeper())
     if result.error:
         return last_ns
     return done_ns or last_ns or time.perf_counter_ns()
