@@ -65,6 +65,7 @@ def test_waits_at_once_borrow_one_descriptor_each_and_a_killed_one_closes_its_ow
 
 def test_the_margin_widens_after_a_slow_wake_up_and_narrows_again():
     margin = run_clock.WakeMargin()
+    margin.gap_ns = 1_000_000_000  # one wait a second: the spin budget (30 ms) never binds
     for _ in range(200):
         margin.observe(50_000)  # a busy core: prompt wake-ups
     assert margin.margin_ns == margin.FLOOR_NS + 50_000
@@ -81,3 +82,21 @@ def test_the_margin_widens_after_a_slow_wake_up_and_narrows_again():
     for _ in range(50):
         margin.observe(50_000)
     assert margin.margin_ns < 300_000  # and soon forgotten: 2 ms × 0.95⁵⁰ ≈ 0.15 ms
+
+
+def test_the_spin_never_takes_more_than_its_share_of_the_time_between_waits():
+    margin = run_clock.WakeMargin()
+    margin.observe(1_500_000)  # a slow wake-up asks for a 1.6 ms margin
+    now = 0
+    for _ in range(100):  # 200 waits a second
+        now += 5_000_000
+        margin.waiting(now)
+    assert abs(margin.gap_ns - 5_000_000) < 50_000
+    assert margin.margin_ns == int(margin.SPIN_SHARE * margin.gap_ns)  # ~0.15 ms, not 1.6
+    for _ in range(100):  # then 10 waits a second: the lateness rules again
+        now += 100_000_000
+        margin.waiting(now)
+    margin.observe(1_500_000)
+    assert margin.margin_ns == margin.FLOOR_NS + 1_500_000
+    margin.waiting(now + 3600 * 1_000_000_000)  # an hour's pause counts as a second
+    assert margin.gap_ns < 200_000_000
