@@ -3,6 +3,7 @@ exact round trips, a compressed file cut anywhere by a crash, files from before,
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import resource
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.collect.itl_codec import ITL_KEY, itl_array, record_itl_array
+from loadgen.collect.itl_codec import ITL_KEY, itl_array, pack_gaps, record_itl_array
 from loadgen.collect.record_files import ZstdLineFile, records_file, records_path
 from loadgen.collect.records import (
     ITL_LIST_LIMIT,
@@ -23,6 +24,7 @@ from loadgen.collect.records import (
     SkippedLines,
     iter_record_dicts,
     read_records,
+    stream_gaps,
     summarize_itl,
 )
 from loadgen.scenario.model import ReportConfig
@@ -261,3 +263,19 @@ def test_a_run_folder_has_one_records_file_and_the_scenario_picks_it(tmp_path: P
     assert list(read_records(records_file(tmp_path))) == []  # created, nothing written yet
     (tmp_path / "requests.jsonl").write_text("")
     assert records_file(tmp_path) == tmp_path / "requests.jsonl"
+
+
+def test_stream_gaps_are_the_summarized_gaps_rounded_in_integers():
+    rng = np.random.default_rng(7)
+    chunk_ns = np.cumsum(rng.integers(1, 40_000_000, 500)).tolist()
+    gaps_ms = [(b - a) / 1e6 for a, b in itertools.pairwise(chunk_ns)]
+    ties = [k for k, (a, b) in enumerate(itertools.pairwise(chunk_ns)) if (b - a) % 1000 == 500]
+    exact = stream_gaps(chunk_ns)
+    assert isinstance(exact, list) and len(exact) == 499
+    assert [g for k, g in enumerate(exact) if k not in ties] == [
+        g for k, g in enumerate(summarize_itl(gaps_ms)) if k not in ties
+    ]
+    assert stream_gaps([0, 10_000_500, 20_001_499]) == [10.001, 10.001]  # a tie goes up
+    assert pack_gaps(exact) is not None  # every gap on the µs grid: packed, never a float list
+    assert stream_gaps(chunk_ns, limit=100) == summarize_itl(gaps_ms, limit=100)  # a summary
+    assert stream_gaps([5]) == [] and stream_gaps([]) == []
