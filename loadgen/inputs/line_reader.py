@@ -4,9 +4,9 @@ geventhttpclient's own `readline()` has no length limit, rescans its whole buffe
 4 KiB it receives (quadratic in the line's length) and never yields to the gevent loop while data
 keeps arriving: one 50 MB line held a client for ~11 s, past every timeout and Ctrl-C. These
 readers stop at `limit` bytes and scan each byte once. They never hold the loop: the stream
-reader returns to it after each receive (it runs in the loop's callback), the others yield every
-`YIELD_EVERY` bytes received without a line end, so timers (the request's deadline), signals and
-other requests keep running.
+reader returns to it after each receive (it runs in the loop's callbacks: a Sweeper's tick, or
+an io watcher on the socket), the others yield every `YIELD_EVERY` bytes received without a line
+end, so timers (the request's deadline), signals and other requests keep running.
 
 They read the response's own buffer and socket (`_body_buffer`, `_sock`, `feed`), the same
 members its `readline()` uses, and the socket under a gevent socket (`_sock`), watched with the

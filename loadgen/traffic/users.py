@@ -2,8 +2,9 @@
 
 Each user holds one keep-alive connection. It reads the SSE stream line by line as each line
 lands (iterating the stream would wait for 4 KiB blocks and smear TTFT), with a bounded reader
-(line_reader.py), and stamps each line with a monotonic clock. One gevent.Timeout bounds the whole
-request in wall time: connect, headers, body.
+(line_reader.py), and stamps each line with when its bytes arrived: the kernel's receive stamp
+where the loop's sweeper reads it (stream_sweeper.py), else a monotonic clock. One
+gevent.Timeout bounds the whole request in wall time: connect, headers, body.
 
 A request planned to be cancelled (workload.cancel) is closed by the client as a user closes a
 tab: a second timer its `cancel.after_s` after its send, or once `cancel.after_tokens` content chunks
@@ -334,7 +335,7 @@ def _read_stream(
 ) -> int:
     """Read SSE lines to the end of the body; return when `[DONE]` (or the last line) landed.
     Raise _TokensReached once `cancel_after_tokens` content chunks arrived before the end.
-    Each line is stamped with the moment the receive that completed it returned."""
+    Each line is stamped with when the receive that completed it arrived (line_reader.py)."""
     result = parser.result
     stop_at = cancel_after_tokens or 0
     feed = parser.feed
