@@ -3,7 +3,8 @@
 
 Python has `os.timerfd_create` only from 3.13, so libc's functions are called through ctypes.
 A greenlet borrows a descriptor for the length of one wait; they are kept for reuse, so a run
-opens as many as greenlets wait at once (the scheduler, and sessions' turns due together).
+opens as many as greenlets wait at once (the scheduler, and sessions' turns due together). A
+loop callback may also own one, armed to fire periodically (the stream sweeper's tick).
 """
 
 from __future__ import annotations
