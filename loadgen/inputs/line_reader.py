@@ -138,13 +138,12 @@ class _LineReader:
         def readable() -> None:  # runs in the hub: must not block, must not raise
             try:
                 data = raw.recv(self._block)
-                arrived_ns = time.perf_counter_ns()
-                self._response.feed(data)  # b"" ends the body, or raises "Incomplete response"
-                over = self.take_buffered(arrived_ns)
             except BlockingIOError:
                 return
             except BaseException as exc:  # raised in the reading greenlet instead
                 self._failure, over = exc, True
+            else:
+                over = self.received(data, time.perf_counter_ns())
             if over:
                 watcher.stop()
                 waiter.switch(None)
@@ -168,7 +167,7 @@ class _LineReader:
             sweeper.forget(fd, self)
         self._raise_failure()
 
-    # SweptReader: called by the sweeper in the hub; they must not block, must not raise.
+    # SweptReader (and run_in_loop's callback): called in the hub; must not block or raise.
     def received(self, data: bytes, arrived_ns: int) -> bool:
         try:
             self._response.feed(data)  # b"" ends the body, or raises "Incomplete response"

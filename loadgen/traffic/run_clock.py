@@ -10,8 +10,8 @@ due time; epoll wakes the loop when it fires and only the margin is spun. The ma
 wake-ups have recently been late by (WakeMargin): on a busy client ~0.1 ms, on an idle VM core
 that wakes slowly up to a few ms (measured on this VM: 0.1–0.3 ms usually, spikes of 1–3 ms), so
 precision is kept where wake-ups are slow and CPU saved where they are not; and never more than
-3% of the time between waits, so at high rates the spin stays a small share of the core. Where timerfd is
-missing (not Linux) the old spin of the last SPIN_FALLBACK_S stays.
+3% of the time between waits, so at high rates the spin stays a small share of the core. Where
+timerfd is missing (not Linux) the old spin of the last SPIN_FALLBACK_S stays.
 """
 
 from __future__ import annotations

@@ -94,9 +94,6 @@ class StreamResult:
         end = self.first_answer_ns if self.first_answer_ns is not None else self.last_reasoning_ns
         return round((end - self.chunk_ns[0]) / 1e6, 3)
 
-    def itl_ms(self) -> list[float]:
-        return [(b - a) / 1e6 for a, b in zip(self.chunk_ns, self.chunk_ns[1:], strict=False)]
-
 
 # What a token chunk was (StreamParser._kind); None: no token (the role chunk, finish, usage).
 _ANSWER, _REASONING, _TOOL = 1, 2, 3

@@ -78,8 +78,7 @@ class StreamSweeper:
         self._tick_fd, self._tick = timers.own()
         self._timers = timers
         self._interval_ns = interval_ns
-        self.sweeps = 0  # counters, for tests and benchmarks
-        self.receives = 0
+        self.sweeps = 0  # for tests
 
     def watch(self, sock: Any, reader: SweptReader) -> None:
         """Read `sock` (a plain, non-blocking socket) for `reader` until it says it is done or
@@ -133,7 +132,6 @@ class StreamSweeper:
                     reader.failed(exc)
                     done = True
                 else:
-                    self.receives += 1
                     arrived_ns = time.perf_counter_ns()
                     if ancillary:
                         seconds, nanoseconds = _TIMESPEC.unpack_from(ancillary[0][2])

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from loadgen.collect.records import stream_gaps
 from loadgen.traffic.openai_api import ID_WORDS, WORDS, StreamParser, number_words, prompt_text, request_body
 
 
@@ -27,7 +28,7 @@ def test_first_nonempty_chunk_is_ttft_and_gaps_are_itl():
     parser.feed(b"data: [DONE]\n", 27_200_000)
     result = parser.result
     assert result.first_token_ns == 5_000_000
-    assert result.itl_ms() == [10.0, 12.0]
+    assert stream_gaps(result.chunk_ns) == [10.0, 12.0]
     assert result.output_tokens == 3 and result.tokens_source == "usage"
     assert result.usage_prompt_tokens == 9
     assert result.done and result.error is None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.collect.records import stream_gaps
 from loadgen.traffic.openai_api import StreamParser, StreamResult, TextStreamParser
 
 SSE = Path(__file__).parents[1] / "data" / "sse"
@@ -45,7 +46,7 @@ def test_each_form_times_the_first_token_of_any_kind_and_the_first_answer(
 ) -> None:
     result = parse(name, think)
     assert len(result.chunk_ns) == tokens  # every token chunk: ITL has tokens − 1 gaps
-    assert len(result.itl_ms()) == tokens - 1
+    assert len(stream_gaps(result.chunk_ns)) == tokens - 1
     assert result.reasoning_chunks == reasoning
     assert answer_position(result) == answer_at
     assert result.usage_reasoning_tokens == usage_reasoning
