@@ -124,6 +124,9 @@ class StreamParser:
             if not line.startswith(b"data:"):
                 return  # blank separators, comments (": ping") and `event:` lines carry no tokens
         payload = line[5:]
+        if b"[DONE]" in payload[-8:] and payload.strip() == b"[DONE]":  # orjson would raise on it
+            self.result.done = True
+            return
         try:
             chunk = orjson.loads(payload)  # bytes in, no decode: this runs once per streamed token
         except orjson.JSONDecodeError:
