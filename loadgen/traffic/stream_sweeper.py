@@ -75,6 +75,7 @@ class StreamSweeper:
     def __init__(self, timers: TimerFds, interval_ns: int = INTERVAL_NS) -> None:
         self._set = _EPOLL()
         self._readers: dict[int, tuple[Any, SweptReader]] = {}
+        self._stamping: weakref.WeakSet[Any] = weakref.WeakSet()  # sockets with stamps turned on
         self._tick_fd, self._tick = timers.own()
         self._timers = timers
         self._interval_ns = interval_ns
@@ -84,8 +85,10 @@ class StreamSweeper:
         """Read `sock` (a plain, non-blocking socket) for `reader` until it says it is done or
         is forgotten."""
         fd = sock.fileno()
-        with suppress(OSError):  # refused (a sandbox): its receives are stamped when they return
-            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        if sock not in self._stamping:  # once a connection: a keep-alive one carries many streams
+            self._stamping.add(sock)
+            with suppress(OSError):  # refused (a sandbox): its receives are stamped when they return
+                sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
         self._set.register(fd, select.EPOLLIN)
         self._readers[fd] = (sock, reader)
         if not self._tick.active:
