@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import orjson
 
-from loadgen.collect.itl_codec import ITL_KEY, LEGACY_KEY, pack_gaps, unpack_gaps
+from loadgen.collect.itl_codec import ITL_KEY, LEGACY_KEY, pack_gaps, pack_micros, unpack_gaps
 from loadgen.collect.record_files import RecordLines, line_file
 
 # "cancelled": the client closed the stream on purpose (workload.cancel); not a failure.
@@ -123,7 +123,8 @@ class RequestRecord:
                 del data[name]
         gaps = data["itl_ms"]
         if isinstance(gaps, list):
-            packed = pack_gaps(gaps)
+            kept = self.__dict__.get(_PACKED)  # set_stream_gaps's string, if these are its gaps
+            packed = kept[1] if kept is not None and kept[0] is gaps else pack_gaps(gaps)
             if packed is not None:  # else off the µs grid: the float list stays, exact
                 del data[LEGACY_KEY]
                 data[ITL_KEY] = packed
@@ -185,6 +186,24 @@ def stream_gaps(chunk_ns: list[int], limit: int = ITL_LIST_LIMIT) -> list[float]
     if len(chunk_ns) - 1 > limit:
         return summarize_itl([(b - a) / 1e6 for a, b in itertools.pairwise(chunk_ns)], limit)
     return [((b - a + 500) // 1000) / 1000 for a, b in itertools.pairwise(chunk_ns)]
+
+
+# Where set_stream_gaps keeps a record's gaps with their `itl_us` string: an attribute outside the
+# fields (to_dict, replace and copies leave it out, and then the gaps are packed afresh).
+_PACKED = "_packed_itl"
+
+
+def set_stream_gaps(record: RequestRecord, chunk_ns: list[int]) -> None:
+    """record.itl_ms = stream_gaps(chunk_ns), keeping the `itl_us` string packed from the same
+    whole µs for the record's line: the load generator's per-request path, without numpy."""
+    if len(chunk_ns) - 1 > ITL_LIST_LIMIT:
+        record.itl_ms = stream_gaps(chunk_ns)
+        return
+    micros = [(b - a + 500) // 1000 for a, b in itertools.pairwise(chunk_ns)]
+    gaps = record.itl_ms = [micro / 1000 for micro in micros]
+    packed = pack_micros(micros)
+    if packed is not None:
+        record.__dict__[_PACKED] = (gaps, packed)
 
 
 def summarize_itl(gaps_ms: list[float], limit: int = ITL_LIST_LIMIT) -> list[float] | dict[str, float]:

@@ -29,7 +29,7 @@ from locust.exception import StopUser
 from orjson import dumps
 
 from kernel.redact import redact
-from loadgen.collect.records import ErrorKind, RequestRecord, Status, stream_gaps
+from loadgen.collect.records import ErrorKind, RequestRecord, Status, set_stream_gaps
 from loadgen.inputs.line_reader import LineTooLong, read_body, read_lines
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
@@ -263,7 +263,6 @@ class OpenAIUser(FastHttpUser):
             prompt_tokens=prompt_tokens,
             output_tokens=result.output_tokens,
             tokens_source=result.tokens_source,
-            itl_ms=stream_gaps(result.chunk_ns) if streamed else [],
             status=status,
             error=error,
             error_kind=kind,
@@ -278,6 +277,8 @@ class OpenAIUser(FastHttpUser):
             prefix_group=planned.prefix.group if planned.prefix is not None else None,
             adapter=planned.adapter,
         )
+        if streamed:
+            set_stream_gaps(record, result.chunk_ns)
         if calls:
             record.tool_calls = len(result.tool_calls)
             record.tool_calls_valid = sum(call.valid for call in result.tool_calls.values())

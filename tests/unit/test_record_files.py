@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.collect.itl_codec import ITL_KEY, itl_array, pack_gaps, record_itl_array
+from loadgen.collect.itl_codec import ITL_KEY, OVERFLOW, itl_array, pack_gaps, pack_micros, record_itl_array
 from loadgen.collect.record_files import ZstdLineFile, records_file, records_path
 from loadgen.collect.records import (
     ITL_LIST_LIMIT,
@@ -24,6 +24,8 @@ from loadgen.collect.records import (
     SkippedLines,
     iter_record_dicts,
     read_records,
+    record_line,
+    set_stream_gaps,
     stream_gaps,
     summarize_itl,
 )
@@ -279,3 +281,28 @@ def test_stream_gaps_are_the_summarized_gaps_rounded_in_integers():
     assert pack_gaps(exact) is not None  # every gap on the µs grid: packed, never a float list
     assert stream_gaps(chunk_ns, limit=100) == summarize_itl(gaps_ms, limit=100)  # a summary
     assert stream_gaps([5]) == [] and stream_gaps([]) == []
+
+
+def test_gaps_packed_from_whole_micros_are_the_same_string_numpy_packs():
+    rng = np.random.default_rng(11)
+    for size in (0, 1, 64, 700):
+        micros = rng.integers(0, OVERFLOW, size).tolist() + [0, OVERFLOW - 1][: min(size, 2)]
+        assert pack_micros(micros) == pack_gaps([micro / 1000 for micro in micros])
+    assert pack_micros([10, OVERFLOW]) is None  # a stall: pack_gaps writes its full value
+    assert pack_micros([10, OVERFLOW + 1]) is None and pack_micros([-1, 10]) is None
+
+
+def test_a_record_with_set_stream_gaps_writes_the_line_stream_gaps_would():
+    rng = np.random.default_rng(5)
+    steps = rng.choice([499, 500, 1_500, 9_999_500, 65_534_500, 65_535_000, 200_000_000], 300)
+    for start in range(0, 300, 30):  # streams with stalls, ties and none of them
+        chunk_ns = np.cumsum(steps[start : start + 30]).tolist()
+        record = RequestRecord(id=1, phase=0, scheduled_s=0.0)
+        set_stream_gaps(record, chunk_ns)
+        plain = RequestRecord(id=1, phase=0, scheduled_s=0.0, itl_ms=stream_gaps(chunk_ns))
+        assert record.itl_ms == plain.itl_ms and record_line(record) == record_line(plain)
+    record.itl_ms = [1.5, 2.5]  # gaps replaced after: the kept string is not theirs
+    assert RequestRecord.from_dict(json.loads(record_line(record))).itl_ms == [1.5, 2.5]
+    long_ns = list(range(0, (ITL_LIST_LIMIT + 2) * 1000, 1000))
+    set_stream_gaps(record, long_ns)
+    assert record.itl_ms == stream_gaps(long_ns) and isinstance(record.itl_ms, dict)  # a summary
