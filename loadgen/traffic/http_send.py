@@ -6,15 +6,22 @@ around it (cookies, redirects, retries, its request event, whose statistics a ru
 cost ~0.2 ms of CPU a request, and a run's redirects and retries are off anyway (a retried
 request would hide a failure and double-count time). What the server answers is the raw
 response, read by line_reader; exceptions come as raised (connection, HTTP parse, deadline).
+
+The request's head is the client's own (its Host, default headers, proxy form) made once per
+URL and header set with an empty body, whose `Content-Length: 0` each request swaps for its
+length: HTTPClient.request merges and checks the headers afresh every time (~12 µs a request,
+3% of the client at 200 req/s). What it does after the head, the socket, the send and the
+response, is done here the same way for a POST, which it never sends twice.
 """
 
 from __future__ import annotations
 
+import errno
 from http.client import HTTPException
 from typing import Any
 
 import gevent
-from geventhttpclient.response import HTTPConnectionClosed
+from geventhttpclient.response import HTTPConnectionClosed, HTTPSocketPoolResponse
 from geventhttpclient.url import URL
 
 from loadgen.collect.records import ErrorKind, Status
@@ -24,6 +31,13 @@ ERROR_TEXT_LIMIT = 200
 
 # (URL, request target) of each URL sent to: a run sends to a handful (a path per replica).
 _TARGETS: dict[str, tuple[URL, str]] = {}
+# The head of a POST, by URL: the client and header set it was made for (the same objects for a
+# whole run), and the head up to its Content-Length value; None where the client's head for an
+# empty body does not end in the swappable `Content-Length: 0` (a header of the caller's own says
+# otherwise): such a URL is sent by HTTPClient.request.
+_HEADS: dict[str, tuple[Any, dict[str, str], bytes | None]] = {}
+_EMPTY_LENGTH = b"Content-Length: 0\r\n\r\n"
+_SEND_BROKE = (errno.ECONNRESET, errno.EPIPE)
 
 
 def post(pool: Any, url: str, data: bytes, headers: dict[str, str]) -> Any:
@@ -33,7 +47,40 @@ def post(pool: Any, url: str, data: bytes, headers: dict[str, str]) -> Any:
     if target is None:
         split = URL(url)
         target = _TARGETS[url] = (split, split.quoted_uri)
-    return pool.get_client(target[0]).request("POST", target[1], body=data, headers=headers)
+    client = pool.get_client(target[0])
+    made = _HEADS.get(url)
+    if made is None or made[0] is not client or made[1] is not headers:
+        made = _HEADS[url] = (client, headers, _head(client, target[1], headers))
+    head = made[2]
+    if head is None:
+        return client.request("POST", target[1], body=data, headers=headers)
+    return _send(client, head + b"%d\r\n\r\n" % len(data) + data)
+
+
+def _head(client: Any, target: str, headers: dict[str, str]) -> bytes | None:
+    """The client's head of a POST to `target` without its Content-Length value, or None."""
+    head: bytes = client._build_request("POST", target, body=b"", headers=headers).encode("latin-1")
+    if not head.endswith(_EMPTY_LENGTH) or head.count(b"Content-Length") != 1:
+        return None
+    return head[: -len(_EMPTY_LENGTH)] + b"Content-Length: "
+
+
+def _send(client: Any, request: bytes) -> Any:
+    """Send a whole request on one of the client's connections and read the response's head, as
+    HTTPClient.request does for a POST (never retried: the server may have processed it)."""
+    connections = client._connection_pool
+    sock = connections.get_socket()
+    try:
+        sock.sendall(request)
+    except OSError as exc:
+        if exc.errno not in _SEND_BROKE:
+            connections.release_socket(sock)
+            raise
+        # Broken while sending: the server may have answered (a 413 on a big body) and closed.
+        # The response releases the socket whether it reads one or raises.
+    return HTTPSocketPoolResponse(
+        sock, connections, block_size=client.block_size, method="POST", headers_type=client.headers_type
+    )
 
 
 def no_response(

@@ -7,6 +7,7 @@ import gevent
 import gevent.server
 from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+from geventhttpclient.url import URL
 
 from loadgen.traffic.http_send import broken, no_response, post, release, short
 
@@ -41,6 +42,32 @@ def test_post_sends_the_body_and_headers_and_keeps_the_connection():
     assert head.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
     assert b"X-Try: 1" in head and b"Content-Length: 7" in head
     assert sent == b'{"a":1}'
+
+
+def test_post_sends_the_very_bytes_geventhttpclient_would():
+    body = b"data: [DONE]\n\n"
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    server, seen = _serve(reply)
+    pool = HTTPClientPool(concurrency=1)
+    url = f"http://127.0.0.1:{server.server_port}/v1/completions?x=1"
+    headers = {"Accept-Encoding": "identity", "Authorization": "Bearer k"}
+    try:
+        for data in (b'{"prompt":"\xc3\xa9"}', b"", b"x" * 70_000):  # the head is made once
+            release(post(pool, url, data, headers), drop=True)
+        client = pool.get_client(URL(url))
+        for data in (b'{"prompt":"\xc3\xa9"}', b"", b"x" * 70_000):
+            release(client.request("POST", "/v1/completions?x=1", body=data, headers=headers), drop=True)
+        # a header that sets the length itself: the client's request is sent as it is
+        own = {"Content-Length": "3"}
+        release(post(pool, url, b"abc", own), drop=True)
+        release(client.request("POST", "/v1/completions?x=1", body=b"abc", headers=own), drop=True)
+    finally:
+        pool.close()
+        server.stop()
+    ours, theirs = [*seen[:3], seen[6]], [*seen[3:6], seen[7]]
+    assert ours[:2] == theirs[:2] and ours[3] == theirs[3]  # the big body: its first receive
+    assert ours[2].partition(b"\r\n\r\n")[0] == theirs[2].partition(b"\r\n\r\n")[0]
+    assert b"Content-Length: 70000\r\n" in ours[2] and b"Content-Length: 3\r\n" in ours[3]
 
 
 def test_a_refused_connection_is_a_connection_failure():
