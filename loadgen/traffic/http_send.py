@@ -17,6 +17,7 @@ response, is done here the same way for a POST, which it never sends twice.
 from __future__ import annotations
 
 import errno
+import weakref
 from http.client import HTTPException
 from typing import Any
 
@@ -31,11 +32,13 @@ ERROR_TEXT_LIMIT = 200
 
 # (URL, request target) of each URL sent to: a run sends to a handful (a path per replica).
 _TARGETS: dict[str, tuple[URL, str]] = {}
-# The head of a POST, by URL: the client and header set it was made for (the same objects for a
-# whole run), and the head up to its Content-Length value; None where the client's head for an
-# empty body does not end in the swappable `Content-Length: 0` (a header of the caller's own says
-# otherwise): such a URL is sent by HTTPClient.request.
-_HEADS: dict[str, tuple[Any, dict[str, str], bytes | None]] = {}
+# The heads of POSTs by client (each user has its own, one per host) and request target: the
+# header set each was made for (the same object for a whole run), and the head up to its
+# Content-Length value; None where the client's head for an empty body does not end in the
+# swappable `Content-Length: 0` (a header of the caller's own says otherwise): such requests
+# are then sent by HTTPClient.request.
+_Heads = dict[str, tuple[dict[str, str], bytes | None]]
+_HEADS: weakref.WeakKeyDictionary[Any, _Heads] = weakref.WeakKeyDictionary()
 _EMPTY_LENGTH = b"Content-Length: 0\r\n\r\n"
 _SEND_BROKE = (errno.ECONNRESET, errno.EPIPE)
 
@@ -48,10 +51,13 @@ def post(pool: Any, url: str, data: bytes, headers: dict[str, str]) -> Any:
         split = URL(url)
         target = _TARGETS[url] = (split, split.quoted_uri)
     client = pool.get_client(target[0])
-    made = _HEADS.get(url)
-    if made is None or made[0] is not client or made[1] is not headers:
-        made = _HEADS[url] = (client, headers, _head(client, target[1], headers))
-    head = made[2]
+    heads = _HEADS.get(client)
+    if heads is None:
+        heads = _HEADS[client] = {}
+    made = heads.get(target[1])
+    if made is None or made[0] is not headers:
+        made = heads[target[1]] = (headers, _head(client, target[1], headers))
+    head = made[1]
     if head is None:
         return client.request("POST", target[1], body=data, headers=headers)
     return _send(client, head + b"%d\r\n\r\n" % len(data) + data)

@@ -51,10 +51,13 @@ def test_post_sends_the_very_bytes_geventhttpclient_would():
     pool = HTTPClientPool(concurrency=1)
     url = f"http://127.0.0.1:{server.server_port}/v1/completions?x=1"
     headers = {"Accept-Encoding": "identity", "Authorization": "Bearer k"}
+    client = pool.get_client(URL(url))
+    build, made = client._build_request, []
+    client._build_request = lambda *args, **kwargs: made.append(args) or build(*args, **kwargs)
     try:
-        for data in (b'{"prompt":"\xc3\xa9"}', b"", b"x" * 70_000):  # the head is made once
+        for data in (b'{"prompt":"\xc3\xa9"}', b"", b"x" * 70_000):
             release(post(pool, url, data, headers), drop=True)
-        client = pool.get_client(URL(url))
+        assert len(made) == 1  # the head is made once for the client
         for data in (b'{"prompt":"\xc3\xa9"}', b"", b"x" * 70_000):
             release(client.request("POST", "/v1/completions?x=1", body=data, headers=headers), drop=True)
         # a header that sets the length itself: the client's request is sent as it is
@@ -68,6 +71,28 @@ def test_post_sends_the_very_bytes_geventhttpclient_would():
     assert ours[:2] == theirs[:2] and ours[3] == theirs[3]  # the big body: its first receive
     assert ours[2].partition(b"\r\n\r\n")[0] == theirs[2].partition(b"\r\n\r\n")[0]
     assert b"Content-Length: 70000\r\n" in ours[2] and b"Content-Length: 3\r\n" in ours[3]
+
+
+def test_each_users_client_makes_its_head_once():
+    body = b"data: [DONE]\n\n"
+    server, _ = _serve(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    url = f"http://127.0.0.1:{server.server_port}/v1/chat/completions"
+    pools = [HTTPClientPool(concurrency=1), HTTPClientPool(concurrency=1)]  # two users' own
+    made: list[str] = []
+    headers = {"Accept": "*/*"}  # a run's headers: one dict for all its requests
+    for pool in pools:
+        client = pool.get_client(URL(url))
+        client._build_request = lambda *args, build=client._build_request, **kwargs: (
+            made.append(args[1]) or build(*args, **kwargs)
+        )
+    try:
+        for turn in range(6):  # the users take turns
+            release(post(pools[turn % 2], url, b"{}", headers), drop=True)
+    finally:
+        for pool in pools:
+            pool.close()
+        server.stop()
+    assert made == ["/v1/chat/completions"] * 2
 
 
 def test_a_refused_connection_is_a_connection_failure():
