@@ -18,8 +18,10 @@ loop's reaction time.
 
 The kernel stamps on CLOCK_REALTIME; each tick converts them to perf_counter_ns's clock by the
 two clocks' offset read at that tick. A stamp missing (bytes queued before the first socket
-turned stamping on), zero, or later than the receive (a clock step) falls back to the moment the
-receive returned, the client's own clock, as before.
+turned stamping on), zero, or later than the receive falls back to the moment the receive
+returned, the client's own clock, as before; so do all of a tick's stamps when the offset moved
+since the tick before by more than NTP's slewing could (a step of the wall clock: an NTP step, a
+VM resumed): the bytes may have been stamped on either side of it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ INTERVAL_NS = 1_000_000
 # up to SWEEP_BYTES a tick (64 MiB/s for a bulky body; the line limit ends a runaway one).
 RECEIVE_BLOCK = 16 * 1024
 SWEEP_BYTES = 64 * 1024
+# How far the wall clock may move against the monotonic one between two ticks before it counts
+# as a step: NTP slews it by at most 500 ppm; the floor covers reading the two clocks.
+SLEW = 0.0005
+STEP_FLOOR_NS = 200_000
 _READ = 1  # libev's EV_READ
 _TIMESPEC = struct.Struct("@ll")  # the kernel's struct timespec (SO_TIMESTAMPNS_OLD)
 _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
@@ -79,7 +85,10 @@ class StreamSweeper:
         self._tick_fd, self._tick = timers.own()
         self._timers = timers
         self._interval_ns = interval_ns
+        self._offset_ns = 0  # wall clock minus perf_counter_ns at the last tick
+        self._offset_at_ns = 0  # when it was read (0: never)
         self.sweeps = 0  # for tests
+        self.clock_steps = 0  # ticks whose stamps were not used: the wall clock stepped
 
     def watch(self, sock: Any, reader: SweptReader) -> None:
         """Read `sock` (a plain, non-blocking socket) for `reader` until it says it is done or
@@ -117,7 +126,7 @@ class StreamSweeper:
         """Receive from each ready socket, up to SWEEP_BYTES each."""
         events = self._set.poll(0)
         self.sweeps += 1
-        offset_ns = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.perf_counter_ns()
+        offset_ns, stamped = self._clock_offset()
         readers: dict[int, tuple[Any, SweptReader]] = self._readers
         finished: list[SweptReader] = []
         for fd, _ in events:
@@ -136,7 +145,7 @@ class StreamSweeper:
                     done = True
                 else:
                     arrived_ns = time.perf_counter_ns()
-                    if ancillary:
+                    if ancillary and stamped:
                         seconds, nanoseconds = _TIMESPEC.unpack_from(ancillary[0][2])
                         stamp_ns = seconds * 1_000_000_000 + nanoseconds - offset_ns
                         if 0 < stamp_ns < arrived_ns:
@@ -151,6 +160,20 @@ class StreamSweeper:
                 break
         for reader in finished:  # after the sweep: a woken greenlet may close and reuse fds
             reader.wake()
+
+    def _clock_offset(self) -> tuple[int, bool]:
+        """The wall clock minus perf_counter_ns now, and whether the kernel's stamps can be
+        converted by it: False when it moved since the last tick by more than slewing could."""
+        real_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        now_ns = time.perf_counter_ns()
+        offset_ns = real_ns - now_ns
+        last_ns, self._offset_at_ns = self._offset_at_ns, now_ns
+        moved = abs(offset_ns - self._offset_ns)
+        self._offset_ns = offset_ns
+        if last_ns and moved > STEP_FLOOR_NS + SLEW * (now_ns - last_ns):
+            self.clock_steps += 1
+            return offset_ns, False
+        return offset_ns, True
 
 
 _SWEEPERS: weakref.WeakKeyDictionary[Any, StreamSweeper] = weakref.WeakKeyDictionary()

@@ -70,7 +70,32 @@ def _send(sock: socket.socket, data: bytes) -> tuple[int, int]:
     return before, time.perf_counter_ns()
 
 
-def test_a_late_read_keeps_the_time_the_bytes_arrived(tcp):
+def _wall_offset() -> int:
+    return time.clock_gettime_ns(time.CLOCK_REALTIME) - time.perf_counter_ns()
+
+
+@pytest.fixture
+def wall() -> int:
+    """The wall clock's offset from perf_counter_ns when the test began."""
+    return _wall_offset()
+
+
+def _steady_clock(sweeper: StreamSweeper, wall: int) -> None:
+    """The stamps are checked against the sends only if the wall clock did not step meanwhile
+    (an NTP step, this VM paused and resumed): the sweeper then rightly did not use them."""
+    if abs(_wall_offset() - wall) > 1_000_000:
+        pytest.skip("the wall clock stepped during the test: its receive stamps were not used")
+    assert sweeper.clock_steps == 0
+
+
+def _wait_for_sweeps(sweeper: StreamSweeper, count: int) -> None:
+    deadline = time.monotonic() + 2
+    while sweeper.sweeps < count and time.monotonic() < deadline:
+        gevent.sleep(0.002)
+    assert sweeper.sweeps >= count
+
+
+def test_a_late_read_keeps_the_time_the_bytes_arrived(tcp, wall):
     client, server = tcp
     sweeper, reader = _sweeper(), Reader(stop_after=6)
     sweeper.watch(client, reader)
@@ -79,11 +104,12 @@ def test_a_late_read_keeps_the_time_the_bytes_arrived(tcp):
     assert reader.woken.wait(1)
     [(data, stamp, read_at)] = reader.receives
     assert data == b"first\n"
+    _steady_clock(sweeper, wall)
     assert sent[0] <= stamp <= sent[1]  # the kernel's stamp: within the send call
     assert read_at - stamp > 5_000_000  # read at the next tick, ms later, yet stamped on time
 
 
-def test_pieces_within_one_interval_come_in_one_receive_stamped_with_the_last(tcp):
+def test_pieces_within_one_interval_come_in_one_receive_stamped_with_the_last(tcp, wall):
     client, server = tcp
     sweeper, reader = _sweeper(), Reader(stop_after=12)
     sweeper.watch(client, reader)
@@ -94,10 +120,11 @@ def test_pieces_within_one_interval_come_in_one_receive_stamped_with_the_last(tc
     assert reader.woken.wait(1)
     [(data, stamp, _)] = reader.receives
     assert data == b"piece1\npiece2\n"
+    _steady_clock(sweeper, wall)
     assert sent[0] <= stamp <= sent[1]
 
 
-def test_pieces_an_interval_apart_are_read_and_stamped_apart(tcp):
+def test_pieces_an_interval_apart_are_read_and_stamped_apart(tcp, wall):
     client, server = tcp
     sweeper, reader = _sweeper(), Reader(stop_after=30)
     sweeper.watch(client, reader)
@@ -107,9 +134,33 @@ def test_pieces_an_interval_apart_are_read_and_stamped_apart(tcp):
         gevent.sleep(0.045)  # 1.5 intervals: a tick between any two
     assert reader.woken.wait(1)
     assert [data for data, _, _ in reader.receives] == [b"tok%02d\n" % k for k in range(5)]
+    _steady_clock(sweeper, wall)
     for (before, after), (_, stamp, _) in zip(sends, reader.receives, strict=True):
         assert before <= stamp <= after
     assert 5 <= sweeper.sweeps <= 12  # ticks every 30 ms over ~225 ms, not a wake-up per read
+
+
+def test_a_step_of_the_wall_clock_voids_that_ticks_stamps(tcp, monkeypatch):
+    """The kernel stamps on the wall clock; a step of it between the stamp and the tick would
+    move the converted time by the step (a 30-ms early stamp was seen once in CI). A step cannot
+    be caused here without stepping the machine's clock, so the wall clock the sweeper reads is
+    moved 30 ms ahead (monkeypatched) while a piece waits for its tick."""
+    client, server = tcp
+    real_clock, step = time.clock_gettime_ns, [0]
+
+    def wall_clock(clock: int) -> int:
+        return real_clock(clock) + (step[0] if clock == time.CLOCK_REALTIME else 0)
+
+    monkeypatch.setattr(time, "clock_gettime_ns", wall_clock)
+    sweeper, reader = _sweeper(), Reader(stop_after=7)
+    sweeper.watch(client, reader)
+    _wait_for_sweeps(sweeper, 1)  # the offset is read once
+    sent = _send(server, b"piece1\n")
+    step[0] = 30_000_000  # the kernel stamped piece1 before the step; the tick reads after it
+    assert reader.woken.wait(1)
+    [(_, stamp, read_at)] = reader.receives
+    assert sweeper.clock_steps == 1
+    assert sent[1] < stamp <= read_at  # the receive's own time, not 30 ms before the send
 
 
 def test_a_bulky_body_is_read_past_one_block_a_tick(tcp):
