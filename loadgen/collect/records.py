@@ -185,7 +185,12 @@ def stream_gaps(chunk_ns: list[int], limit: int = ITL_LIST_LIMIT) -> list[float]
     integers (a tie, an odd 500 ns, goes up), 3× cheaper than rounding ms floats to 3 decimals."""
     if len(chunk_ns) - 1 > limit:
         return summarize_itl([(b - a) / 1e6 for a, b in itertools.pairwise(chunk_ns)], limit)
-    return [((b - a + 500) // 1000) / 1000 for a, b in itertools.pairwise(chunk_ns)]
+    return [micro / 1000 for micro in _gap_micros(chunk_ns)]
+
+
+def _gap_micros(chunk_ns: list[int]) -> list[int]:
+    """The gaps between chunk arrival times in ns, each rounded to a whole µs (a tie goes up)."""
+    return [(b - a + 500) // 1000 for a, b in itertools.pairwise(chunk_ns)]
 
 
 # Where set_stream_gaps keeps a record's gaps with their `itl_us` string: an attribute outside the
@@ -199,7 +204,7 @@ def set_stream_gaps(record: RequestRecord, chunk_ns: list[int]) -> None:
     if len(chunk_ns) - 1 > ITL_LIST_LIMIT:
         record.itl_ms = stream_gaps(chunk_ns)
         return
-    micros = [(b - a + 500) // 1000 for a, b in itertools.pairwise(chunk_ns)]
+    micros = _gap_micros(chunk_ns)
     gaps = record.itl_ms = [micro / 1000 for micro in micros]
     packed = pack_micros(micros)
     if packed is not None:

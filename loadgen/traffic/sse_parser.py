@@ -124,7 +124,8 @@ class StreamParser:
             if not line.startswith(b"data:"):
                 return  # blank separators, comments (": ping") and `event:` lines carry no tokens
         payload = line[5:]
-        if b"[DONE]" in payload[-8:] and payload.strip() == b"[DONE]":  # orjson would raise on it
+        # The end as servers send it, before orjson raises on it; other spacing still ends below.
+        if b"[DONE]" in payload[-8:] and payload.strip() == b"[DONE]":
             self.result.done = True
             return
         try:
