@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import gevent
 import gevent.socket
 from gevent.hub import Waiter
+from geventhttpclient._parser import HTTPResponseParser
 from geventhttpclient.response import HTTPConnectionClosed
 
 from loadgen.fmt import format_number
@@ -102,6 +103,11 @@ class _LineReader:
         self._limit = limit
         self._take = take
         self._block = max(response.block_size, RECEIVE_BLOCK)
+        # Each receive goes to the HTTP parser's own feed, which hands the body's bytes straight
+        # to the buffer: no Python frame per piece, where HTTPResponse.feed and _on_body are two
+        # (~2.6k of ~33k instructions a token). HTTPResponse.feed adds only a HEAD's case.
+        response._on_body = self._buffer.extend
+        self._feed = HTTPResponseParser.feed.__get__(response)
         self.last_ns = 0
         self._failure: BaseException | None = None
         self._waiter: Waiter[None] | None = None
@@ -170,7 +176,7 @@ class _LineReader:
     # SweptReader (and run_in_loop's callback): called in the hub; must not block or raise.
     def received(self, data: bytes, arrived_ns: int) -> bool:
         try:
-            self._response.feed(data)  # b"" ends the body, or raises "Incomplete response"
+            self._feed(data)  # b"" ends the body, or raises "Incomplete response"
             return self.take_buffered(arrived_ns)
         except BaseException as exc:  # raised in the reading greenlet instead
             self._failure = exc

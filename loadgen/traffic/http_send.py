@@ -77,7 +77,11 @@ def _send(client: Any, request: bytes) -> Any:
     connections = client._connection_pool
     sock = connections.get_socket()
     try:
-        sock.sendall(request)
+        # One send takes a request whole when the socket's buffer has room, as it has on an idle
+        # keep-alive connection: gevent's sendall asks the kernel for SO_SNDBUF first, every time.
+        sent = sock.send(request)
+        if sent < len(request):
+            sock.sendall(memoryview(request)[sent:])
     except OSError as exc:
         if exc.errno not in _SEND_BROKE:
             connections.release_socket(sock)

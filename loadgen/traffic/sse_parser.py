@@ -117,6 +117,8 @@ class StreamParser:
         self._held = 0  # chunks of that content, counted as reasoning until decided
         self._held_ns = 0  # when the first of them came
         self._now = 0  # the chunk being read's arrival
+        # feed's shortcut counts chunks as StreamParser._take does: not for a subclass's own _take
+        self._plain = type(self)._take is StreamParser._take
 
     def feed(self, line: bytes | bytearray, arrived_ns: int) -> None:
         if not line.startswith(b"data:"):
@@ -140,6 +142,22 @@ class StreamParser:
             except ValueError:
                 self.result.error = f"unparseable stream chunk: {bytes(payload[:80])!r}"
                 return
+        if self._think == _OUTSIDE and self._plain and type(chunk) is dict:
+            # The usual chunk of a plain answer, as _take counts it without its four calls: its
+            # first choice's delta carries content (a token: the first choice is the one counted).
+            choices = chunk.get("choices")
+            if type(choices) is list and choices and "error" not in chunk:
+                choice = choices[0]
+                delta = choice.get("delta") if type(choice) is dict else None
+                if type(delta) is dict and delta.get("content"):
+                    result = self.result
+                    result.chunk_ns.append(arrived_ns)
+                    if result.first_answer_ns is None:
+                        result.first_answer_ns = arrived_ns
+                    usage = chunk.get("usage")
+                    if type(usage) is dict:
+                        self._usage(usage)
+                    return
         self._take(chunk, arrived_ns)
 
     def feed_body(self, body: bytes, arrived_ns: int) -> None:

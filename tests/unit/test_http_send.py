@@ -73,6 +73,37 @@ def test_post_sends_the_very_bytes_geventhttpclient_would():
     assert b"Content-Length: 70000\r\n" in ours[2] and b"Content-Length: 3\r\n" in ours[3]
 
 
+def test_a_body_larger_than_the_send_buffer_is_sent_whole():
+    """The first send takes what the socket's buffer holds; the rest follows."""
+    body = bytes(range(256)) * (16 * 4096)  # 16 MiB: more than a loopback socket buffers
+    got: list[int] = []
+
+    def handle(sock, _address):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        received = bytearray(rest)
+        while len(received) < length:
+            received += sock.recv(1 << 20)
+        got.append(len(received))
+        got.append(int(bytes(received) == body))
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+    server = gevent.server.StreamServer(("127.0.0.1", 0), handle)
+    server.start()
+    pool = HTTPClientPool(concurrency=1)
+    try:
+        response = post(pool, f"http://127.0.0.1:{server.server_port}/v1/completions", body, {})
+        assert response.status_code == 200
+        release(response, drop=False)
+    finally:
+        pool.close()
+        server.stop()
+    assert got == [len(body), 1]
+
+
 def test_each_users_client_makes_its_head_once():
     body = b"data: [DONE]\n\n"
     server, _ = _serve(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,41 @@ def test_prompt_filler_is_the_documented_sequence(tokens, request_id):
     head = number_words(request_id, ID_WORDS)[:tokens]
     filler = [WORDS[(request_id * 7919 + i * 31) % len(WORDS)] for i in range(len(head), tokens)]
     assert prompt_text(tokens, request_id) == " ".join([*head, *filler])
+
+
+def _results_of(lines: list[bytes], shortcut: bool, think: str = "auto") -> tuple[dict, int]:
+    """The parser's result, and how many chunks went the whole way through _take."""
+    parser = StreamParser(think, calls=True)
+    parser._plain = shortcut  # False: every chunk goes the whole way
+    whole, taken = parser._take, []
+    parser._take = lambda chunk, arrived_ns: taken.append(1) or whole(chunk, arrived_ns)
+    for number, line in enumerate(lines, start=1):
+        parser.feed(line, number * 1000)
+    return vars(parser.result), len(taken)
+
+
+def test_the_plain_answer_shortcut_counts_as_the_whole_path_does():
+    odd = [
+        _chunk(content="Hi"),
+        _chunk(content=" there", usage={"prompt_tokens": 4, "completion_tokens": 2}),  # a token and usage
+        b'data: {"choices": [{"delta": {"content": ""}}, {"delta": {"content": "b"}}]}',  # the second counts
+        b'data: {"choices": [{"delta": {"content": 7}}]}',  # not text: still a token
+        b'data: {"choices": [{"delta": {"content": "x", "tool_calls": [{"function": {"name": "f"}}]}}]}',
+        b'data: {"choices": [{"delta": {"reasoning_content": "r"}}]}',
+        b'data: {"choices": ["not a choice", {"delta": {"content": "c"}}]}',
+        b'data: {"choices": {"delta": {"content": "c"}}}',  # choices not a list: no token
+        b'data: {"choices": [{"delta": null, "text": "t"}]}',
+        b'data: [{"choices": []}]',  # not an object: an error from here on
+    ]
+    for tail in ([b'data: {"error": {"message": "late"}, "choices": [{"delta": {"content": "e"}}]}'], odd):
+        lines = [_chunk(content=""), _chunk(content="a"), _chunk(content="<think>"), *tail, b"data: [DONE]"]
+        (shortcut, short_takes), (whole, whole_takes) = _results_of(lines, True), _results_of(lines, False)
+        assert shortcut == whole
+        assert len(shortcut["chunk_ns"]) >= 2 and shortcut["error"] is not None
+        assert short_takes < whole_takes  # the shortcut took some chunks
+    sse = Path(__file__).parents[1] / "data" / "sse"
+    for path in sorted(sse.glob("*.sse")):
+        lines = path.read_bytes().splitlines()
+        for think in ("auto", "think_tags", "none"):
+            shortcut, whole = _results_of(lines, True, think)[0], _results_of(lines, False, think)[0]
+            assert shortcut == whole, (path.name, think)
