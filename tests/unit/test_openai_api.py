@@ -101,6 +101,12 @@ def test_the_plain_answer_shortcut_counts_as_the_whole_path_does():
         b'data: {"choices": ["not a choice", {"delta": {"content": "c"}}]}',
         b'data: {"choices": {"delta": {"content": "c"}}}',  # choices not a list: no token
         b'data: {"choices": [{"delta": null, "text": "t"}]}',
+        b'data:{ "choices" : [ { "delta" : { "content" : "s" } } ] , "usage" : 5 }',  # spaces; odd usage
+        b'data: {"choices": [{"delta": {"content": "", "content": "dup"}}]}',  # the last key counts
+        b'data: {"choices": [{"delta": {"content": "\\ud800"}}]}',  # a lone surrogate: json takes it
+        b'data: {"choices": [{"delta": {"content": NaN}}]}',
+        b'data: {"choices": [{"delta": {"content": "n"}}], "error": null}',
+        b'data: {"choices": [{"delta": {"content": "t"}}]} trailing',  # not JSON: an error
         b'data: [{"choices": []}]',  # not an object: an error from here on
     ]
     for tail in ([b'data: {"error": {"message": "late"}, "choices": [{"delta": {"content": "e"}}]}'], odd):
