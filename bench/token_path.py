@@ -2,8 +2,8 @@
 
 The client-cost bench (client_cost.py) meters whole runs, and this VM's CPU time wanders by
 10-30% between sittings. This one replays a 64-token chat stream through the code each receive
-runs (the HTTP parser, the line reader, the SSE parser: `_LineReader.received` and what it calls,
-the take of users.py's `_read_stream`), one receive a token as the stream sweeper hands them
+runs (the HTTP parser, the line reader, the SSE parser: `_LineReader.received` and what it calls),
+one receive a token as the stream sweeper hands them
 over, in this process, warm. The socket, the kernel and the event loop are not in it.
 
     python bench/token_path.py                     # µs a token (best of 5 rounds)
@@ -49,8 +49,11 @@ def _events() -> list[bytes]:
     return [chunk({"role": "assistant", "content": ""}), *words, chunk({}, usage=usage), last]
 
 
-def _taker(parser: Any) -> Any:
-    """users.py's _read_stream take, for a stream that is not cancelled."""
+def _take_for(parser: Any) -> Any:
+    """What users.py's _read_stream hands the line reader: the parser's feed_lines, or in an
+    older tree (--root) its take, a call to feed a line."""
+    if hasattr(parser, "feed_lines"):
+        return parser.feed_lines
     result, feed = parser.result, parser.feed
 
     def take(lines: list[bytearray], arrived_ns: int) -> bool:
@@ -78,7 +81,7 @@ def _replay(streams: int) -> float:
         response.feed(head)
         parser = StreamParser()
         result = parser.result
-        reader = _LineReader(response, 1 << 20, _taker(parser))
+        reader = _LineReader(response, 1 << 20, _take_for(parser))
         for arrived_ns, data in enumerate(events):
             reader.received(data, arrived_ns)
         if len(result.chunk_ns) != TOKENS or not result.done or result.output_tokens != TOKENS:

@@ -177,6 +177,15 @@ class _LineReader:
     def received(self, data: bytes, arrived_ns: int) -> bool:
         try:
             self._feed(data)  # b"" ends the body, or raises "Incomplete response"
+            buffer = self._buffer
+            if buffer.endswith(b"\n") and len(buffer) <= self._limit and not self._response.message_complete:
+                # The usual piece of a stream, whole lines and no more: take_buffered's work in
+                # this call (one Python call a token fewer).
+                lines = buffer.split(b"\n")
+                lines.pop()
+                buffer.clear()
+                self.last_ns = arrived_ns
+                return self._take(lines, arrived_ns)
             return self.take_buffered(arrived_ns)
         except BaseException as exc:  # raised in the reading greenlet instead
             self._failure = exc

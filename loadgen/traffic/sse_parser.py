@@ -59,6 +59,7 @@ class StreamResult:
     error: str | None = None
     error_kind: Literal["http", "protocol"] = "protocol"  # "http": the server sent an error object
     done: bool = False  # saw `data: [DONE]` (or a complete non-streaming body)
+    done_ns: int | None = None  # when the receive with it arrived
 
     @property
     def first_token_ns(self) -> int | None:
@@ -105,7 +106,7 @@ class _PlainChoice(msgspec.Struct):
 
 
 class _PlainChunk(msgspec.Struct):
-    """What StreamParser._plain_token reads of a chunk; other fields are skipped."""
+    """What StreamParser.feed_lines reads of a chunk; other fields are skipped."""
 
     choices: list[_PlainChoice] | None = None
     usage: Any = None
@@ -113,6 +114,7 @@ class _PlainChunk(msgspec.Struct):
 
 
 _PLAIN_CHUNK = msgspec.json.Decoder(_PlainChunk)
+_UNSET = msgspec.UNSET
 
 # What a token chunk was (StreamParser._kind); None: no token (the role chunk, finish, usage).
 _ANSWER, _REASONING, _TOOL = 1, 2, 3
@@ -136,10 +138,39 @@ class StreamParser:
         self._held = 0  # chunks of that content, counted as reasoning until decided
         self._held_ns = 0  # when the first of them came
         self._now = 0  # the chunk being read's arrival
-        # _plain_token counts chunks as StreamParser._take does: not for a subclass's own _take
+        # feed_lines counts chunks as StreamParser._take does: not for a subclass's own _take
         self._plain = type(self)._take is StreamParser._take
 
+    def feed_lines(self, lines: list[bytearray], arrived_ns: int) -> bool:
+        """Feed one receive's lines (line_reader's handler); True once the stream has failed.
+
+        A plain answer's usual chunk (its first choice's delta carries content) is counted here
+        as _take would count it, in one call a receive: decoded by msgspec into just the fields
+        that say so (choices[0].delta.content, usage, error; the rest skipped unbuilt: ~5k
+        instructions where orjson's whole dict is ~8k), without feed's and _take's calls.
+        Anything else (another shape, a type or JSON error, usage, an error, [DONE]) goes to
+        feed, which parses it again: the role and the finish chunk, twice a stream."""
+        result = self.result
+        for line in lines:
+            if len(line) <= 1:
+                continue  # a blank separator ("" or "\r")
+            if self._think == _OUTSIDE and self._plain and line.startswith(b"data:"):
+                try:
+                    chunk = _PLAIN_CHUNK.decode(line[5:])
+                except msgspec.DecodeError:  # a validation error too
+                    chunk = None
+                if chunk is not None and chunk.choices and chunk.usage is None and chunk.error is _UNSET:
+                    delta = chunk.choices[0].delta
+                    if delta is not None and delta.content:
+                        result.chunk_ns.append(arrived_ns)
+                        if result.first_answer_ns is None:
+                            result.first_answer_ns = arrived_ns
+                        continue
+            self.feed(line, arrived_ns)
+        return result.error is not None
+
     def feed(self, line: bytes | bytearray, arrived_ns: int) -> None:
+        """Feed one line, the whole way (feed_lines takes the usual chunk itself)."""
         if not line.startswith(b"data:"):
             line = line.strip()
             if not line.startswith(b"data:"):
@@ -147,16 +178,14 @@ class StreamParser:
         payload = line[5:]
         # The end as servers send it, before orjson raises on it; other spacing still ends below.
         if b"[DONE]" in payload[-8:] and payload.strip() == b"[DONE]":
-            self.result.done = True
-            return
-        if self._think == _OUTSIDE and self._plain and self._plain_token(payload, arrived_ns):
+            self._done(arrived_ns)
             return
         try:
             chunk = orjson.loads(payload)  # bytes in, no decode: this runs once per streamed token
         except orjson.JSONDecodeError:
             payload = payload.strip()
             if payload == b"[DONE]":
-                self.result.done = True
+                self._done(arrived_ns)
                 return
             try:  # what orjson refuses and json takes (a lone surrogate escape, NaN)
                 chunk = _decode(payload.decode("utf-8"))
@@ -165,27 +194,9 @@ class StreamParser:
                 return
         self._take(chunk, arrived_ns)
 
-    def _plain_token(self, payload: bytes | bytearray, arrived_ns: int) -> bool:
-        """Count the usual chunk of a plain answer, its first choice's delta carrying content,
-        as _take would: True if it was one. Decoded into the few fields that say so (msgspec
-        skips the others without building them: ~5k instructions where orjson's whole dict is
-        ~8k), and without _take's four calls. Anything else (another shape, a type or JSON
-        error, usage, an error) is left to the whole path, which parses it again."""
-        try:
-            chunk = _PLAIN_CHUNK.decode(payload)
-        except msgspec.DecodeError:  # a validation error too
-            return False
-        choices = chunk.choices
-        if not choices or chunk.usage is not None or chunk.error is not msgspec.UNSET:
-            return False
-        delta = choices[0].delta
-        if delta is None or not delta.content:
-            return False
-        result = self.result
-        result.chunk_ns.append(arrived_ns)
-        if result.first_answer_ns is None:
-            result.first_answer_ns = arrived_ns
-        return True
+    def _done(self, arrived_ns: int) -> None:
+        if not self.result.done:
+            self.result.done, self.result.done_ns = True, arrived_ns
 
     def feed_body(self, body: bytes, arrived_ns: int) -> None:
         """A non-streaming response: one JSON document."""
@@ -195,7 +206,8 @@ class StreamParser:
             self.result.error = f"unparseable response body: {body[:80]!r}"
             return
         self._take(document, arrived_ns)
-        self.result.done = self.result.error is None
+        if self.result.error is None:
+            self._done(arrived_ns)
 
     def _take(self, chunk: Any, arrived_ns: int) -> None:
         if type(chunk) is not dict:

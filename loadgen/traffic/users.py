@@ -339,24 +339,20 @@ def _read_stream(
     Each line is stamped with when the receive that completed it arrived (line_reader.py)."""
     result = parser.result
     stop_at = cancel_after_tokens or 0
-    feed = parser.feed
-    done_ns = 0
+    feed_lines = parser.feed_lines
 
-    def take(lines: list[bytearray], arrived_ns: int) -> bool:
-        nonlocal done_ns
+    def take_until(lines: list[bytearray], arrived_ns: int) -> bool:
         for line in lines:
-            if len(line) > 1:  # not a blank separator ("" or "\r")
-                feed(line, arrived_ns)
-                if stop_at and len(result.chunk_ns) >= stop_at and not result.done:
-                    raise _TokensReached
-        if result.done and not done_ns:
-            done_ns = arrived_ns
+            feed_lines([line], arrived_ns)
+            if len(result.chunk_ns) >= stop_at and not result.done:
+                raise _TokensReached
         return result.error is not None
 
+    take = take_until if stop_at else feed_lines
     last_ns = read_lines(stream, limit, take, loop_sweeper())
     if result.error:
         return last_ns
-    return done_ns or last_ns or time.perf_counter_ns()
+    return result.done_ns or last_ns or time.perf_counter_ns()
 
 
 def _seconds(ns: int, t0_ns: int) -> float:

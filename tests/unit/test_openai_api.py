@@ -79,14 +79,19 @@ def test_prompt_filler_is_the_documented_sequence(tokens, request_id):
     assert prompt_text(tokens, request_id) == " ".join([*head, *filler])
 
 
-def _results_of(lines: list[bytes], shortcut: bool, think: str = "auto") -> tuple[dict, int]:
-    """The parser's result, and how many chunks went the whole way through _take."""
+def _results_of(
+    lines: list[bytes], shortcut: bool, think: str = "auto", together: bool = False
+) -> tuple[dict, int]:
+    """The parser's result, and how many chunks went the whole way through _take. Each line
+    is a receive of its own, or `together` all are one (arriving at 1000)."""
     parser = StreamParser(think, calls=True)
     parser._plain = shortcut  # False: every chunk goes the whole way
     whole, taken = parser._take, []
     parser._take = lambda chunk, arrived_ns: taken.append(1) or whole(chunk, arrived_ns)
-    for number, line in enumerate(lines, start=1):
-        parser.feed(line, number * 1000)
+    if together:
+        parser.feed_lines([bytearray(line) for line in lines], 1000)
+    for number, line in enumerate([] if together else lines, start=1):
+        parser.feed_lines([bytearray(line)], number * 1000)
     return vars(parser.result), len(taken)
 
 
@@ -115,9 +120,11 @@ def test_the_plain_answer_shortcut_counts_as_the_whole_path_does():
         assert shortcut == whole
         assert len(shortcut["chunk_ns"]) >= 2 and shortcut["error"] is not None
         assert short_takes < whole_takes  # the shortcut took some chunks
+        assert _results_of(lines, True, together=True)[0] == _results_of(lines, False, together=True)[0]
     sse = Path(__file__).parents[1] / "data" / "sse"
     for path in sorted(sse.glob("*.sse")):
         lines = path.read_bytes().splitlines()
         for think in ("auto", "think_tags", "none"):
-            shortcut, whole = _results_of(lines, True, think)[0], _results_of(lines, False, think)[0]
-            assert shortcut == whole, (path.name, think)
+            for together in (False, True):
+                shortcut = _results_of(lines, True, think, together)[0]
+                assert shortcut == _results_of(lines, False, think, together)[0], (path.name, think, together)
