@@ -80,7 +80,8 @@ class StreamSweeper:
 
     def __init__(self, timers: TimerFds, interval_ns: int = INTERVAL_NS) -> None:
         self._set = _EPOLL()
-        self._readers: dict[int, tuple[Any, SweptReader]] = {}
+        # fd → (its socket's recvmsg, the reader's received, the reader): bound once a stream
+        self._readers: dict[int, tuple[Any, Any, SweptReader]] = {}
         self._stamping: weakref.WeakSet[Any] = weakref.WeakSet()  # sockets with stamps turned on
         self._tick_fd, self._tick = timers.own()
         self._timers = timers
@@ -99,7 +100,7 @@ class StreamSweeper:
             with suppress(OSError):  # refused (a sandbox): its receives are stamped when they return
                 sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
         self._set.register(fd, select.EPOLLIN)
-        self._readers[fd] = (sock, reader)
+        self._readers[fd] = (sock.recvmsg, reader.received, reader)
         if not self._tick.active:
             first_ns = time.perf_counter_ns() + self._interval_ns
             self._timers.arm(self._tick_fd, first_ns, self._interval_ns)
@@ -108,7 +109,7 @@ class StreamSweeper:
     def forget(self, fd: int, reader: SweptReader) -> None:
         """Stop reading `fd` for `reader` (a no-op once it is done, or if the fd is another's)."""
         entry = self._readers.get(fd)
-        if entry is None or entry[1] is not reader:
+        if entry is None or entry[2] is not reader:
             return
         del self._readers[fd]
         with suppress(OSError):  # closed already: the kernel took it out of the set
@@ -127,30 +128,31 @@ class StreamSweeper:
         events = self._set.poll(0)
         self.sweeps += 1
         offset_ns, stamped = self._clock_offset()
-        readers: dict[int, tuple[Any, SweptReader]] = self._readers
+        readers = self._readers
         finished: list[SweptReader] = []
+        now_ns, unpack = time.perf_counter_ns, _TIMESPEC.unpack_from
         for fd, _ in events:
             entry = readers.get(fd)
             if entry is None:
                 continue
-            sock, reader = entry
+            recvmsg, received, reader = entry
             taken = 0
             while True:
                 try:
-                    data, ancillary, _, _ = sock.recvmsg(RECEIVE_BLOCK, _ANCILLARY)
+                    data, ancillary, _, _ = recvmsg(RECEIVE_BLOCK, _ANCILLARY)
                 except BlockingIOError:
                     break
                 except OSError as exc:  # reset, and the like: the reader raises it
                     reader.failed(exc)
                     done = True
                 else:
-                    arrived_ns = time.perf_counter_ns()
+                    arrived_ns = now_ns()
                     if ancillary and stamped:
-                        seconds, nanoseconds = _TIMESPEC.unpack_from(ancillary[0][2])
+                        seconds, nanoseconds = unpack(ancillary[0][2])
                         stamp_ns = seconds * 1_000_000_000 + nanoseconds - offset_ns
                         if 0 < stamp_ns < arrived_ns:
                             arrived_ns = stamp_ns
-                    done = reader.received(data, arrived_ns)
+                    done = received(data, arrived_ns)
                     taken += len(data)
                     if not done and len(data) == RECEIVE_BLOCK and taken < SWEEP_BYTES:
                         continue  # a full block: more is waiting
