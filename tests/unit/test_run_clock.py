@@ -100,3 +100,16 @@ def test_the_spin_never_takes_more_than_its_share_of_the_time_between_waits():
     assert margin.margin_ns == margin.FLOOR_NS + 1_500_000
     margin.waiting(now + 3600 * 1_000_000_000)  # an hour's pause counts as a second
     assert margin.gap_ns < 200_000_000
+
+
+def test_timerfds_survive_a_read_preempted_between_the_two_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check that perf_counter_ns is CLOCK_MONOTONIC takes another read when one pair of
+    clock reads was split by a preemption (faked: a real one cannot be caused on demand), and
+    still refuses a clock that is really another."""
+    real = time.perf_counter_ns
+    late = iter([5_000_000, 3_000_000])  # the first two reads as if preempted for 5 and 3 ms
+
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: real() - next(late, 0))
+    assert timer_fds() is not None
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: real() + 10_000_000_000)  # another clock
+    assert timer_fds() is None
