@@ -77,7 +77,10 @@ def test_a_killed_worker_in_summary_mode_is_tallied_from_counts(tmp_path: Path) 
     )
     try:
         pids = wait_for_worker_pids(out, timeout_s=90, records=False)
-        time.sleep(6.0)  # joined, planned, a few seconds into the 10-s schedule
+        # joined, planned, a few seconds into the 10-s schedule: the pids come when the workers
+        # start, and on a slow VM their start-up took ~5 s (at 6 s the killed one had sent only
+        # its warm-up); by 7.5 s either worker's schedule is at least 1.5 s and at most ~6.5 s in
+        time.sleep(7.5)
         os.kill(pids[1], signal.SIGKILL)
         stdout, stderr = process.communicate(timeout=180)
     finally:
