@@ -181,7 +181,7 @@ class StreamParser:
             self._done(arrived_ns)
             return
         try:
-            chunk = orjson.loads(payload)  # bytes in, no decode: this runs once per streamed token
+            chunk = orjson.loads(payload)  # bytes in, no decode (a reasoning or tool-call token: every one)
         except orjson.JSONDecodeError:
             payload = payload.strip()
             if payload == b"[DONE]":
