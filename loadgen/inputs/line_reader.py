@@ -23,7 +23,7 @@ import gevent
 import gevent.socket
 from gevent.hub import Waiter
 from geventhttpclient._parser import HTTPResponseParser
-from geventhttpclient.response import HTTPConnectionClosed
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPSocketResponse
 
 from loadgen.fmt import format_number
 
@@ -96,8 +96,34 @@ def read_lines(response: Any, limit: int, take: LinesHandler, sweeper: Sweeper |
     return reader.last_ns
 
 
+def read_answer(response: Any, limit: int, take: LinesHandler, sweeper: Sweeper | None = None) -> int:
+    """read_lines for a response whose head is not read yet (http_send.post's `read_head=False`):
+    its head, then, if its status is 200, its body's lines; return when the last lines handed
+    over arrived (0: none, the status was another). Any other status leaves the body unread.
+
+    With `sweeper`, over a plain socket, the head is received in the sweeps as the body is, and
+    this greenlet wakes once, when the stream ends, instead of once more for the head and its
+    receive. Otherwise the head is read here as geventhttpclient reads it. Failures before the
+    head is complete are raised as geventhttpclient raises them."""
+    sock = response._sock
+    if not response.headers_complete:
+        if sweeper is not None and sock is not None and type(sock) is gevent.socket.socket:
+            reader = _LineReader(response, limit, take, head=True)
+            reader.run_swept(sock, sweeper)
+            return reader.last_ns
+        HTTPSocketResponse._read_headers(response)
+    if response.status_code != 200:
+        return 0
+    return read_lines(response, limit, take, sweeper)
+
+
+def head_read(response: Any) -> bool:
+    """Whether a response's (final) head has come: before it, a failure is no response at all."""
+    return bool(response.headers_complete) and response.get_code() >= 200
+
+
 class _LineReader:
-    def __init__(self, response: Any, limit: int, take: LinesHandler) -> None:
+    def __init__(self, response: Any, limit: int, take: LinesHandler, head: bool = False) -> None:
         self._response = response
         self._buffer: bytearray = response._body_buffer
         self._limit = limit
@@ -111,6 +137,9 @@ class _LineReader:
         self.last_ns = 0
         self._failure: BaseException | None = None
         self._waiter: Waiter[None] | None = None
+        # Reading the head first (read_answer): what has come of it so far.
+        self._head = head
+        self._head_started = False
 
     def take_buffered(self, arrived_ns: int) -> bool:
         """Hand over the complete lines in the buffer; True when reading is over."""
@@ -176,6 +205,8 @@ class _LineReader:
     # SweptReader (and run_in_loop's callback): called in the hub; must not block or raise.
     def received(self, data: bytes, arrived_ns: int) -> bool:
         try:
+            if self._head:  # once a request: the head, and what came with it
+                return self._received_head(data, arrived_ns)
             self._feed(data)  # b"" ends the body, or raises "Incomplete response"
             buffer = self._buffer
             if buffer.endswith(b"\n") and len(buffer) <= self._limit and not self._response.message_complete:
@@ -191,7 +222,29 @@ class _LineReader:
             self._failure = exc
             return True
 
+    def _received_head(self, data: bytes, arrived_ns: int) -> bool:
+        """The head's receives, as HTTPSocketResponse._read_headers takes them (its errors, an
+        interim 1xx answer skipped); once the final head is in, a 200's body is read on as lines
+        from what came with it; another status ends the reading, its body left unread."""
+        response = self._response
+        response.feed(data)  # HTTPResponse.feed: HEAD's case, which a POST never meets
+        if not data:
+            if not self._head_started:
+                raise HTTPConnectionClosed("connection closed.")
+            if response.headers_complete:
+                raise HTTPParseError("connection closed after interim response")
+            raise HTTPParseError("connection closed before end of the headers")
+        self._head_started = True
+        if not head_read(response):
+            return False
+        self._head = False
+        if response.get_code() != 200:
+            return True
+        return self.take_buffered(arrived_ns)
+
     def failed(self, error: BaseException) -> None:
+        if self._head and not self._head_started and isinstance(error, ConnectionResetError):
+            error = HTTPConnectionClosed("connection closed.")  # as _read_headers names it
         self._failure = error
 
     def wake(self) -> None:

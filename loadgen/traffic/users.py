@@ -30,7 +30,7 @@ from orjson import dumps
 
 from kernel.redact import redact
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, set_stream_gaps
-from loadgen.inputs.line_reader import LineTooLong, read_body, read_lines
+from loadgen.inputs.line_reader import LineTooLong, head_read, read_answer, read_body
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
@@ -201,23 +201,25 @@ class OpenAIUser(FastHttpUser):
         if cancel is not None:
             cancel.start()
         try:
-            response = post(self.client.client.clientpool, url, data, ctx.headers)
+            # A stream's head is read with its body (read_answer): one wake-up for both. Until
+            # it has come, a failure is no response (_answered).
+            response = post(self.client.client.clientpool, url, data, ctx.headers, not workload.stream)
+            if workload.stream:
+                after_tokens = plan_cancel.after_tokens if plan_cancel is not None else None
+                done_ns = _read_stream(response, parser, limit, after_tokens)
             http_status = response.status_code
             if http_status != 200:
                 retry_after = parse_retry_after(response.get("retry-after"))
                 status, kind = "error", "http"
                 error = http_error_text(http_status, read_body(response, limit), ctx.secrets)
-            elif workload.stream:
-                after_tokens = plan_cancel.after_tokens if plan_cancel is not None else None
-                done_ns = _read_stream(response, parser, limit, after_tokens)
-            else:
+            elif not workload.stream:
                 parser.feed_body(read_body(response, limit), time.perf_counter_ns())
         except gevent.Timeout as exc:
             if cancel is not None and exc is cancel:  # before the headers came, or after
                 status, done_ns = "cancelled", time.perf_counter_ns()
             elif exc is not timeout:
                 raise
-            elif response is None:
+            elif not _answered(response):
                 status, kind, error = no_response(exc, timeout, workload.request_timeout)
             else:
                 status, kind = "timeout", None
@@ -227,7 +229,7 @@ class OpenAIUser(FastHttpUser):
         except LineTooLong as exc:  # the rest of the line is still on the wire: drop the connection
             status, kind, error = "error", "line_too_long", str(exc)
         except (OSError, HTTPException) as exc:  # refused; reset or closed mid-answer; malformed HTTP
-            if response is None:
+            if not _answered(response):
                 status, kind, error = no_response(exc, timeout, workload.request_timeout)
             else:
                 status, kind, error = "error", *broken(exc)
@@ -237,6 +239,8 @@ class OpenAIUser(FastHttpUser):
             timeout.close()
             if cancel is not None:
                 cancel.close()
+            if http_status is None and _answered(response):  # the stream's reading raised
+                http_status = response.status_code
             if response is not None:  # a cancelled stream is left unread: its connection goes
                 release(response, drop=kind == "line_too_long" or status == "cancelled")
             if status == "cancelled" and not http_status:
@@ -331,10 +335,16 @@ class OpenAIUser(FastHttpUser):
         return record
 
 
+def _answered(response: Any) -> bool:
+    """Whether the server answered: the response's head came (before it, a failure is no response)."""
+    return response is not None and head_read(response)
+
+
 def _read_stream(
     stream: Any, parser: StreamParser, limit: int, cancel_after_tokens: int | None = None
 ) -> int:
-    """Read SSE lines to the end of the body; return when `[DONE]` (or the last line) landed.
+    """Read the head and, for a 200, SSE lines to the end of the body; return when `[DONE]` (or
+    the last line) landed (0 for another status: its body is left unread).
     Raise _TokensReached once `cancel_after_tokens` content chunks arrived before the end.
     Each line is stamped with when the receive that completed it arrived (line_reader.py)."""
     result = parser.result
@@ -349,8 +359,8 @@ def _read_stream(
         return result.error is not None
 
     take = take_until if stop_at else feed_lines
-    last_ns = read_lines(stream, limit, take, loop_sweeper())
-    if result.error:
+    last_ns = read_answer(stream, limit, take, loop_sweeper())
+    if result.error or stream.status_code != 200:
         return last_ns
     return result.done_ns or last_ns or time.perf_counter_ns()
 

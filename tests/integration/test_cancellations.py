@@ -159,9 +159,12 @@ def test_every_stream_cancelled_after_a_time_ends_the_work_long_before_the_answe
             expected = (after - TTFT_S) / ITL_S  # tokens that had come when it was closed
             assert record["output_tokens"] == pytest.approx(expected, abs=3)
     assert any(r["first_token_s"] is None for r in records) and any(r["output_tokens"] > 5 for r in records)
-    # this seed cancels request 10 13 µs after its send: before any answer could have come
-    before_headers = [r for r in records if r["http_status"] is None]
-    assert [r["id"] for r in before_headers] == [10] and before_headers[0]["output_tokens"] == 0
+    # this seed cancels request 10 13 µs after its send: before any answer could have come.
+    # Request 11's 3.8 ms may come before its head was read on a busy machine (heads are read in
+    # the sweeps, up to 1 ms after they land); any later one has had its head.
+    before_headers = {r["id"]: r for r in records if r["http_status"] is None}
+    assert 10 in before_headers and before_headers[10]["output_tokens"] == 0
+    assert all(planned[id_] < 0.005 for id_ in before_headers), sorted(before_headers)
     metrics = _measured(run.report)
     assert (metrics["cancelled"], metrics["cancel_rate"], metrics["errors"]) == (20, 1.0, 0)
     assert metrics["error_rate"] is None  # no request ran to an outcome

@@ -3,13 +3,16 @@ failure before or during the response is called in the record."""
 
 from __future__ import annotations
 
+import socket
+
 import gevent
 import gevent.server
+import gevent.socket
 from geventhttpclient.client import HTTPClientPool
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 from geventhttpclient.url import URL
 
-from loadgen.traffic.http_send import broken, no_response, post, release, short
+from loadgen.traffic.http_send import broken, no_response, post, release, short, socket_alive
 
 
 def _serve(reply: bytes) -> tuple[gevent.server.StreamServer, list[bytes]]:
@@ -160,3 +163,60 @@ def test_a_response_cut_mid_body():
 def test_short_keeps_one_line_of_at_most_200_characters():
     assert short("a\n  b") == "a b"
     assert len(short("x" * 500)) == 200 and short("x" * 500).endswith("…")
+
+
+def test_a_kept_connection_is_alive_only_while_idle_and_open():
+    """What the pool's own check (a select) says, said by a peek: readable means dead."""
+    for make in (socket.socketpair, gevent.socket.socketpair):
+        ours, peer = make()
+        assert socket_alive(ours)
+        peer.sendall(b"HTTP/1.1 408 Request Timeout\r\n\r\n")  # an answer nobody asked for
+        gevent.sleep(0.01)
+        assert not socket_alive(ours)
+        assert ours.recv(100)  # the peek left the bytes where they were
+        assert socket_alive(ours)
+        peer.close()  # the server closed the kept connection: an end of file
+        gevent.sleep(0.01)
+        assert not socket_alive(ours)
+        ours.close()
+        assert not socket_alive(ours)
+    assert not socket_alive(None)
+
+
+def test_a_connection_the_server_closed_is_replaced_before_the_send():
+    """The pool runs our check: a request after the server closed the kept connection goes
+    out on a new one (sent on the old one, it would fail as a reset or a closed connection)."""
+    body = b"data: [DONE]\n\n"
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    connections: list[int] = []
+
+    def handle(sock, _address):  # answers one request, then closes: a server's idle timeout
+        connections.append(1)
+        sock.recv(65536)
+        sock.sendall(reply)
+        gevent.sleep(0.01)
+        sock.close()
+
+    server = gevent.server.StreamServer(("127.0.0.1", 0), handle)
+    server.start()
+    pool = HTTPClientPool(concurrency=1)
+    url = f"http://127.0.0.1:{server.server_port}/v1/completions"
+    checked: list[bool] = []
+    try:
+        for turn in range(3):
+            response = post(pool, url, b"{}", {})
+            assert response.status_code == 200 and response.read() == body
+            release(response, drop=False)
+            gevent.sleep(0.05)  # the server closes the connection the pool kept
+            if turn == 0:  # the check post() gave the pool, seen from outside
+                connection_pool = pool.get_client(URL(url))._connection_pool
+                check = connection_pool._is_socket_alive
+                assert check is socket_alive
+                connection_pool._is_socket_alive = lambda sock, check=check: (
+                    checked.append(check(sock)) or checked[-1]
+                )
+    finally:
+        pool.close()
+        server.stop()
+    assert len(connections) == 3
+    assert checked == [False, False]  # each kept connection was found closed by socket_alive
