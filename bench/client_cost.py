@@ -22,15 +22,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import ROOT, poisson_scenario, run_loadtest, simulated_server
+from harness import poisson_scenario, run_loadtest, simulated_server, worktrees
 
 IDLE_RATE = 1.0
 
@@ -61,7 +57,7 @@ def main() -> int:
     parser.add_argument("--client-core", default="1")
     args = parser.parse_args()
 
-    with _trees(args.base) as trees:
+    with worktrees(args.base) as trees:
         runs = [
             _measure(name, root, tokens, rate, round_, args)
             for round_ in range(args.repeat)
@@ -71,24 +67,6 @@ def main() -> int:
         ]
     _print_table(runs, [name for name, _ in trees], args)
     return 0
-
-
-@contextmanager
-def _trees(base: str | None) -> Iterator[list[tuple[str, Path]]]:
-    """(name, source root) of each tree measured: the base revision's worktree first."""
-    if base is None:
-        yield [("this tree", ROOT)]
-        return
-    with tempfile.TemporaryDirectory(prefix="loadtest-base-") as work:
-        root = Path(work) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(root), base], check=True)
-        try:
-            for tree in (root, ROOT):  # no run pays for compiling the sources
-                compile_all = [sys.executable, "-m", "compileall", "-q", "loadgen", "servers", "kernel"]
-                subprocess.run(compile_all, cwd=tree, check=False)
-            yield [(base, root), ("this tree", ROOT)]
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(root)], check=False)
 
 
 def _measure(name: str, root: Path, tokens: int, rate: float, round_: int, args: argparse.Namespace) -> Run:

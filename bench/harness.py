@@ -115,6 +115,25 @@ def run_loadtest(
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextmanager
+def worktrees(base: str | None) -> Iterator[list[tuple[str, Path]]]:
+    """(name, source root) of each tree measured: `base` (a git revision) in a temporary
+    worktree first, then this tree; this tree alone when `base` is None."""
+    if base is None:
+        yield [("this tree", ROOT)]
+        return
+    with tempfile.TemporaryDirectory(prefix="loadtest-base-") as work:
+        root = Path(work) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(root), base], check=True)
+        try:
+            for tree in (root, ROOT):  # no run pays for compiling the sources
+                compile_all = [sys.executable, "-m", "compileall", "-q", "loadgen", "servers", "kernel"]
+                subprocess.run(compile_all, cwd=tree, check=False)
+            yield [(base, root), ("this tree", ROOT)]
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(root)], check=False)
+
+
 def poisson_scenario(url: str, rate: float, duration: float, output_tokens: int) -> str:
     return f"""name: bench-{int(rate)}
 seed: 1

@@ -2,56 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import gevent
 import pytest
 from gevent import socket
 from geventhttpclient.response import HTTPSocketResponse
 
-from loadgen.inputs.line_reader import LineTooLong, Sweeper, drop_connection, read_body, read_lines, size_text
-from loadgen.traffic.stream_sweeper import loop_sweeper
+from loadgen.inputs.line_reader import LineTooLong, drop_connection, read_body, read_lines, size_text
+from tests.unit.http_chunks import CHUNKED, READ_WITH, send_apart
+from tests.unit.http_chunks import chunk as _chunk
 
-# How read_lines is run: with the loop's sweeper (every plain socket, on Linux), or one receive a
-# wake-up (the fallback without kernel stamps); the same behaviour is owed either way.
-_SWEEPER: list[Sweeper | None] = [None]
-
-
-@pytest.fixture(autouse=True, params=["sweeps", "a wake-up a piece"])
-def reading(request: pytest.FixtureRequest) -> Iterator[None]:
-    sweeper = loop_sweeper() if request.param == "sweeps" else None
-    if request.param == "sweeps" and sweeper is None:
-        pytest.skip("no kernel receive stamps here (not Linux)")
-    _SWEEPER[0] = sweeper
-    yield
-    _SWEEPER[0] = None
-
-
-CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-
-
-def _chunk(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    client, server = socket.socketpair()
-    yield client, server
-    client.close()
-    server.close()
+# Every test twice: read with the loop's sweeper, and one receive a wake-up (tests/unit/conftest.py).
+pytestmark = pytest.mark.usefixtures("sweeper")
 
 
 def _response(pair: tuple[socket.socket, socket.socket], *parts: bytes) -> HTTPSocketResponse:
     """A response whose parts are sent 10 ms apart by another greenlet."""
     client, server = pair
-
-    def send() -> None:
-        for part in parts:
-            server.sendall(part)
-            gevent.sleep(0.01)
-
-    gevent.spawn(send)
+    send_apart(server, parts)
     return HTTPSocketResponse(client)
 
 
@@ -63,7 +30,7 @@ def _batches(response: HTTPSocketResponse, limit: int, stop_after: int = 0) -> l
         batches.append(([bytes(line) for line in lines], arrived_ns))
         return len(batches) == stop_after
 
-    read_lines(response, limit, take, _SWEEPER[0])
+    read_lines(response, limit, take, READ_WITH[0])
     return batches
 
 
@@ -92,7 +59,7 @@ def test_a_line_over_the_limit_fails_without_reading_the_rest(pair):
     response = _response(pair, CHUNKED, _chunk(b"data: ok\n"), *([block] * 64))
     batches: list[list[bytearray]] = []
     with pytest.raises(LineTooLong, match=r"^line too long: over workload.max_line \(100 KiB\)$"):
-        read_lines(response, 100 * 1024, lambda lines, _: batches.append(lines) or False, _SWEEPER[0])
+        read_lines(response, 100 * 1024, lambda lines, _: batches.append(lines) or False, READ_WITH[0])
     assert batches == [[b"data: ok"]]
     assert len(response._body_buffer) < 300 * 1024  # stopped near the limit, not at 4 MiB
     drop_connection(response)
@@ -158,7 +125,7 @@ def test_an_error_raised_by_the_handler_reaches_the_reader(pair):
         raise KeyError("from the handler")
 
     with pytest.raises(KeyError, match="from the handler"):
-        read_lines(response, 64, take, _SWEEPER[0])
+        read_lines(response, 64, take, READ_WITH[0])
 
 
 def test_a_stream_cut_mid_body_raises_in_the_reader(pair):

@@ -3,35 +3,17 @@ geventhttpclient's real parser: with the loop's sweeper, and one receive a wake-
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import gevent
 import greenlet
 import pytest
 from gevent import socket
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPSocketResponse
 
-from loadgen.inputs.line_reader import Sweeper, head_read, read_answer, read_body
-from loadgen.traffic.stream_sweeper import loop_sweeper
+from loadgen.inputs.line_reader import head_read, read_answer, read_body
+from tests.unit.http_chunks import CHUNKED, READ_WITH, send_apart
+from tests.unit.http_chunks import chunk as _chunk
 
-_SWEEPER: list[Sweeper | None] = [None]
-
-
-@pytest.fixture(autouse=True, params=["sweeps", "a wake-up a piece"])
-def reading(request: pytest.FixtureRequest) -> Iterator[None]:
-    sweeper = loop_sweeper() if request.param == "sweeps" else None
-    if request.param == "sweeps" and sweeper is None:
-        pytest.skip("no kernel receive stamps here (not Linux)")
-    _SWEEPER[0] = sweeper
-    yield
-    _SWEEPER[0] = None
-
-
-CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-
-
-def _chunk(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+# Every test twice: read with the loop's sweeper, and one receive a wake-up (tests/unit/conftest.py).
+pytestmark = pytest.mark.usefixtures("sweeper")
 
 
 class _HeadUnread(HTTPSocketResponse):
@@ -41,26 +23,10 @@ class _HeadUnread(HTTPSocketResponse):
         pass
 
 
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    client, server = socket.socketpair()
-    yield client, server
-    client.close()
-    server.close()
-
-
 def _answer(pair: tuple[socket.socket, socket.socket], *parts: bytes, close: bool = False) -> _HeadUnread:
     """A response whose parts are sent 10 ms apart by another greenlet (then the server closes)."""
     client, server = pair
-
-    def send() -> None:
-        for part in parts:
-            server.sendall(part)
-            gevent.sleep(0.01)
-        if close:
-            server.close()
-
-    gevent.spawn(send)
+    send_apart(server, parts, close)
     return _HeadUnread(client)
 
 
@@ -74,7 +40,7 @@ def _read(response: _HeadUnread, limit: int = 64) -> tuple[list[list[bytes]], li
         arrivals.append(arrived_ns)
         return False
 
-    last_ns = read_answer(response, limit, take, _SWEEPER[0])
+    last_ns = read_answer(response, limit, take, READ_WITH[0])
     return batches, arrivals, last_ns
 
 
@@ -129,7 +95,7 @@ def test_a_malformed_head_is_a_parse_error(pair):
 def test_with_the_sweeper_the_reading_greenlet_wakes_once(pair):
     """The head's receive and every piece of the body are taken in the loop: this greenlet is
     switched back to once, when the stream ended (a head read here takes a switch more)."""
-    if _SWEEPER[0] is None:
+    if READ_WITH[0] is None:
         pytest.skip("the sweeper's behaviour")
     parts = (CHUNKED, *[_chunk(b"data: %d\n\n" % k) for k in range(5)], b"0\r\n\r\n")
     response = _answer(pair, *parts)
