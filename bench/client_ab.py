@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -108,5 +107,4 @@ def _lag(report: dict[str, Any]) -> float:
 
 
 if __name__ == "__main__":
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # each run would compile all of loadgen again
     sys.exit(main())

@@ -6,9 +6,10 @@ from __future__ import annotations
 import greenlet
 import pytest
 from gevent import socket
-from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError, HTTPSocketResponse
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from loadgen.inputs.line_reader import head_read, read_answer, read_body
+from loadgen.traffic.http_send import _HeadUnread
 from tests.unit.http_chunks import CHUNKED, READ_WITH, send_apart
 from tests.unit.http_chunks import chunk as _chunk
 
@@ -16,18 +17,11 @@ from tests.unit.http_chunks import chunk as _chunk
 pytestmark = pytest.mark.usefixtures("sweeper")
 
 
-class _HeadUnread(HTTPSocketResponse):
-    """As http_send.post(read_head=False) gives it: the request sent, nothing of the answer read."""
-
-    def _read_headers(self, pre_buffered: bytes = b"") -> None:
-        pass
-
-
 def _answer(pair: tuple[socket.socket, socket.socket], *parts: bytes, close: bool = False) -> _HeadUnread:
     """A response whose parts are sent 10 ms apart by another greenlet (then the server closes)."""
     client, server = pair
     send_apart(server, parts, close)
-    return _HeadUnread(client)
+    return _HeadUnread(client, None)  # what http_send.post(read_head=False) gives, without a pool
 
 
 def _read(response: _HeadUnread, limit: int = 64) -> tuple[list[list[bytes]], list[int], int]:
