@@ -6,7 +6,6 @@ config.json and tokenizer.json. Needs neither torch nor transformers.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -39,4 +38,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from servers.http.serve import exit_now
+
+    exit_now(main())

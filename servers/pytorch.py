@@ -6,7 +6,6 @@ shadow the torch package for scripts run from this folder.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -47,4 +46,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from servers.http.serve import exit_now
+
+    exit_now(main())

@@ -7,7 +7,6 @@ and the engine are imported inside `main()`, so they load in the server process 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 from typing import Annotated, Literal
 
@@ -229,4 +228,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from servers.http.serve import exit_now
+
+    exit_now(main())

@@ -153,10 +153,10 @@ def _write(
 ) -> None:
     """Every format; the HTML report reuses the records already read: a search's, or the sample
     the one pass kept (reading a file again takes seconds to minutes)."""
-    from loadgen.report.html.inputs import run_inputs  # matplotlib only where html is asked for
-
     inputs = None
     if "html" in formats and records is not None:
+        from loadgen.report.html.inputs import run_inputs  # matplotlib only where html is asked for
+
         inputs = run_inputs(run_dir, scenario, schedule, meta, records)
     failure = write_formats(report, run_dir, formats, inputs)
     if failure is None:

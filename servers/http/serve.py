@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
+from typing import NoReturn
 
 from aiohttp import web
 
@@ -57,3 +59,12 @@ def run(app: web.Application, host: str, port: int, keepalive_timeout: float = K
         print(f"cannot listen on {host}:{port}: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0
+
+
+def exit_now(code: int) -> NoReturn:
+    """End a server process once `main()` has returned: its streams flushed, then out at once.
+    The interpreter's own teardown (every module and object freed) took ~0.2 s after a served
+    request here, which every run's stop waited for; nothing of ours needs it (no atexit work)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
