@@ -183,22 +183,18 @@ def test_a_run_reports_the_servers_own_metrics(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_required_metrics_missing_aborts_the_run(tmp_path: Path) -> None:
-    www = tmp_path / "www"
-    www.mkdir()
-    scenario = f"""
+    """A server that serves but has no metrics where `server_metrics.path` says (the simulated
+    one, asked at another path): `enabled: true` ends the run once its first token has come."""
+    scenario = """
 name: no-metrics
-server:
-  kind: command
-  argv: [{sys.executable}, -m, http.server, "{{port}}", --bind, 127.0.0.1, --directory, {www}]
-  ready_url: http://127.0.0.1:{{port}}/
-  model: none
-  startup_timeout: 30s
+server: {kind: simulated, ttft: 10ms, itl: 1ms}
 traffic:
-  - {{kind: constant, rate: 1, duration: 2s}}
-server_metrics: {{enabled: true}}
+  - {kind: constant, rate: 1, duration: 2s}
+server_metrics: {enabled: true, path: /no-metrics}
 """
     run = run_cli(tmp_path, scenario, timeout=60)
     assert run.code == 2, run.stderr
     assert "server_metrics.enabled is true but GET http://127.0.0.1:" in run.stderr
-    assert "/metrics answered HTTP 404" in run.stderr
+    assert "/no-metrics answered HTTP 404" in run.stderr
+    assert run.records() == []  # no traffic was sent
     assert run.report["verdict"] == "error"
