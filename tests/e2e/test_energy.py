@@ -23,6 +23,8 @@ pytestmark = [pytest.mark.slow]
 NO_COUNTERS = not os.path.exists("/sys/class/powercap") and not os.path.exists("/dev/nvidiactl")
 REASON = "no NVML device, no RAPL"
 
+# Energy reporting, not the client, is under test: the slow tier shares the machine, and a 124-ms
+# stall of one request in 20 (p99 of 20 is the worst) once failed it at a 100-ms lag bound.
 PLAIN = """
 name: energy-plain
 server: {kind: simulated, ttft: 20ms, itl: 5ms, slots: 8}
@@ -33,7 +35,7 @@ traffic:
   - {kind: constant, rate: 10, duration: 2s}
 slo:
   ttft: {p95: 500ms}
-client: {max_schedule_lag_p99: 100ms}
+client: {max_schedule_lag_p99: 1s}
 """
 
 # scenarios/energy.yaml with short levels: 4 slots of 200 ms serve ~20 req/s (320 tok/s), 16
