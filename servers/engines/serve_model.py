@@ -75,6 +75,7 @@ def serve_model(
     from servers.engines.batching import BatchingEngine
     from servers.engines.tokenizer import TextTokenizer
     from servers.http import build_app, run
+    from servers.http.serve import exit_now
 
     serving = True
 
@@ -101,7 +102,5 @@ def serve_model(
     if not engine.ready():
         # Stopped (or failed to listen) while the model was still loading: exit now instead of
         # joining the loader thread, which can take as long as the load itself.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_now(code)
     return code
