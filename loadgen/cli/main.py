@@ -140,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         "3 when it could not have seen a regression of the threshold's size; "
         "RUN RUN RUN...: compare environments' search runs and recommend one",
         description="Two runs: the release gate (CURRENT against BASELINE), each latency row with its "
-        "minimum detectable effect (80%% power at --alpha). Three or more search runs, "
+        "minimum detectable effect (80% power at --alpha). Three or more search runs, "
         "two with --environments, or one environments run's folder: the environment comparison "
         "(capacity, replicas, cost) and its recommendation (exit 0; 1 when none meets the SLOs).",
         epilog=f"Exit with two runs (the release gate): {cli_compare.GATE_EXITS}.",

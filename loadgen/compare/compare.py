@@ -4,10 +4,11 @@ A metric *regresses* when it moved the wrong way (latency up, tokens/s or capaci
 rate up) by more than the allowed fraction AND the move is statistically significant, so that
 run-to-run noise is not called a regression. What "significant" means per metric:
 
-- **Latency percentiles** (TTFT, ITL, TPOT, e2e at p50/p95/p99, ms from the scheduled send):
+- **Latency percentiles** (TTFT, ITL, TPOT, e2e at p50/p95/p99, ms from the scheduled send; and
+  TTFAT, the first answer token, where either run reasoned or called tools before answering):
   both must hold, at level `alpha`:
   1. a one-sided Mann–Whitney U test on one value per request says the current requests are
-     slower (faster, for an improvement). For TTFT, TPOT and e2e the value is the request's own
+     slower (faster, for an improvement). For TTFT, TTFAT, TPOT and e2e the value is the request's own
      number; for ITL it is the request's mean gap, since gaps within one request are not
      independent;
   2. a seeded bootstrap over requests (requests resampled with replacement, in each run
@@ -329,9 +330,10 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
     notes += [note for run in (base, cur) if (note := run.sample_note()) is not None]
     rows: list[Row] = []
     per_request = base.latencies is not None and cur.latencies is not None
+    names = latency_names(base, cur)
     if base.latencies is not None and cur.latencies is not None:
-        for name in LATENCY_METRICS:
-            rows += compare_latency(name, base.latencies[name], cur.latencies[name], settings)
+        for name in names:
+            rows += compare_latency(name, sample(base.latencies, name), sample(cur.latencies, name), settings)
         rows.append(compare_error_rate(base, cur, settings))
     else:
         missing = [str(run.source.parent) for run in (base, cur) if run.latencies is None]
@@ -340,7 +342,7 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
             "by threshold, without a statistical test"
         )
         base_m, cur_m = base.report.metrics, cur.report.metrics
-        for name in LATENCY_METRICS:
+        for name in names:
             base_p, cur_p = _latency(base_m, name), _latency(cur_m, name)
             for key, base_v, cur_v in (
                 ("p50", base_p.p50, cur_p.p50),
@@ -365,8 +367,34 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
     return Comparison(rows, settings, per_request, notes)
 
 
+def latency_names(base: RunData, cur: RunData) -> list[str]:
+    """LATENCY_METRICS, and `ttfat` after `ttft` where either run has answers that did not begin
+    with their stream's first token (reasoning or a tool call first). In a run without, TTFAT is
+    TTFT (its report says the same figures): a row of its own would only repeat it."""
+    if not any(_answers_apart(run) for run in (base, cur)):
+        return list(LATENCY_METRICS)
+    return ["ttft", "ttfat", *LATENCY_METRICS[1:]]
+
+
+def _answers_apart(run: RunData) -> bool:
+    if run.latencies is not None:
+        return "ttfat" in run.latencies
+    return run.report.metrics.ttfat_ms != run.report.metrics.ttft_ms
+
+
+def sample(latencies: dict[str, LatencySample], name: str) -> LatencySample:
+    """One metric's sample; a run without a `ttfat` one answered with its first tokens."""
+    if name == "ttfat" and name not in latencies:
+        return latencies["ttft"]
+    return latencies[name]
+
+
 def _latency(metrics: Metrics, name: str) -> Percentiles:
-    """The report's percentiles of one of LATENCY_METRICS."""
-    return {"ttft": metrics.ttft_ms, "itl": metrics.itl_ms, "tpot": metrics.tpot_ms, "e2e": metrics.e2e_ms}[
-        name
-    ]
+    """The report's percentiles of one of latency_names()."""
+    return {
+        "ttft": metrics.ttft_ms,
+        "ttfat": metrics.ttfat_ms,
+        "itl": metrics.itl_ms,
+        "tpot": metrics.tpot_ms,
+        "e2e": metrics.e2e_ms,
+    }[name]

@@ -1,6 +1,6 @@
 """compare.html: `loadtest compare BASELINE CURRENT` as a page — the verdict, the significance
-table, and both runs overlaid (latency CDFs; TTFT p95 and throughput per time bin, each run on
-its own clock).
+table, and both runs overlaid (latency CDFs, TTFAT's where either run reasoned; TTFT p95 and
+throughput per time bin, each run on its own clock).
 
 Everything comes from the RunData the gate loaded in one pass (compare_inputs): the CDFs and TTFT
 p95 from its records or their uniform sample (bins widened for a sample, as in report.html),
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from loadgen.collect.timeline import coarsen
-from loadgen.compare.compare import Comparison, Row, format_change
+from loadgen.compare.compare import Comparison, Row, format_change, latency_names, sample
 from loadgen.compare.compare_inputs import RunData, RunTimeline
 from loadgen.compare.compare_power import format_mde
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
@@ -86,12 +86,15 @@ def _cdf_charts(baseline: RunData, current: RunData) -> list[Chart]:
     if baseline.latencies is None or current.latencies is None:
         return []
     charts = []
-    for metric, title, x_label in (
+    drawn = [
         ("ttft", "TTFT: baseline vs current", "time to first token (ms, log)"),
+        ("ttfat", "TTFAT: baseline vs current", "time to first answer token (ms, log)"),
         ("itl", "ITL: baseline vs current", "inter-token gap (ms, log)"),
         ("e2e", "e2e: baseline vs current", "end-to-end latency (ms, log)"),
-    ):
-        old, new = baseline.latencies[metric].values, current.latencies[metric].values
+    ]
+    gated = latency_names(baseline, current)  # ttfat only where an answer came after thinking
+    for metric, title, x_label in (chart for chart in drawn if chart[0] in gated):
+        old, new = sample(baseline.latencies, metric).values, sample(current.latencies, metric).values
         if not len(old) and not len(new):
             continue
         series = [

@@ -210,12 +210,29 @@ class _Tally:
 
 
 def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:
-    """Per-request latencies (ms, from the scheduled send) of successful records."""
+    """Per-request latencies (ms, from the scheduled send) of successful records. `ttfat` only
+    where some answer did not begin with its stream's first token (reasoning or a tool call came
+    first): elsewhere TTFAT is TTFT, as in the report."""
     # ITL summaries (very long outputs) cannot be pooled, as in the report's statistics.
     gaps = [record.itl_ms for record in ok if isinstance(record.itl_ms, list)]
-    return {
+    samples = {
         "ttft": LatencySample.single(present([elapsed_ms(r.first_token_s, r.scheduled_s) for r in ok])),
         "itl": LatencySample.of(gaps),
         "tpot": LatencySample.single(present([tpot_ms(r) for r in ok])),
         "e2e": LatencySample.single(present([elapsed_ms(r.done_s, r.scheduled_s) for r in ok])),
     }
+    if any(r.first_answer_s is not None or r.reasoning_tokens is not None or r.tool_calls for r in ok):
+        answers = [elapsed_ms(first_answer_s(r), r.scheduled_s) for r in ok]
+        samples["ttfat"] = LatencySample.single(present(answers))
+    return samples
+
+
+def first_answer_s(record: RequestRecord) -> float | None:
+    """When the answer began (the report's rule, loadgen.collect.columns): a record names the
+    time only where reasoning or a tool call came first; one with neither began its answer with
+    its first token, one with either and no time gave no answer (None)."""
+    if record.first_answer_s is not None:
+        return record.first_answer_s
+    if record.reasoning_tokens is None and not record.tool_calls:
+        return record.first_token_s
+    return None

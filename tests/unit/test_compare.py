@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -172,6 +173,7 @@ def _write_run(run_dir: Path, itl_ms: float, with_records: bool = True) -> Path:
         error_rate=0.0,
         output_tokens_per_s=640.0,
         ttft_ms={"p50": 20.0, "p95": 20.0, "p99": 20.0},
+        ttfat_ms={"p50": 20.0, "p95": 20.0, "p99": 20.0},  # a plain run: every answer began at once
         itl_ms={"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
         tpot_ms={"p50": itl_ms, "p95": itl_ms, "p99": itl_ms},
         e2e_ms={"p50": 20 + 31 * itl_ms, "p95": 20 + 31 * itl_ms, "p99": 20 + 31 * itl_ms},
@@ -194,6 +196,7 @@ def test_compare_runs_from_files(tmp_path: Path):
     regressed = {row.metric.split()[0] for row in comparison.regressions}
     assert regressed == {"itl", "tpot", "e2e"}
     assert comparison.summary().startswith("9 regressions: itl p50 +30.0%")
+    assert not any(row.metric.startswith("ttfat") for row in comparison.rows)  # it would repeat ttft
     assert json.loads(json.dumps(comparison.to_dict()))["regressed"] is True
 
 
@@ -216,3 +219,59 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(CompareInputError, match="not a readable JSON report"):
         load_run(tmp_path / "broken.json")
+
+
+def _thinking(index: int, thought_ms: float | None) -> RequestRecord:
+    """A request that reasoned `thought_ms` after its first token before it answered (None: it
+    never answered)."""
+    record = _record(index, 4.0)
+    answer = None if thought_ms is None else record.first_token_s + thought_ms / 1000  # type: ignore[operator]
+    return replace(record, first_answer_s=answer, reasoning_tokens=20)
+
+
+def test_ttfat_is_sampled_from_when_each_answer_began():
+    # A reasoning answer at its first_answer_s; a plain one (no reasoning, no tool call) at its
+    # first token; one that reasoned and never answered is left out, as in the report.
+    plain, tool = _record(1, 4.0), replace(_record(2, 4.0), tool_calls=1, first_answer_s=None)
+    samples = latency_samples([_thinking(0, 80.0), plain, _thinking(3, None), tool])
+    assert samples["ttfat"].per_request == pytest.approx([100.0, 20.0])
+    assert samples["ttft"].per_request == pytest.approx([20.0, 20.0, 20.0, 20.0])
+    assert "ttfat" not in latency_samples([plain, _record(4, 4.0)])
+
+
+def _write_thinking_run(run_dir: Path, thought_ms: float) -> Path:
+    run_dir.mkdir(parents=True)
+    rng = np.random.default_rng(int(thought_ms))
+    records = [_thinking(i, thought_ms * float(rng.uniform(0.9, 1.1))) for i in range(120)]
+    write_report(run_dir, sample_report())
+    (run_dir / "requests.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records))
+    return run_dir
+
+
+def test_a_model_that_thinks_longer_regresses_ttfat_and_not_ttft(tmp_path: Path):
+    base = load_run(_write_thinking_run(tmp_path / "base", 100.0))
+    longer = load_run(_write_thinking_run(tmp_path / "longer", 160.0))
+    comparison = compare_runs(base, longer, SETTINGS)
+    names = [row.metric for row in comparison.rows]
+    assert names[:6] == ["ttft p50", "ttft p95", "ttft p99", "ttfat p50", "ttfat p95", "ttfat p99"]
+    moved = verdicts(comparison.rows)
+    assert [moved[f"ttfat {key}"] for key in ("p50", "p95", "p99")] == ["regression"] * 3
+    assert [moved[f"ttft {key}"] for key in ("p50", "p95", "p99")] == ["ok"] * 3
+    ttfat_p50 = comparison.rows[3]
+    assert ttfat_p50.baseline == pytest.approx(120.0, abs=3)
+    assert ttfat_p50.current == pytest.approx(180.0, abs=4)
+    # A plain baseline (every answer its first token) against the thinking run: TTFAT from 20 ms.
+    plain = load_run(_write_run(tmp_path / "plain", 4.0))
+    rows = {row.metric: row for row in compare_runs(plain, longer, SETTINGS).rows}
+    assert rows["ttfat p50"].baseline == pytest.approx(20.0) and rows["ttfat p50"].verdict == "regression"
+
+
+def test_without_records_ttfat_is_compared_where_a_report_shows_it_apart(tmp_path: Path):
+    base = load_run(_write_run(tmp_path / "base", 10.0, with_records=False))
+    plain = compare_runs(base, base, SETTINGS)
+    assert not any(row.metric.startswith("ttfat") for row in plain.rows)
+    thinking = tmp_path / "thinking"
+    write_report(thinking, with_metrics(base.report, ttfat_ms={"p50": 90.0, "p95": 95.0, "p99": 99.0}))
+    rows = {row.metric: row for row in compare_runs(base, load_run(thinking), SETTINGS).rows}
+    assert rows["ttfat p95"].baseline == 20.0 and rows["ttfat p95"].current == 95.0
+    assert rows["ttfat p95"].verdict == "regression" and rows["ttft p95"].verdict == "ok"
