@@ -32,7 +32,8 @@ def record_time(record: RequestRecord) -> float:
 @dataclass(frozen=True)
 class Span:
     """A drill's measured part: the phase its records carry, its run-clock bounds and rate, and
-    the SLOs that judge it (the scenario's level SLOs: level_results.level_slo_spec)."""
+    the SLOs that judge it (the scenario's level SLOs, its classes' and adapters' left out:
+    level_results.level_slo_spec)."""
 
     phase: int
     start_s: float
@@ -43,9 +44,10 @@ class Span:
     @classmethod
     def of(cls, setup: Mapping[str, Any], slo: SLOSpec) -> Span:
         rate = float(setup.get("rate") or 0.0)
-        return cls(
-            int(setup["phase"]), float(setup["start_s"]), float(setup["end_s"]), rate, level_slo_spec(slo)
-        )
+        # The run's bounds only: a class's or an adapter's share of a 1-s window is too few
+        # requests to judge on its own (a search level or a verification judges them).
+        level_slo = level_slo_spec(slo, groups=False)
+        return cls(int(setup["phase"]), float(setup["start_s"]), float(setup["end_s"]), rate, level_slo)
 
     def metrics(self, records: Iterable[RequestRecord], start_s: float, end_s: float) -> dict[str, Any]:
         """report.json's `metrics` of `records` (already picked by time) over [start_s, end_s)."""

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from loadgen.collect.records import RequestRecord
-from loadgen.collect.stats import PhaseWindow, compute_metrics, counted_records
+from loadgen.collect.stats import PhaseWindow, counted_records, run_stats
 from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.precision import Batches, check_statuses, mean_interval, median_life_s, slo_intervals
-from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
+from loadgen.evaluate.slo import ClassSLOSpec, SLOResult, SLOSpec, check_slos
 from loadgen.evaluate.throughput import goodput, served
 
 LevelRole = Literal["search", "verify", "verify_one_fewer", "drill"]
@@ -71,10 +71,20 @@ def mark_unmeasured(records: Iterable[RequestRecord], windows: Sequence[LevelWin
     ]
 
 
-def level_slo_spec(spec: SLOSpec) -> SLOSpec:
-    """The part of the scenario's SLOs that one load level is judged by."""
-    kept = {name: getattr(spec, name) for name in _LEVEL_SLO_FIELDS}
-    return SLOSpec.model_validate({name: value for name, value in kept.items() if value is not None})
+def level_slo_spec(spec: SLOSpec, groups: bool = True) -> SLOSpec:
+    """The part of the scenario's SLOs that one load level is judged by: the latency and rate
+    bounds, and (`groups`) those of each class and LoRA adapter on its own requests."""
+
+    def kept(section: ClassSLOSpec) -> dict[str, Any]:
+        return {name: value for name in _LEVEL_SLO_FIELDS if (value := getattr(section, name)) is not None}
+
+    def kept_each(sections: dict[str, ClassSLOSpec]) -> dict[str, dict[str, Any]]:
+        return {name: bounds for name, section in sections.items() if (bounds := kept(section))}
+
+    level: dict[str, Any] = kept(spec)
+    if groups:
+        level |= {"classes": kept_each(spec.classes), "adapters": kept_each(spec.adapters)}
+    return SLOSpec.model_validate(level)
 
 
 def completion_drift(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float | None, bool]:
@@ -123,9 +133,14 @@ def level_result(
     phase_windows = [window.phase_window() for window in windows]
     records = list(records)
     counted = counted_records(mark_unmeasured(records, windows), phase_windows)
-    metrics = compute_metrics(counted, phase_windows)
+    stats = run_stats(counted, phase_windows)
+    metrics = stats.overall().metrics(phase_windows)
     level_slo = level_slo_spec(slo)
-    checks = check_slos(level_slo, metrics, {})
+    # A class's or adapter's bounds on its own requests: a level that kept the run's TTFT p95
+    # while one class's broke is past that class's SLO, and so past the capacity at SLO.
+    classes = stats.class_metrics(list(level_slo.classes)) if level_slo.classes else None
+    adapters = stats.adapter_metrics(list(level_slo.adapters)) if level_slo.adapters else None
+    checks = check_slos(level_slo, metrics, {}, classes, adapters)
     trials = [goodput(records, window) for window in phase_windows]
     total_s = sum(window.duration_s for window in phase_windows)
     throughput = sum(rps * w.duration_s for (rps, _), w in zip(trials, phase_windows, strict=True)) / total_s

@@ -41,7 +41,14 @@ from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import latency_values
 from loadgen.collect.stats import PhaseWindow
 from loadgen.evaluate.resampling import repeated_percentiles
-from loadgen.evaluate.slo import SLOResult, SLOSpec, latency_limits
+from loadgen.evaluate.slo import (
+    ClassSLOSpec,
+    SLOResult,
+    SLOSpec,
+    adapter_prefix,
+    class_prefix,
+    latency_limits,
+)
 from loadgen.evaluate.throughput import served_in_bins
 
 CONFIDENCE = 0.95
@@ -196,7 +203,25 @@ def slo_intervals(
     counted: Sequence[RequestRecord], batches: Batches, slo: SLOSpec, seed: int = 0
 ) -> dict[str, Interval]:
     """The 95% interval of each per-level SLO check's statistic (keyed by the check's name, in
-    its unit: ms, or % for error and cancel rates), by a bootstrap over the batches."""
+    its unit: ms, or % for error and cancel rates), by a bootstrap over the batches. A class's
+    or adapter's checks on its own requests, with the same draws of batches."""
+    intervals = _section_intervals(counted, batches, slo, seed)
+    for name, spec in slo.classes.items():
+        mine = [record for record in counted if record.request_class == name]
+        found = _section_intervals(mine, batches, spec, seed)
+        intervals.update({class_prefix(name) + check: interval for check, interval in found.items()})
+    for name, spec in slo.adapters.items():
+        mine = [record for record in counted if record.adapter == name]
+        found = _section_intervals(mine, batches, spec, seed)
+        intervals.update({adapter_prefix(name) + check: interval for check, interval in found.items()})
+    return intervals
+
+
+def _section_intervals(
+    counted: Sequence[RequestRecord], batches: Batches, slo: ClassSLOSpec, seed: int
+) -> dict[str, Interval]:
+    """slo_intervals for the bounds of one section (the top level, a class, an adapter) over
+    the requests it judges, keyed by the check's name within the section."""
     if batches.count < 2 or not counted:
         return {}
     cols = columns_of(counted)
@@ -229,7 +254,7 @@ def slo_intervals(
 
 
 def _rate_intervals(
-    status: np.ndarray, owner: np.ndarray, draws: np.ndarray, slo: SLOSpec
+    status: np.ndarray, owner: np.ndarray, draws: np.ndarray, slo: ClassSLOSpec
 ) -> dict[str, Interval]:
     """error_rate (failures of the requests not cancelled) and cancel_rate, in %."""
     batches = draws.shape[1]

@@ -206,12 +206,22 @@ def check_slos(
     for name, class_spec in spec.classes.items():
         own = (class_metrics or {}).get(name) or {}
         checks = _request_checks(class_spec, own)
-        results += [replace(result, name=f"{name}: {result.name}") for result in checks]
+        results += [replace(result, name=class_prefix(name) + result.name) for result in checks]
     for name, adapter_spec in spec.adapters.items():
         own = (adapter_metrics or {}).get(name) or {}
         checks = _request_checks(adapter_spec, own)
-        results += [replace(result, name=f"adapter {name}: {result.name}") for result in checks]
+        results += [replace(result, name=adapter_prefix(name) + result.name) for result in checks]
     return results
+
+
+def class_prefix(name: str) -> str:
+    """How a class's checks are named: 'chat: ttft p95'."""
+    return f"{name}: "
+
+
+def adapter_prefix(name: str) -> str:
+    """How a LoRA adapter's checks are named: 'adapter sql: ttft p95'."""
+    return f"adapter {name}: "
 
 
 def _request_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from loadgen.collect.records import RequestRecord
@@ -98,6 +99,69 @@ def test_level_slos_leave_out_whole_run_floors() -> None:
     spec = level_slo_spec(SLO)
     assert spec.ttft is not None and spec.error_rate is not None
     assert spec.output_tokens_per_s is None  # a low level would fail a tokens/s floor by design
+
+
+GROUPED = SLOSpec.model_validate(
+    {
+        "ttft": {"p95": 0.2},
+        "classes": {
+            "chat": {"ttft": {"p95": 0.1}, "request_rate": {"min": 1e6}},
+            "batch": {"request_rate": {"min": 1}},
+        },
+        "adapters": {"sql": {"e2e": {"p99": 0.3}}},
+    }
+)
+
+
+def test_level_slos_keep_each_class_and_adapter_bound_of_a_level() -> None:
+    spec = level_slo_spec(GROUPED)
+    assert list(spec.classes) == ["chat"]  # batch had a rate floor only: nothing to judge a level by
+    assert spec.classes["chat"].ttft is not None and spec.classes["chat"].request_rate is None
+    assert spec.adapters["sql"].e2e is not None
+    whole = level_slo_spec(GROUPED, groups=False)  # a drill's 1-s windows: the run's bounds only
+    assert whole.ttft is not None and not whole.classes and not whole.adapters
+
+
+def _grouped_level(chat_ttft_s: list[float]) -> list[RequestRecord]:
+    """One level's records: every tenth a chat request with the next of `chat_ttft_s` (in turn),
+    the rest batch requests with a 50-ms TTFT; every fifth names the sql adapter (e2e 0.2 s)."""
+    records = closed_loop_records(0, 4, 0.0, 10.0, 0.2, 0.05)
+    for index, record in enumerate(records):
+        if index % 10 == 0:
+            ttft = chat_ttft_s[(index // 10) % len(chat_ttft_s)]
+            record = replace(record, request_class="chat", first_token_s=record.sent_s + ttft)  # type: ignore[operator]
+        records[index] = replace(record, adapter="sql" if index % 5 == 0 else None)
+    return records
+
+
+def test_a_class_that_breaks_its_own_bound_fails_the_level_the_run_bound_held() -> None:
+    # Chat's TTFT is 150 ms: within the run's 200-ms bound, past chat's own 100 ms. Judged by the
+    # run's bounds alone this level held, and a search would have called it capacity.
+    records = _grouped_level([0.15])
+    result, checks = level_result([window(0, 4, 1.0, 10.0)], records, GROUPED, max_drift=0.1)
+    assert [check.name for check in checks] == ["ttft p95", "chat: ttft p95", "adapter sql: e2e p99"]
+    assert not result.slo_passed and result.failed_slos == ("chat: ttft p95",)
+    chat = next(check for check in checks if check.name == "chat: ttft p95")
+    assert chat.observed == pytest.approx(150.0, abs=0.01)
+    fine, _ = level_result([window(0, 4, 1.0, 10.0)], _grouped_level([0.08]), GROUPED, max_drift=0.1)
+    assert fine.slo_passed
+
+
+def test_a_class_bound_its_interval_straddles_leaves_the_level_unresolved() -> None:
+    # Chat's TTFT p95 half a ms under its bound on the point estimate, from 20 requests spread
+    # over 50-150 ms: a bootstrap over the level's batches cannot place it on one side of the
+    # bound, so the level is unresolved (as for the run's own bounds, precision.py), not held.
+    spread = list(np.random.default_rng(4).uniform(0.05, 0.15, 20))
+    records = _grouped_level(spread)
+    _, checks = level_result([window(0, 4, 1.0, 10.0)], records, GROUPED, max_drift=0.1)
+    observed = next(check.observed for check in checks if check.name == "chat: ttft p95")
+    assert observed is not None and 120 < observed < 150
+    bound = {"chat": {"ttft": {"p95": (observed + 0.5) / 1000}}}
+    slo = SLOSpec.model_validate({"ttft": {"p95": 0.2}, "classes": bound})
+    point, _ = level_result([window(0, 4, 1.0, 10.0)], records, slo, max_drift=0.1)
+    assert point.slo_passed  # on the point estimate
+    judged, _ = level_result([window(0, 4, 1.0, 10.0)], records, slo, max_drift=0.1, judge_intervals=True)
+    assert not judged.slo_passed and judged.unresolved_slos == ("chat: ttft p95",)
 
 
 def test_level_result_pools_trials_and_judges_slos() -> None:
