@@ -25,6 +25,7 @@ from typing import ClassVar, Literal
 from kernel.strict import StrictModel
 from kernel.units import format_duration
 from servers.cpus import (
+    CLIENT_CORES,
     NOT_STARTED,
     PinningError,
     ServerCpus,
@@ -91,10 +92,11 @@ class Adapter(ABC):
         """`time.perf_counter_ns()` at spawn, so the caller can time spawn → first token."""
         return None
 
-    def resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
+    def resolve_cpus(self, machine: tuple[int, ...], client_share: int = CLIENT_CORES) -> ServerCpus:
         """Decide where the server runs on `machine` (the run's cores, taken before the load
-        generator pinned itself); every later start reuses it. Raises
-        servers.cpus.PinningError for a core list this machine cannot give."""
+        generator pinned itself), leaving `client_share` cores to the load generator under
+        `cpus: auto`; every later start reuses it. Raises servers.cpus.PinningError for a core
+        list this machine cannot give."""
         return ServerCpus(machine, None, NOT_STARTED)
 
     def server_cpus(self) -> tuple[int, ...] | None:
@@ -219,13 +221,13 @@ class ProcessAdapter(Adapter):
         self._cpus: ServerCpus | None = None
         self._ready_url: str | None = None
 
-    def resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
-        self._cpus = self._resolve_cpus(machine)
+    def resolve_cpus(self, machine: tuple[int, ...], client_share: int = CLIENT_CORES) -> ServerCpus:
+        self._cpus = self._resolve_cpus(machine, client_share)
         return self._cpus
 
-    def _resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
+    def _resolve_cpus(self, machine: tuple[int, ...], client_share: int) -> ServerCpus:
         """The config's `cpus:` on `machine`; a subclass may turn `auto` off (vLLM on GPU)."""
-        return resolve_server_cpus(getattr(self.config, "cpus", None), machine)
+        return resolve_server_cpus(getattr(self.config, "cpus", None), machine, client_share)
 
     def cpus(self) -> ServerCpus:
         """As resolved for the run; an adapter used on its own resolves against this process's

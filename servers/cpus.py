@@ -179,16 +179,20 @@ class ServerCpus:
         return self.cores or self.machine
 
 
-def resolve_server_cpus(setting: CpuSetting, machine: Iterable[int]) -> ServerCpus:
+def resolve_server_cpus(
+    setting: CpuSetting, machine: Iterable[int], client_share: int = CLIENT_CORES
+) -> ServerCpus:
     """`server.cpus` on `machine`: a list as given (PinningError for a core it lacks), `auto`
-    every core but the load generator's (unpinned with a warning when too few), None unpinned."""
+    every core but the load generator's (unpinned with a warning when too few), None unpinned.
+    `client_share`: the cores `auto` leaves to the load generator (one a local worker process
+    with `--workers N`), never all of them: the server keeps at least one."""
     cores = tuple(sorted(set(machine)))
     if setting is None:
         return ServerCpus(cores, None, NOT_PINNED)
     if setting != "auto":
         return ServerCpus(cores, check_cpus(setting, "server.cpus", cores))
     try:
-        return ServerCpus(cores, split_for_server(cores)[0])
+        return ServerCpus(cores, split_for_server(cores, max(1, min(client_share, len(cores) - 1)))[0])
     except PinningError as exc:
         return ServerCpus(cores, None, f"not pinned: {exc}", warning=True)
 

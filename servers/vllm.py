@@ -96,11 +96,11 @@ class VllmAdapter(ProcessAdapter):
         super().__init__(config, startup_timeout=config.startup_timeout, model=config.served_model_name)
         self.vllm = config
 
-    def _resolve_cpus(self, machine: tuple[int, ...]) -> ServerCpus:
+    def _resolve_cpus(self, machine: tuple[int, ...], client_share: int) -> ServerCpus:
         if self.vllm.cpus == "auto" and resolve_device(self.vllm.device) == "gpu":
             # The GPU does the work; its CPU-side processes stay where the OS puts them.
             return ServerCpus(machine, None, "not pinned: vLLM runs on GPU (server.cpus: auto pins on CPU)")
-        return super()._resolve_cpus(machine)
+        return super()._resolve_cpus(machine, client_share)
 
     def _model(self) -> tuple[str, bool]:
         """(what to pass as --model, whether it is a local directory)."""

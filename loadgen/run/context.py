@@ -33,7 +33,7 @@ from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
 from servers.base import Adapter, Endpoint
-from servers.cpus import available_cpus
+from servers.cpus import CLIENT_CORES, available_cpus
 from servers.registry import make_adapter
 
 
@@ -54,6 +54,8 @@ class RunContext:
     # The cores the run may use: this process's affinity when the run opened, before the load
     # generator pinned itself. Both `cpus:` settings (the replicas' too) resolve against it.
     machine_cpus: tuple[int, ...]
+    # The cores `cpus: auto` leaves the load generator: one, or one a local worker (--workers N).
+    client_share: int = CLIENT_CORES
     schedule: Schedule = field(default_factory=Schedule.empty)
     endpoint: Endpoint | None = None
     replicas: list[Adapter] = field(default_factory=list)  # more servers (a plan's verification)

@@ -145,7 +145,7 @@ class SearchDriver:
 def _start_replica(ctx: RunContext, number: int, fleet: Fleet) -> Endpoint:
     replica = make_adapter(ctx.scenario.server_config)
     # The first server's cores, not what is left of this process's (the client pinned itself).
-    replica.resolve_cpus(ctx.machine_cpus)
+    replica.resolve_cpus(ctx.machine_cpus, ctx.client_share)
     ctx.replicas.append(replica)
     endpoint = start_server(replica, ctx.run_dir, ctx.stop, log_name=f"server-replica-{number}.log")
     ctx.guards.server_watch.watch(replica, f"replica {number}")
@@ -161,6 +161,7 @@ def _fleet(ctx: RunContext, verify: VerifySpec) -> Fleet:
         run_dir=ctx.run_dir,
         register=ctx.replicas.append,
         machine_cpus=ctx.machine_cpus,
+        client_share=ctx.client_share,
         externals=verify.external_replicas if not ctx.adapter.starts_server else (),
         startup_timeout_s=float(getattr(ctx.scenario.server_config, "startup_timeout", 300.0)),
         model=endpoint.model,

@@ -31,7 +31,7 @@ from loadgen.run.server_start import RunAborted, cold_starts
 from loadgen.rundir.disk import check_run_dir_writable
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule, build_schedule
-from servers.cpus import PinningError, client_cores, pin_this_process, pinning_summary
+from servers.cpus import CLIENT_CORES, PinningError, client_cores, pin_this_process, pinning_summary
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,9 @@ def run_scenario(
     )
     meta, guards = ctx.meta, ctx.guards
     restore_cpus: tuple[int, ...] | None = None
+    # Local workers are processes of their own: each gets a core of the load generator's, which
+    # they share with the master (it only merges their records), instead of all of them one.
+    ctx.client_share = max(CLIENT_CORES, workers.local if workers is not None else 0)
     try:
         ctx.schedule = _plan(scenario, stop)
         restore_cpus = _pin_client(ctx)
@@ -111,7 +114,7 @@ def _pin_client(ctx: RunContext) -> tuple[int, ...] | None:
     afterwards (None: nothing changed). Said in report.json's `server.pinning`, and on stderr
     when pinning was wanted but the machine has too few cores."""
     try:
-        server = ctx.adapter.resolve_cpus(ctx.machine_cpus)
+        server = ctx.adapter.resolve_cpus(ctx.machine_cpus, ctx.client_share)
         client = client_cores(ctx.scenario.client.cpus, server)
     except PinningError as exc:
         raise RunAborted(str(exc)) from None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from loadgen.scenario.drills import ExternalReplica
 from servers.base import Adapter, Endpoint, ServerStartError
-from servers.cpus import available_cpus
+from servers.cpus import CLIENT_CORES, available_cpus
 from servers.readiness import NotReadyInTime, wait_ready
 from servers.registry import ServerConfig, make_adapter
 
@@ -46,6 +46,7 @@ class Fleet:
     run_dir: Path
     register: Callable[[Adapter], None]  # the run stops every registered adapter at its end
     machine_cpus: tuple[int, ...] = field(default_factory=available_cpus)
+    client_share: int = CLIENT_CORES  # the load generator's cores under `cpus: auto` (RunContext)
     externals: Sequence[ExternalReplica] = ()
     startup_timeout_s: float = 300.0
     model: str = ""  # the first server's model: external replicas serve the same
@@ -77,7 +78,7 @@ class Fleet:
             self._down.discard(number)
             return started
         adapter = make_adapter(self.config)
-        adapter.resolve_cpus(self.machine_cpus)  # the first server's cores, as every replica
+        adapter.resolve_cpus(self.machine_cpus, self.client_share)  # the first server's cores
         self.register(adapter)
         self._starts[number] = self._starts.get(number, 0) + 1
         log = self.run_dir / f"server-replica-{number}-start-{self._starts[number]}.log"

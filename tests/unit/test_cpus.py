@@ -64,6 +64,20 @@ def test_the_client_takes_the_last_core_and_the_server_the_rest():
         split_for_server([0])
 
 
+def test_local_workers_each_get_a_client_core_and_the_server_keeps_one():
+    # `--workers 4` on 16 cores: the server 12, the load generator (master and workers) 4, where
+    # it used to be 15 and 1, with every worker process on that one core.
+    machine = tuple(range(16))
+    server = resolve_server_cpus("auto", machine, client_share=4)
+    assert server.cores == tuple(range(12)) and client_cores("auto", server) == (12, 13, 14, 15)
+    assert resolve_server_cpus("auto", machine).cores == tuple(range(15))  # one process: one core
+    pair = resolve_server_cpus("auto", (0, 1), client_share=4)
+    assert pair.cores == (0,) and client_cores("auto", pair) == (1,)  # the server keeps a core
+    assert resolve_server_cpus((0, 1, 2), machine, client_share=4).cores == (0, 1, 2)  # as given
+    adapter = SimulatedAdapter(SimulatedServerConfig(kind="simulated"))
+    assert adapter.resolve_cpus(machine, 3).cores == tuple(range(13))
+
+
 def test_vllm_on_cpu_is_pinned_off_the_client_core_with_its_openmp_threads():
     adapter = VllmAdapter(VllmServerConfig(kind="vllm", device="cpu"))
     spec = adapter.launch_spec()
