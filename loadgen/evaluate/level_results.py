@@ -25,6 +25,7 @@ MIN_DRIFT_COMPLETIONS = 20
 # SLOs that judge one load level. The rest judge the whole run: tokens/s and request-rate floors
 # would fail every low level by design; memory growth and cold start belong to the server.
 _LEVEL_SLO_FIELDS = ("ttft", "ttfat", "itl", "tpot", "e2e", "error_rate", "cancel_rate")
+Metrics = dict[str, dict[str, Any]]  # each class's (or adapter's) report.json metrics
 
 
 @dataclass(frozen=True)
@@ -135,11 +136,12 @@ def level_result(
     counted = counted_records(mark_unmeasured(records, windows), phase_windows)
     stats = run_stats(counted, phase_windows)
     metrics = stats.overall().metrics(phase_windows)
-    level_slo = level_slo_spec(slo)
     # A class's or adapter's bounds on its own requests: a level that kept the run's TTFT p95
     # while one class's broke is past that class's SLO, and so past the capacity at SLO.
-    classes = stats.class_metrics(list(level_slo.classes)) if level_slo.classes else None
-    adapters = stats.adapter_metrics(list(level_slo.adapters)) if level_slo.adapters else None
+    level_slo = level_slo_spec(slo)
+    classes = stats.class_metrics(list(level_slo.classes)) if level_slo.classes else {}
+    adapters = stats.adapter_metrics(list(level_slo.adapters)) if level_slo.adapters else {}
+    level_slo = _sent_any(level_slo, classes, adapters)
     checks = check_slos(level_slo, metrics, {}, classes, adapters)
     trials = [goodput(records, window) for window in phase_windows]
     total_s = sum(window.duration_s for window in phase_windows)
@@ -176,6 +178,19 @@ def level_result(
         unresolved_slos=tuple(name for name, status in statuses.items() if status == "unresolved"),
     )
     return result, checks
+
+
+def _sent_any(spec: SLOSpec, classes: Metrics, adapters: Metrics) -> SLOSpec:
+    """`spec` without the classes and adapters the level sent no request of: nothing of theirs
+    to judge there. A rare class is often absent from a short low level, and failing it there
+    ("not measured") would fail the search's safest levels; the whole run's check still fails
+    a class that never had a request."""
+
+    def sent(sections: dict[str, ClassSLOSpec], metrics: Metrics) -> dict[str, ClassSLOSpec]:
+        return {name: bounds for name, bounds in sections.items() if metrics[name]["requests"]}
+
+    update = {"classes": sent(spec.classes, classes), "adapters": sent(spec.adapters, adapters)}
+    return spec.model_copy(update=update)
 
 
 def _sessions_per_s(counted: Sequence[RequestRecord], total_s: float) -> float | None:

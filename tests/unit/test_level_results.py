@@ -147,6 +147,14 @@ def test_a_class_that_breaks_its_own_bound_fails_the_level_the_run_bound_held() 
     assert fine.slo_passed
 
 
+def test_a_class_the_level_sent_nothing_of_is_not_judged_there() -> None:
+    # No chat request and no sql one in this level: nothing of theirs to judge (a rare class at
+    # a short low level), where "not measured" would fail the search's safest level.
+    records = closed_loop_records(0, 4, 0.0, 10.0, 0.2, 0.05)
+    result, checks = level_result([window(0, 4, 1.0, 10.0)], records, GROUPED, max_drift=0.1)
+    assert [check.name for check in checks] == ["ttft p95"] and result.slo_passed
+
+
 def test_a_class_bound_its_interval_straddles_leaves_the_level_unresolved() -> None:
     # Chat's TTFT p95 half a ms under its bound on the point estimate, from 20 requests spread
     # over 50-150 ms: a bootstrap over the level's batches cannot place it on one side of the
