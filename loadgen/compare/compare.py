@@ -333,7 +333,8 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
     names = latency_names(base, cur)
     if base.latencies is not None and cur.latencies is not None:
         for name in names:
-            rows += compare_latency(name, sample(base.latencies, name), sample(cur.latencies, name), settings)
+            old, new = latency_sample(base.latencies, name), latency_sample(cur.latencies, name)
+            rows += compare_latency(name, old, new, settings)
         rows.append(compare_error_rate(base, cur, settings))
     else:
         missing = [str(run.source.parent) for run in (base, cur) if run.latencies is None]
@@ -382,7 +383,7 @@ def _answers_apart(run: RunData) -> bool:
     return run.report.metrics.ttfat_ms != run.report.metrics.ttft_ms
 
 
-def sample(latencies: dict[str, LatencySample], name: str) -> LatencySample:
+def latency_sample(latencies: dict[str, LatencySample], name: str) -> LatencySample:
     """One metric's sample; a run without a `ttfat` one answered with its first tokens."""
     if name == "ttfat" and name not in latencies:
         return latencies["ttft"]

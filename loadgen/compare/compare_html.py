@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from loadgen.collect.timeline import coarsen
-from loadgen.compare.compare import Comparison, Row, format_change, latency_names, sample
+from loadgen.compare.compare import Comparison, Row, format_change, latency_names, latency_sample
 from loadgen.compare.compare_inputs import RunData, RunTimeline
 from loadgen.compare.compare_power import format_mde
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
@@ -94,7 +94,8 @@ def _cdf_charts(baseline: RunData, current: RunData) -> list[Chart]:
     ]
     gated = latency_names(baseline, current)  # ttfat only where an answer came after thinking
     for metric, title, x_label in (chart for chart in drawn if chart[0] in gated):
-        old, new = sample(baseline.latencies, metric).values, sample(current.latencies, metric).values
+        old = latency_sample(baseline.latencies, metric).values
+        new = latency_sample(current.latencies, metric).values
         if not len(old) and not len(new):
             continue
         series = [

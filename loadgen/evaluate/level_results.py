@@ -25,7 +25,7 @@ MIN_DRIFT_COMPLETIONS = 20
 # SLOs that judge one load level. The rest judge the whole run: tokens/s and request-rate floors
 # would fail every low level by design; memory growth and cold start belong to the server.
 _LEVEL_SLO_FIELDS = ("ttft", "ttfat", "itl", "tpot", "e2e", "error_rate", "cancel_rate")
-Metrics = dict[str, dict[str, Any]]  # each class's (or adapter's) report.json metrics
+GroupMetrics = dict[str, dict[str, Any]]  # each class's (or adapter's) report.json metrics
 
 
 @dataclass(frozen=True)
@@ -180,13 +180,13 @@ def level_result(
     return result, checks
 
 
-def _sent_any(spec: SLOSpec, classes: Metrics, adapters: Metrics) -> SLOSpec:
+def _sent_any(spec: SLOSpec, classes: GroupMetrics, adapters: GroupMetrics) -> SLOSpec:
     """`spec` without the classes and adapters the level sent no request of: nothing of theirs
     to judge there. A rare class is often absent from a short low level, and failing it there
     ("not measured") would fail the search's safest levels; the whole run's check still fails
     a class that never had a request."""
 
-    def sent(sections: dict[str, ClassSLOSpec], metrics: Metrics) -> dict[str, ClassSLOSpec]:
+    def sent(sections: dict[str, ClassSLOSpec], metrics: GroupMetrics) -> dict[str, ClassSLOSpec]:
         return {name: bounds for name, bounds in sections.items() if metrics[name]["requests"]}
 
     update = {"classes": sent(spec.classes, classes), "adapters": sent(spec.adapters, adapters)}
