@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pydantic
 
+from loadgen.collect.columns import columns_of
+from loadgen.collect.reasoning_stats import ttfat_values
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, is_failure, read_records
 from loadgen.collect.reservoir import RecordSample, chunks
@@ -222,17 +224,9 @@ def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:
         "e2e": LatencySample.single(present([elapsed_ms(r.done_s, r.scheduled_s) for r in ok])),
     }
     if any(r.first_answer_s is not None or r.reasoning_tokens is not None or r.tool_calls for r in ok):
-        answers = [elapsed_ms(first_answer_s(r), r.scheduled_s) for r in ok]
-        samples["ttfat"] = LatencySample.single(present(answers))
+        # The report's own values: an answer that began with the first token is timed there, a
+        # stream that reasoned and never answered is left out (NaN).
+        cols = columns_of(ok)
+        ttfat = ttfat_values(cols, np.ones(len(ok), dtype=bool), cols.status)
+        samples["ttfat"] = LatencySample.single(ttfat[~np.isnan(ttfat)].tolist())
     return samples
-
-
-def first_answer_s(record: RequestRecord) -> float | None:
-    """When the answer began (the report's rule, loadgen.collect.columns): a record names the
-    time only where reasoning or a tool call came first; one with neither began its answer with
-    its first token, one with either and no time gave no answer (None)."""
-    if record.first_answer_s is not None:
-        return record.first_answer_s
-    if record.reasoning_tokens is None and not record.tool_calls:
-        return record.first_token_s
-    return None
