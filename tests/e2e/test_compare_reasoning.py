@@ -23,7 +23,7 @@ workload:
   prompt_tokens: {{kind: fixed, value: 16}}
   output_tokens: {{kind: fixed, value: 6}}
   reasoning: {{tokens: {{kind: fixed, value: {thinking}}}}}
-traffic: [{{kind: poisson, rate: 20, duration: 3s}}]
+traffic: [{{kind: poisson, rate: 30, duration: 4s}}]
 # Beside another test (the slow tier): the gate's rows are under test, not the client's punctuality.
 client: {{max_schedule_lag_p99: 200ms}}
 report: {{formats: [json]}}
@@ -49,7 +49,11 @@ def test_a_model_that_thinks_longer_fails_the_gate_on_ttfat_not_ttft(tmp_path: P
     # Truth: TTFAT = TTFT + the thinking (10 or 30 tokens, 4 ms apart after the first).
     short, long = rows["ttfat p50"]["baseline"], rows["ttfat p50"]["current"]
     assert long - short == pytest.approx(20 * 4, abs=8), (short, long)
-    assert rows["ttfat p50"]["verdict"] == rows["ttfat p95"]["verdict"] == "regression"
+    assert rows["ttfat p50"]["verdict"] == "regression"
+    # A tail of ~5 requests: beside other tests a few late wake-ups in the baseline (the client may
+    # lag up to 200 ms here) can widen its interval past the threshold, and the gate then says so
+    # (inconclusive); it must never call the tail unchanged or better.
+    assert rows["ttfat p95"]["verdict"] in ("regression", "inconclusive"), rows["ttfat p95"]
     assert rows["ttft p50"]["verdict"] != "regression" and rows["ttft p95"]["verdict"] != "regression"
     assert "ttfat p50" in gate.stdout
     assert "TTFAT: baseline vs current" in page.read_text()
