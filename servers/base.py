@@ -34,6 +34,7 @@ from servers.cpus import (
     resolve_server_cpus,
 )
 from servers.direct_http import http_get
+from servers.orphan_guard import current_guard, orphan_guard
 from servers.proctree import die_with_parent_hook, log_tail, terminate_tree
 from servers.readiness import POLL_INTERVAL_S, ExitedDuringStartup, NotReadyInTime, wait_ready
 
@@ -268,6 +269,7 @@ class ProcessAdapter(Adapter):
         # The whole process tree on its cores; always set, so an unpinned server gets the whole
         # machine, never the load generator's narrowed affinity that a child would inherit.
         preexec = _preexec(die_with_parent_hook(), pin_to(cpus.spawn_on))
+        guard = orphan_guard()  # started here, before the clock: not part of the cold start
         with log_path.open("ab") as log:
             self._spawned_at_ns = time.perf_counter_ns()
             try:
@@ -284,6 +286,8 @@ class ProcessAdapter(Adapter):
                 )
             except OSError as exc:
                 raise ServerStartError(f"cannot start {spec.argv[0]}: {exc}") from None
+        if guard is not None:  # its process group: what the kernel's death signal cannot reach
+            guard.watch(self._proc.pid)
         try:
             self._wait_ready(self._proc, spec.ready_url, log_path)
             model = resolve_model(spec.base_url, self.model, self.api_key)
@@ -335,3 +339,6 @@ class ProcessAdapter(Adapter):
         proc, self._proc = self._proc, None
         if proc is not None:
             terminate_tree(proc, self.grace_period_s)
+            guard = current_guard()
+            if guard is not None:
+                guard.release(proc.pid)

@@ -296,6 +296,9 @@ def entry() -> None:
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()
+    from servers.orphan_guard import close_orphan_guard
+
+    close_orphan_guard()  # every server was stopped: it ends without a signal, before we do
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

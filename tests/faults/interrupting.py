@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ class Interrupted:
     run_dir: Path
     descendants: list[psutil.Process]  # every process below the CLI when the signal went out
     commands: list[str]  # their command lines
+    outlived: list[str] = field(default_factory=list)  # of those, running `settle_s` after the exit
 
     def started(self, needle: str) -> int:
         return sum(needle in command for command in self.commands)
@@ -53,9 +54,12 @@ def interrupt(
     signum: int,
     *extra: str,
     ctrl_c: bool = False,
+    settle_s: float = 0.0,
 ) -> Interrupted:
     """Start `loadtest run` in a session of its own, wait until `ready(cli, out)`, then send
-    `signum` to the CLI (or, `ctrl_c`, SIGINT to its whole process group, as a terminal does)."""
+    `signum` to the CLI (or, `ctrl_c`, SIGINT to its whole process group, as a terminal does).
+    With `settle_s`, wait up to that long after the exit for its processes to end, and keep those
+    that did not (before they are killed here) in `outlived`."""
     path = tmp_path / "scenario.yaml"
     path.write_text(scenario, encoding="utf-8")
     out = tmp_path / "runs"
@@ -65,6 +69,7 @@ def interrupt(
     )
     descendants: list[psutil.Process] = []
     commands: list[str] = []
+    outlived: list[str] = []
     try:
         cli = psutil.Process(process.pid)
         deadline = time.monotonic() + 60
@@ -81,6 +86,7 @@ def interrupt(
             process.send_signal(signum)
         _, stderr = process.communicate(timeout=60)
         took = time.monotonic() - sent
+        outlived = _still_running(descendants, commands, settle_s) if settle_s else []
     finally:
         if process.poll() is None:
             process.kill()
@@ -90,7 +96,24 @@ def interrupt(
             if alive:
                 child.kill()
     (run_dir,) = out.iterdir()
-    return Interrupted(process.returncode, stderr, took, run_dir, descendants, commands)
+    return Interrupted(process.returncode, stderr, took, run_dir, descendants, commands, outlived)
+
+
+def _still_running(processes: list[psutil.Process], commands: list[str], within_s: float) -> list[str]:
+    """The commands of `processes` still running (not ended, not a zombie) after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while True:
+        running = [command for child, command in zip(processes, commands, strict=True) if _running(child)]
+        if not running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.05)
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def command_line(process: psutil.Process) -> str:
