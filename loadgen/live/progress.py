@@ -11,6 +11,7 @@ import collections
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 
 import gevent
 import numpy as np
@@ -84,8 +85,12 @@ class ProgressView(RunObserver):
     def traffic_started(self, in_flight: Callable[[], int]) -> None:
         self._in_flight = in_flight
         self._t0 = self._phase_t0 = time.monotonic()
-        self._live = Live(console=self._console, auto_refresh=False, transient=False)
-        self._live.start()
+        live = Live(console=self._console, auto_refresh=False, transient=False)
+        try:
+            live.start()
+        except OSError:  # the terminal hung up before the traffic began: nothing to draw on
+            return
+        self._live = live
         self._ticker = gevent.spawn(self._tick_forever)
 
     def phase_started(self, phase: PhaseInfo) -> None:
@@ -103,14 +108,20 @@ class ProgressView(RunObserver):
             self._ticker = None
         if self._live is not None:
             self.tick()
-            self._live.stop()
-            self._live = None
-            if not self._console.is_terminal:
-                self._console.line()  # rich leaves a non-terminal's last frame without its newline
+        if self._live is not None:
+            live, self._live = self._live, None
+            with suppress(OSError):
+                live.stop()
+                if not self._console.is_terminal:
+                    self._console.line()  # rich leaves a non-terminal's last frame without its newline
 
     def tick(self) -> None:
-        if self._live is not None:
+        if self._live is None:
+            return
+        try:
             self._live.update(self.render(time.monotonic()), refresh=True)
+        except OSError:  # the terminal hung up (EIO) or the pipe's reader left (EPIPE): stop drawing
+            self._live = None
 
     def _tick_forever(self) -> None:
         while True:

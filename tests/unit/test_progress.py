@@ -1,7 +1,9 @@
 """The live view is an observer: fed run events by hand, rendered into a string."""
 
+import errno
 import io
 
+import pytest
 from rich.console import Console
 
 from loadgen.collect.records import RequestRecord
@@ -79,3 +81,33 @@ def test_the_view_draws_live_and_stops_when_the_traffic_ends():
     length = len(drawn)
     view.close()  # a second close (the run's end) draws nothing more
     assert len(out.getvalue()) == length
+
+
+class _Terminal(io.StringIO):
+    """A terminal that can hang up: every write after that fails with EIO, as the kernel's do
+    (a pipe whose reader left fails the same way, with EPIPE)."""
+
+    hung_up = False
+
+    def write(self, text: str) -> int:
+        if self.hung_up:
+            raise OSError(errno.EIO, "Input/output error")
+        return super().write(text)
+
+
+@pytest.mark.parametrize("hangs_up", ["before the traffic", "while drawing"])
+def test_a_terminal_that_hung_up_stops_the_view_and_nothing_else(hangs_up: str):
+    terminal = _Terminal()
+    terminal.hung_up = hangs_up == "before the traffic"
+    view = ProgressView("live", planned_s=5.0, console=Console(file=terminal, force_terminal=True))
+    view.traffic_started(lambda: 3)
+    view.request_done(RequestRecord(id=0, phase=0, scheduled_s=0.0, first_token_s=0.012))
+    view.tick()
+    drawn = terminal.getvalue()
+    assert ("loadtest · live" in drawn) == (hangs_up == "while drawing")
+    terminal.hung_up = True
+    view.tick()  # the write fails: the view stops drawing, the run goes on
+    view.request_done(RequestRecord(id=1, phase=0, scheduled_s=0.1, first_token_s=0.112))
+    view.traffic_finished()
+    view.close()
+    assert view.stats.finished == 2 and terminal.getvalue() == drawn
