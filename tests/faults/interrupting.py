@@ -34,7 +34,7 @@ class Interrupted:
     run_dir: Path
     descendants: list[psutil.Process]  # every process below the CLI when the signal went out
     commands: list[str]  # their command lines
-    outlived: list[str] = field(default_factory=list)  # of those, running `settle_s` after the exit
+    outlived: list[str] = field(default_factory=list)  # of those, running at the exit (+ `settle_s`)
 
     def started(self, needle: str) -> int:
         return sum(needle in command for command in self.commands)
@@ -58,8 +58,8 @@ def interrupt(
 ) -> Interrupted:
     """Start `loadtest run` in a session of its own, wait until `ready(cli, out)`, then send
     `signum` to the CLI (or, `ctrl_c`, SIGINT to its whole process group, as a terminal does).
-    With `settle_s`, wait up to that long after the exit for its processes to end, and keep those
-    that did not (before they are killed here) in `outlived`."""
+    Its processes still running at its exit (or, with `settle_s`, that long after it) are kept in
+    `outlived`, before they are killed here."""
     path = tmp_path / "scenario.yaml"
     path.write_text(scenario, encoding="utf-8")
     out = tmp_path / "runs"
@@ -86,7 +86,7 @@ def interrupt(
             process.send_signal(signum)
         _, stderr = process.communicate(timeout=60)
         took = time.monotonic() - sent
-        outlived = _still_running(descendants, commands, settle_s) if settle_s else []
+        outlived = _still_running(descendants, commands, settle_s)  # before they are killed below
     finally:
         if process.poll() is None:
             process.kill()
@@ -103,13 +103,13 @@ def _still_running(processes: list[psutil.Process], commands: list[str], within_
     """The commands of `processes` still running (not ended, not a zombie) after `within_s`."""
     deadline = time.monotonic() + within_s
     while True:
-        running = [command for child, command in zip(processes, commands, strict=True) if _running(child)]
-        if not running or time.monotonic() >= deadline:
-            return running
+        alive = [command for child, command in zip(processes, commands, strict=True) if running(child)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
         time.sleep(0.05)
 
 
-def _running(process: psutil.Process) -> bool:
+def running(process: psutil.Process) -> bool:
     try:
         return process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -124,16 +124,9 @@ def command_line(process: psutil.Process) -> str:
 
 
 def assert_nothing_left(run: Interrupted) -> None:
-    """Every server and worker the CLI started had ended when it exited (the ones still
-    running were killed by `interrupt` afterwards, so they show here as they were)."""
-    left = []
-    for child, command in zip(run.descendants, run.commands, strict=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                left.append(command)
-        except psutil.NoSuchProcess:
-            continue
-    assert not left, f"still running after the CLI exited: {left}"
+    """Every server and worker the CLI started had ended when it exited (seen before `interrupt`
+    killed whatever was left)."""
+    assert not run.outlived, f"still running after the CLI exited: {run.outlived}"
 
 
 def assert_interrupted_promptly(run: Interrupted, within_s: float = MAX_EXIT_S) -> None:
