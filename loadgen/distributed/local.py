@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Collection
@@ -28,6 +29,9 @@ class LocalWorkers:
                         stdin=subprocess.DEVNULL,
                         stdout=log,
                         stderr=subprocess.STDOUT,
+                        # Born deaf to a hang-up, which would otherwise kill a worker still
+                        # importing; its own handler (gevent_world) takes over once it runs.
+                        preexec_fn=_ignore_hang_up,
                     )
                 )
         return [process.pid for process in self.processes]
@@ -52,3 +56,7 @@ class LocalWorkers:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+
+
+def _ignore_hang_up() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
