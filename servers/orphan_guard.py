@@ -86,8 +86,9 @@ def orphan_guard() -> OrphanGuard | None:
     """This process's guard, started at the first call; None where it cannot run (not Linux, or
     its start failed: said once on stderr)."""
     global _guard, _unavailable
-    if current_guard() is not None:
-        return _guard
+    guard = current_guard()
+    if guard is not None:
+        return guard
     if _unavailable or not sys.platform.startswith("linux"):
         return None
     try:

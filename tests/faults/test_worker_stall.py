@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, wait_for_worker_pids
+from tests.faults.interrupting import running
 
 pytestmark = pytest.mark.slow
 
@@ -24,13 +25,6 @@ traffic: [{kind: constant, rate: 20, duration: 4s}]
 report: {formats: [json, markdown]}
 """
 SCHEDULED = 80  # 20 req/s × 4 s, exact
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_a_stalled_worker_is_lost_by_its_heartbeats_and_does_not_outlive_the_run(tmp_path: Path) -> None:
@@ -54,14 +48,14 @@ def test_a_stalled_worker_is_lost_by_its_heartbeats_and_does_not_outlive_the_run
         stdout, stderr = process.communicate(timeout=120)
         ended_after = time.monotonic() - stalled_at
         # The master ended them all, the frozen worker too (SIGKILL reaches a stopped process).
-        left = [child.pid for child in started if _running(child)]
+        left = [child.pid for child in started if running(child)]
         assert not left, f"left running: {left} (workers {pids})"
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
         for child in started:
-            if _running(child):
+            if running(child):
                 child.kill()
     run = CliRun(process.returncode, stdout, stderr, out)
     assert run.code == 2, stderr

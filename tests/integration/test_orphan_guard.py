@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from servers.orphan_guard import start_guard
+from tests.faults.interrupting import running
 
 
 @pytest.fixture
@@ -36,8 +37,8 @@ def server_tree() -> Iterator[list[psutil.Process]]:
 
 
 def _ended(tree: list[psutil.Process]) -> list[bool]:
-    _, alive = psutil.wait_procs(tree, timeout=3)
-    return [process not in alive or process.status() == psutil.STATUS_ZOMBIE for process in tree]
+    psutil.wait_procs(tree, timeout=3)
+    return [not running(process) for process in tree]
 
 
 def test_a_watched_group_is_killed_whole_when_the_pipe_closes(server_tree: list[psutil.Process]) -> None:
@@ -46,9 +47,10 @@ def test_a_watched_group_is_killed_whole_when_the_pipe_closes(server_tree: list[
     guard.watch(server_tree[0].pid)
     for signum in (signal.SIGINT, signal.SIGHUP):  # sent anyway: ignored
         os.kill(guard.pid, signum)
-    assert psutil.Process(guard.pid).status() != psutil.STATUS_ZOMBIE
+    guard_process = psutil.Process(guard.pid)
+    assert running(guard_process)
     guard.close()  # what the load generator's death does to the pipe
-    assert not psutil.pid_exists(guard.pid) or psutil.Process(guard.pid).status() == psutil.STATUS_ZOMBIE
+    assert not running(guard_process)
     assert _ended(server_tree) == [True, True]
 
 
@@ -57,7 +59,4 @@ def test_a_released_group_is_left_alone(server_tree: list[psutil.Process]) -> No
     guard.watch(server_tree[0].pid)
     guard.release(server_tree[0].pid)
     guard.close()
-    assert [process.is_running() and process.status() != psutil.STATUS_ZOMBIE for process in server_tree] == [
-        True,
-        True,
-    ]
+    assert [running(process) for process in server_tree] == [True, True]
