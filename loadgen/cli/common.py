@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from kernel.redact import redact
+from loadgen.report.client_words import punctuality_lines
 from loadgen.report.model import Report
 
 # 0 every SLO held (or the command did its job), 1 an SLO failed (or a regression), 2 the run
@@ -23,4 +24,11 @@ def fail(message: str, command: str = "") -> int:
 
 
 def print_verdict(report: Report, run_dir: Path) -> None:
+    """The verdict line; before it, when sends were late, what the client and the machine did."""
+    client = report.client
+    late = client.late_sends is not None and client.late_sends.count > 0
+    if client.warning or (late and not client.trustworthy):
+        for line in punctuality_lines(client):
+            kind = "warning" if line == client.warning else "note"
+            print(f"loadtest: {kind}: {line}", file=sys.stderr)
     print(f"loadtest: {report.verdict}: {redact(report.reason)} (run: {run_dir})", file=sys.stderr)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from loadgen.collect.late_sends import LateSends, Variant
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import with_ttft_gap
@@ -18,10 +19,12 @@ from loadgen.collect.stats import PhaseWindow, client_trust, run_stats
 from loadgen.distributed.protocol import workers_error
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 from loadgen.report.model import Report, Verdict
+from loadgen.report.rejudge import Answers, LateView, MemoryLateView, rejudge_client, slo_answers
 from loadgen.scenario.model import Scenario
 
 SCHEMA_VERSION = 1
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
+Groups = dict[str, dict[str, Any]]  # metrics by class or adapter name
 
 # Fractions keep more digits than ms values: 3 decimals would hide a 0.04% error rate.
 _DIGITS = {"error_rate": 6, "cancel_rate": 6}
@@ -108,6 +111,10 @@ class RunFacts:
     run_error: str | None = None
     client_cpu_percent: float | None = None  # the load generator's, during the traffic
     workers: Mapping[str, Any] | None = None  # a distributed run's `client.workers`
+    # What held the load generator's loop, and the machine's stalls (run.json; None: not watched).
+    client_stalls: Mapping[str, Any] | None = None
+    machine_stalls: Mapping[str, Any] | None = None
+    machine_spans: tuple[tuple[float, float], ...] = ()  # those stalls, (start, end) on the run clock
 
 
 @dataclass(frozen=True)
@@ -129,30 +136,73 @@ def build_report(
     judging: Judging,
     records: Iterable[RequestRecord] | RunStats,
     windows: Sequence[PhaseWindow],
+    late: LateView | None = None,
+    more_answers: Answers | None = None,
 ) -> Report:
     """report.json, from the records or their statistics already accumulated
-    (RunStats: one pass over a file of any length); `knee`, `capacity` and `replicas` are None
-    for a plain run. A lost worker (in `facts.workers`) makes the verdict `error`."""
+    (RunStats: one pass over a file of any length; `late` then re-judges a run whose sends were
+    late, loadgen.report.rejudge, on its SLOs and `more_answers`); `knee`, `capacity` and
+    `replicas` are None for a plain run. A lost worker (in `facts.workers`) makes the verdict `error`."""
     name, started_at, duration_s, server = facts.name, facts.started_at, facts.duration_s, facts.server
     slo_spec, workers = judging.slo, facts.workers
+    if not isinstance(records, RunStats):
+        records = list(records)
+        late = late or MemoryLateView(records, windows, judging.max_lag_p99_ms)
     stats = records if isinstance(records, RunStats) else run_stats(records, windows)
     run_error = facts.run_error or workers_error(workers)
     metrics = stats.overall().metrics(windows)
     server_info = normalize_server(server)
     if "metrics" in server_info:  # the server's own /metrics (None where not scraped)
         server_info["metrics"] = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
-    named = list(slo_spec.classes) if slo_spec is not None else []
-    # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
-    several = bool(named) or len(stats.first_id) > 1
-    classes = stats.class_metrics(named) if several else {}
-    adapters = stats.adapter_metrics(list(slo_spec.adapters) if slo_spec is not None else [])
-    slos = check_slos(slo_spec, metrics, server_info, classes, adapters) if slo_spec is not None else []
-    client = client_trust(
-        stats.lag.percentiles()["p99"] or 0.0,
-        judging.max_lag_p99_ms,
-        facts.client_cpu_percent,
-        judging.max_client_cpu_percent,
+
+    def judge(stats: RunStats, metrics: dict[str, Any]) -> tuple[Groups, Groups, list[SLOResult]]:
+        """Each class's and adapter's metrics, and the SLO results, of `stats`."""
+        named = list(slo_spec.classes) if slo_spec is not None else []
+        # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
+        several = bool(named) or len(stats.first_id) > 1
+        classes = stats.class_metrics(named) if several else {}
+        adapters = stats.adapter_metrics(list(slo_spec.adapters) if slo_spec is not None else [])
+        slos = check_slos(slo_spec, metrics, server_info, classes, adapters) if slo_spec is not None else []
+        return classes, adapters, slos
+
+    classes, adapters, slos = judge(stats, metrics)
+    cpu_exceeded = (
+        facts.client_cpu_percent is not None
+        and judging.max_client_cpu_percent is not None
+        and facts.client_cpu_percent > judging.max_client_cpu_percent
     )
+
+    def answers(variant: Variant | None) -> dict[str, str]:
+        if variant is None:
+            slo_results = slos
+        else:
+            view = late.stats(variant)  # type: ignore[union-attr]  # only asked where there is one
+            slo_results = judge(view, view.overall().metrics(windows))[2]
+        return {**slo_answers(slo_results), **(more_answers(variant) if more_answers is not None else {})}
+
+    late_sends = None if late is None else late.late()
+    during = None if late_sends is None else late_sends.during(facts.machine_spans)
+
+    def machine_note(late: LateSends) -> str:
+        return f", {during} of them while the machine stalled" if during else ""
+
+    client = rejudge_client(
+        client_trust(
+            stats.lag.percentiles()["p99"] or 0.0,
+            judging.max_lag_p99_ms,
+            facts.client_cpu_percent,
+            judging.max_client_cpu_percent,
+        ),
+        late_sends,
+        answers,
+        cpu_exceeded=cpu_exceeded,
+        machine_note=machine_note,
+    )
+    if facts.client_stalls is not None:
+        client["stalls"] = dict(facts.client_stalls)
+    if facts.machine_stalls is not None:
+        machine = {key: value for key, value in facts.machine_stalls.items() if key != "origin_ns"}
+        client["machine"] = {"count": None, "max_ms": None, **machine, "late_sends": during}
     if workers is not None:
         client["workers"] = {
             key: value for key, value in workers.items() if key not in ("local_pids", "pids")

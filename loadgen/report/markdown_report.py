@@ -8,6 +8,7 @@ from pathlib import Path
 from loadgen.collect.server_metrics_summary import notable_ttft_gap
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.fmt import format_number
+from loadgen.report.client_words import punctuality_lines
 from loadgen.report.energy_markdown import energy_lines
 from loadgen.report.evaluation_markdown import evaluation_lines
 from loadgen.report.markdown_images import image_lines
@@ -70,6 +71,7 @@ def _key_numbers(report: Report) -> list[str]:
         f"- Output tokens: {_num(metrics.output_tokens_per_s, 'tok/s')} "
         f"(counted from: {metrics.tokens_source or 'no tokens'})",
         f"- Client: {trust}, schedule lag p99 {_num(client.schedule_lag_p99_ms, 'ms')}",
+        *(f"  - {line}" for line in punctuality_lines(client)),
         "",
     ]
 

@@ -11,13 +11,15 @@ without its reports).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadgen.collect.energy import Span
 from loadgen.collect.energy_samples import ENERGY_FILE, EnergySample, read_energy_samples
+from loadgen.collect.late_sends import LateSendScan, count_overlapping
+from loadgen.collect.machine_watch import machine_spans
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, SkippedLines, read_records
@@ -28,13 +30,15 @@ from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.build import Judging, RunFacts, build_report
 from loadgen.report.energy_report import energy_section
 from loadgen.report.model import Report
+from loadgen.report.rejudge import FileLateView
 from loadgen.report.safe_write import write_formats
-from loadgen.report.scan import scan_records
+from loadgen.report.scan import ChunkHook, scan_records
 from loadgen.report.search_report import build_search_report
 from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
+from loadgen.traffic.stall_watch import CLIENT_STALLS_FILE, read_stalls
 
 if TYPE_CHECKING:
     from loadgen.report.html.inputs import ChartRecords
@@ -71,6 +75,8 @@ def render_reports(
         from loadgen.report.html.inputs import ChartRecords  # matplotlib only where html is asked for
 
         charts = ChartRecords()
+    judging = Judging.of(scenario)
+    late: FileLateView | None = None  # with no records, a late run cannot be re-judged
     if (run_dir / SUMMARY_FILE).exists():
         # Workers shipped statistics (`--records summary`): no records to read or to chart.
         try:
@@ -79,15 +85,17 @@ def render_reports(
             stats, run_error = RunStats(schedule.windows), run_error or str(exc)
     else:
         skipped = SkippedLines()
-        offer = None if charts is None else charts.offer
-        stats = scan_records(path, schedule.windows, skipped, on_chunk=offer)
+        late = FileLateView(path, schedule.windows, LateSendScan(judging.max_lag_p99_ms))
+        stats = scan_records(path, schedule.windows, skipped, on_chunk=_both(late.scan.offer, charts))
         _warn_skipped(skipped, path)
     # The server's own /metrics over the same window (bracketed by the scrapes around it).
     server_metrics = summarize_server_metrics(
         read_server_metrics(run_dir / RESOURCES_FILE), start_s=scenario.warmup, end_s=schedule.duration_s
     )
-    facts = _facts(scenario, meta, {**meta.server, "memory": memory, "metrics": server_metrics}, run_error)
-    report = build_report(facts, Judging.of(scenario), stats, schedule.windows)
+    facts = _facts(
+        run_dir, scenario, meta, {**meta.server, "memory": memory, "metrics": server_metrics}, run_error
+    )
+    report = build_report(facts, judging, stats, schedule.windows, late)
     spans = {window.index: Span(window.start_s, window.end_s) for window in schedule.windows}
     report.energy = energy_section(meta.energy, _energy_samples(run_dir), report, spans)
     _write(report, run_dir, scenario, schedule, meta, charts, formats)
@@ -111,7 +119,7 @@ def _render_search(
     memory = summarize_memory(read_samples(run_dir / RESOURCES_FILE), start_s=start, end_s=end)
     scrapes = read_server_metrics(run_dir / RESOURCES_FILE)
     report = build_search_report(
-        _facts(scenario, meta, {**meta.server, "memory": memory}, run_error),
+        _facts(run_dir, scenario, meta, {**meta.server, "memory": memory}, run_error),
         scenario,
         records,
         windows,
@@ -129,8 +137,11 @@ def _render_search(
     return report
 
 
-def _facts(scenario: Scenario, meta: RunMeta, server: dict[str, Any], run_error: str | None) -> RunFacts:
+def _facts(
+    run_dir: Path, scenario: Scenario, meta: RunMeta, server: dict[str, Any], run_error: str | None
+) -> RunFacts:
     """What run.json says about the run, as the report states it."""
+    spans = machine_spans(run_dir, meta.machine_stalls)
     return RunFacts(
         name=scenario.name,
         started_at=datetime.fromisoformat(meta.started_at),
@@ -139,7 +150,22 @@ def _facts(scenario: Scenario, meta: RunMeta, server: dict[str, Any], run_error:
         run_error=run_error,
         client_cpu_percent=meta.client_cpu_percent,
         workers=meta.workers if meta.workers and "count" in meta.workers else None,
+        client_stalls=_client_stalls(run_dir, meta.client_stalls, spans),
+        machine_stalls=meta.machine_stalls,
+        machine_spans=spans,
     )
+
+
+def _client_stalls(
+    run_dir: Path, summary: dict[str, Any] | None, machine: tuple[tuple[float, float], ...]
+) -> dict[str, Any] | None:
+    """run.json's `client_stalls`, with how many of them the machine's own stalls overlapped."""
+    if summary is None:
+        return None
+    held = [
+        (line["t_s"], line["t_s"] + line["ms"] / 1000) for line in read_stalls(run_dir / CLIENT_STALLS_FILE)
+    ]
+    return {**summary, "during_machine": count_overlapping(held, machine)}
 
 
 def _write(
@@ -167,6 +193,18 @@ def _write(
             write_formats(report, run_dir, ["json"])  # so report.json agrees with the exit code
     else:  # the verdict line says the run's own reason; this says which reports are missing
         print(f"loadtest: error: {failure}", file=sys.stderr, flush=True)
+
+
+def _both(offer: ChunkHook, charts: ChartRecords | None) -> ChunkHook:
+    """The late-send scan's hook, and report.html's sample's where it is drawn."""
+    if charts is None:
+        return offer
+
+    def both(chunk: Sequence[Mapping[str, Any]]) -> None:
+        offer(chunk)
+        charts.offer(chunk)
+
+    return both
 
 
 def _energy_samples(run_dir: Path) -> list[EnergySample]:

@@ -22,6 +22,8 @@ CHUNK_RECORDS = 65_536
 
 # Called with each chunk of raw record dicts (as read from the file) after RunStats has it.
 ChunkHook = Callable[[Sequence[Mapping[str, Any]]], None]
+# Turns each chunk into the records RunStats is to see (a re-judged run's views: late_sends).
+ChunkAdjust = Callable[[Sequence[Mapping[str, Any]]], Sequence[Mapping[str, Any]]]
 
 
 def scan_records(
@@ -30,12 +32,14 @@ def scan_records(
     skipped: SkippedLines | None = None,
     on_chunk: ChunkHook | None = None,
     budget: int = EXACT_BUDGET,
+    adjust: ChunkAdjust | None = None,
 ) -> RunStats:
     """RunStats over the records file at `path` (None or missing: no records); `budget`: values
-    per metric kept exactly before the sketch takes over."""
+    per metric kept exactly before the sketch takes over; `adjust`: what RunStats sees of each
+    chunk (the hook still gets the chunk as read)."""
     stats = RunStats(windows, budget)
     for chunk in _chunks(path, skipped):
-        stats.add(columns_from_dicts(chunk))
+        stats.add(columns_from_dicts(chunk if adjust is None else adjust(chunk)))
         if on_chunk is not None:
             on_chunk(chunk)
     return stats

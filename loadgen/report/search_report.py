@@ -11,17 +11,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from loadgen.collect.late_sends import Variant, adjust_records
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import phase_metrics
 from loadgen.evaluate.curve import Over
-from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured
-from loadgen.evaluate.plan import evaluate
+from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured, search_results
+from loadgen.evaluate.plan import evaluate, judge_curve
+from loadgen.evaluate.search import SearchSpec
 from loadgen.fmt import format_number
 from loadgen.report.build import Judging, RunFacts, build_report, round_floats
 from loadgen.report.drill_facts import failed_drills, failure_line, passed_summary
 from loadgen.report.model import Report, Verdict
 from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Replicas, Verified
 from loadgen.report.model.metrics import Phase
+from loadgen.report.rejudge import MemoryLateView
 from loadgen.report.words import capacity_words
 from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
@@ -102,6 +105,31 @@ def _verdict(report: Report, over: str) -> tuple[Verdict, str]:
     return "pass", summary
 
 
+def curve_answers(
+    windows: Sequence[LevelWindow],
+    records: Sequence[RequestRecord],
+    search: SearchSpec,
+    scenario: Scenario,
+    variant: Variant | None,
+) -> dict[str, str]:
+    """The knee and the capacity level as sentences (loadgen.report.rejudge), as measured or in
+    a view of the late sends: a search re-judged on them as well as on its SLOs."""
+    if variant is not None:
+        records = adjust_records(records, variant, scenario.client.max_schedule_lag_p99 * 1000)
+    results = search_results(
+        windows, records, scenario.slo, search.max_drift, search.precision is not None, scenario.seed
+    )
+    curve = judge_curve(results, search.over, search.precision)
+    capacity = None if curve.capacity is None else curve.capacity.get("level")
+    knee = curve.knee_level
+    return {
+        "knee": "no knee" if knee is None else f"the knee is at {format_number(knee)}",
+        "capacity": "no level held"
+        if capacity is None
+        else f"the capacity level is {format_number(capacity)}",
+    }
+
+
 def build_search_report(
     facts: RunFacts,
     scenario: Scenario,
@@ -140,8 +168,22 @@ def build_search_report(
         server=server,
         run_error=facts.run_error or (None if windows else "the search ran no load level"),
     )
+    judging = Judging.of(scenario)
+    operating_windows = [window.phase_window() for window in operating]
+    searched = [window for window in windows if window.role == "search"]
+    late = MemoryLateView(
+        records,
+        operating_windows,
+        judging.max_lag_p99_ms,
+        measured_s=sum(window.end_s - window.start_s for window in windows),
+    )
     report = build_report(
-        facts, Judging.of(scenario), records, [window.phase_window() for window in operating]
+        facts,
+        judging,
+        records,
+        operating_windows,
+        late,
+        more_answers=lambda variant: curve_answers(searched, records, mode.search, scenario, variant),
     )
     report.phases = _phases(records, windows)
     if operating and operating[0].target_rate is None:

@@ -8,6 +8,8 @@ it all down in the one safe order. Lives in the gevent world.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ import gevent.event
 from loadgen.collect.coldstart import summarize_cold_starts
 from loadgen.collect.energy_sampler import EnergySampler
 from loadgen.collect.energy_samples import ENERGY_FILE
+from loadgen.collect.machine_watch import MACHINE_STALLS_FILE, MachineWatch, machine_summary
 from loadgen.collect.memory import RESOURCES_FILE
 from loadgen.collect.record_files import records_path
 from loadgen.collect.records import RecordWriter, RequestRecord
@@ -32,9 +35,13 @@ from loadgen.rundir.folder import RunMeta, create_run_dir, utc_now, write_scenar
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
+from loadgen.traffic.stall_watch import CLIENT_STALLS_FILE, StallWatch
 from servers.base import Adapter, Endpoint
 from servers.cpus import CLIENT_CORES, available_cpus
 from servers.registry import make_adapter
+
+# A hold of the loop this long delays a send by as much: half the default lag bound.
+STALL_THRESHOLD_MS = 5.0
 
 
 @dataclass
@@ -60,6 +67,9 @@ class RunContext:
     endpoint: Endpoint | None = None
     replicas: list[Adapter] = field(default_factory=list)  # more servers (a plan's verification)
     started: float = field(default_factory=time.monotonic)
+    _stalls: StallWatch | None = None
+    _machine: MachineWatch | None = None
+    _origin_ns: int = 0
 
     @classmethod
     def open(
@@ -129,6 +139,34 @@ class RunContext:
         """The run clock's zero: records, samples and a server death's time share it."""
         self.guards.set_origin(t0_ns, self.resources, self.scraper, self.energy)
 
+    def watch_stalls(self, origin_ns: int) -> None:
+        """From here to `stop_watching`: what holds this process's loop (client-stalls.jsonl),
+        and the machine's own stalls on its cores (a reference timer beside it,
+        machine-stalls.txt); both kept in run.json."""
+        self.stop_watching()
+        self._stalls = StallWatch(self.run_dir / CLIENT_STALLS_FILE, STALL_THRESHOLD_MS)
+        self._stalls.start(origin_ns)
+        self._machine = MachineWatch.start(
+            sorted(os.sched_getaffinity(0)), self.run_dir / MACHINE_STALLS_FILE
+        )
+        self._origin_ns = origin_ns
+        if self._machine is None:
+            print(
+                "loadtest: warning: the reference timer did not start: the machine's stalls are not told "
+                "apart from the client's",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def stop_watching(self) -> None:
+        """Safe to call at any point, and again."""
+        if self._stalls is not None:
+            self.meta.client_stalls = {"threshold_ms": STALL_THRESHOLD_MS, **self._stalls.stop().to_dict()}
+            self._stalls = None
+            machine = None if self._machine is None else self._machine.stop()
+            self.meta.machine_stalls = machine_summary(machine, self._origin_ns, STALL_THRESHOLD_MS)
+            self._machine = None
+
     def save_meta(self) -> None:
         self.meta.save(self.run_dir, self.guards.fault.fail)
 
@@ -139,6 +177,7 @@ class RunContext:
     def close(self) -> None:
         """Stop everything in the one safe order; never raises, safe to call once at any point."""
         self.guards.server_watch.stop()  # the servers are stopped on purpose from here on
+        self.stop_watching()
         self.scraper.stop()  # one last scrape while the server is still up
         self.resources.stop()  # before the server goes: its exit is no memory sample
         self.energy.stop()  # the last window closes with the traffic, not with the server's exit

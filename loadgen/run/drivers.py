@@ -54,6 +54,7 @@ class PlainDriver:
         try:
             with cpu:
                 t0_ns = planned_t0_ns()
+                ctx.watch_stalls(t0_ns)
                 ctx.start_clock(t0_ns)
                 ctx.observers.traffic_started(lambda: runner.dispatcher.in_flight)
                 announcer = ctx.announce_phases(t0_ns)
@@ -62,6 +63,7 @@ class PlainDriver:
                 finally:
                     announcer.kill()
         finally:
+            ctx.stop_watching()
             ctx.meta.client_cpu_percent = cpu.percent
             ctx.observers.traffic_finished()
 
@@ -112,6 +114,7 @@ class SearchDriver:
         ctx.observers.traffic_started(levels.in_flight)
         freeze_heap()
         try:
+            ctx.watch_stalls(origin_ns)
             results = run_search(levels, print_line)
             curve = judge_curve(results, search.over, search.precision)  # as the report judges it
             ctx.observers.evaluation(curve.knee_level, curve.capacity_rps)
@@ -136,6 +139,7 @@ class SearchDriver:
         except SearchStopped as exc:
             raise RunAborted(str(exc)) from None
         finally:
+            ctx.stop_watching()
             # Also for a search stopped early (client lag, Ctrl-C): `client.max_cpu` is judged.
             cpu = [window.cpu_percent for window in levels.windows if window.cpu_percent is not None]
             ctx.meta.client_cpu_percent = max(cpu, default=None)

@@ -32,6 +32,7 @@ from loadgen.evaluate.search import SearchSpec, more_trials
 from loadgen.evaluate.throughput import CLOSED_LOOP
 from loadgen.fmt import format_number
 from loadgen.live.observers import Observers, PhaseInfo
+from loadgen.run.late_level import late_level, print_warning
 from loadgen.run.search import SearchStopped
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.balancer import Balancer
@@ -253,15 +254,20 @@ class LevelRunner:
                 if not more_trials(result, spec, over_budget=self._over_budget()):
                     break
             lag_ms = self.lag_p99_ms(windows)
+            max_lag_ms = scenario.client.max_schedule_lag_p99 * 1000
+            late = None
+            if lag_ms > max_lag_ms:
+                bound = format_number(max_lag_ms)
+                lag = f"schedule lag p99 {format_number(lag_ms)} ms exceeded the {bound} ms bound"
+                late = late_level(windows, self.records, scenario, spec, lag)
         finally:  # the level's result is all a search needs of it: its records are on disk
             self._measuring, self.records = False, []
-        max_lag_ms = scenario.client.max_schedule_lag_p99 * 1000
-        if lag_ms > max_lag_ms:
+        if late is not None and late.stop is not None:
             raise SearchStopped(
-                f"level {format_number(level)}: schedule lag p99 {format_number(lag_ms)} ms exceeded the "
-                f"{format_number(max_lag_ms)} ms bound: the client could not keep up",
-                measured=result,
+                f"level {format_number(level)}: {late.stop}: the client could not keep up", measured=result
             )
+        if late is not None:
+            print_warning(f"level {format_number(level)}: {late.warning}")
         return result
 
     def _over_budget(self) -> bool:

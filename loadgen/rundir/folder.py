@@ -44,6 +44,10 @@ class RunMeta:
     # What the energy sampler decided and did (loadgen.collect.energy_sampler.describe): the
     # devices counted or why none, the idle span; the figures come from energy.jsonl.
     energy: dict[str, Any] | None = None
+    # What held the load generator's own loop during the traffic (its StallWatch's summary), and
+    # the machine's own stalls on its cores (its reference timer's: loadgen.collect.machine_watch).
+    client_stalls: dict[str, Any] | None = None
+    machine_stalls: dict[str, Any] | None = None
 
     def save(self, run_dir: Path, on_failure: Callable[[str], None] | None = None) -> bool:
         """Write run.json atomically (a crash never leaves half a file); False when the disk

@@ -89,7 +89,9 @@ def test_report_keys_match_contract() -> None:
     assert r["started_at"] == "2026-11-22T10:00:00Z"
     assert r["duration_s"] == 15.123
     assert r["knee"] is None and r["capacity"] is None and r["replicas"] is None
-    assert set(r["client"]) == {"trustworthy", "schedule_lag_p99_ms", "cpu_percent", "untrusted_because"}
+    assert set(r["client"]) == {
+        "trustworthy", "schedule_lag_p99_ms", "cpu_percent", "untrusted_because", "warning", "late_sends"
+    }
     assert set(r["server"]) == {"kind", "cold_start_s", "memory"}
     assert set(r["server"]["cold_start_s"]) == {"ready", "first_token", "samples", "p50", "max"}
     assert set(r["server"]["memory"]) == {"rss_mb_start", "rss_mb_peak", "growth_mb_per_min", "samples"}

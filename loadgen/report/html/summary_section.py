@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from loadgen.fmt import format_number
+from loadgen.report.client_words import machine_line, stalls_line
 from loadgen.report.html.charts import short_number
 from loadgen.report.html.page import Banner, Card, cards, escape, grid, note, status_of, table
 from loadgen.report.model import Report
-from loadgen.report.model.metrics import Client, Metrics, SLOCheck, Tools
+from loadgen.report.model.client import Client
+from loadgen.report.model.metrics import Metrics, SLOCheck, Tools
 from loadgen.report.model.server import Server
 
 
@@ -154,6 +156,16 @@ def client_block(client: Client) -> str:
         Card("schedule lag p99", num(client.schedule_lag_p99_ms, "ms")),
         Card("client CPU", num(client.cpu_percent, "%")),
     ]
+    if client.warning:
+        items.append(
+            Card("late sends", num(client.late_sends.count if client.late_sends else 0), client.warning)
+        )
+    machine, own = machine_line(client), stalls_line(client)
+    if machine is not None:
+        stalled = bool(client.machine and client.machine.count)
+        items.append(Card("machine", "stalled" if stalled else "steady", machine))
+    if own is not None:
+        items.append(Card("client stalls", num(client.stalls.count if client.stalls else 0), own))
     workers = client.workers
     if workers is not None and workers.count:
         lost = sum(worker.requests_lost for worker in workers.lost)

@@ -361,16 +361,3 @@ class Workers(ReportPart):
         description="`summary` (`--records summary`): the workers shipped mergeable statistics, kept in "
         "requests-summary.msgpack; no requests.jsonl",
     )
-
-
-class Client(ReportPart):
-    """Whether the load generator kept up; when it did not, the verdict is `error`."""
-
-    trustworthy: bool = Field(description="false: the verdict is `error` whatever the SLOs say")
-    schedule_lag_p99_ms: float = Field(description="p99 of how late requests left, ms (all past warm-up)")
-    cpu_percent: float | None = Field(
-        description="the load generator's CPU use during the traffic, % of one core (the busiest worker's "
-        "in a distributed run)"
-    )
-    untrusted_because: str | None = Field(description="why the numbers cannot be trusted; null when they can")
-    workers: Workers | None = Field(default=None, description="distributed runs only")

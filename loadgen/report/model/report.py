@@ -10,9 +10,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from loadgen.report.model.client import Client
 from loadgen.report.model.energy import Energy
 from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Replicas
-from loadgen.report.model.metrics import Client, Metrics, Phase, ReportPart, SLOCheck
+from loadgen.report.model.metrics import Metrics, Phase, ReportPart, SLOCheck
 from loadgen.report.model.server import Server
 
 Verdict = Literal["pass", "fail", "error"]
