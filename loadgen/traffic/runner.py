@@ -113,7 +113,10 @@ class TrafficRunner:
         ended_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
         self.dispatcher.close()  # turns still thinking when the run stopped are not sent
         if environment.runner is not None:
-            environment.runner.quit()  # kills what is still in flight: those records say 'interrupted'
+            # Kills what is still in flight: those records say 'interrupted'. In a greenlet of its
+            # own, which a stall is named after (client-stalls.jsonl): Locust's stop() logs its
+            # caller through inspect.stack(), which maps every module to its file.
+            gevent.spawn(environment.runner.quit).join()
         return TrafficOutcome(
             t0_ns=self.t0_ns,
             released=self.dispatcher.released,
