@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from loadgen.collect.late_sends import LateSends, Variant
+from loadgen.collect.late_sends import Variant
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import with_ttft_gap
@@ -173,19 +173,15 @@ def build_report(
     )
 
     def answers(variant: Variant | None) -> dict[str, str]:
-        if variant is None:
-            slo_results = slos
-        else:
-            view = late.stats(variant)  # type: ignore[union-attr]  # only asked where there is one
-            slo_results = judge(view, view.overall().metrics(windows))[2]
-        return {**slo_answers(slo_results), **(more_answers(variant) if more_answers is not None else {})}
+        """Every SLO's pass or fail (and `more_answers`), as measured or in a view of the late sends."""
+        results = slos
+        if variant is not None and late is not None:
+            view = late.stats(variant)
+            results = judge(view, view.overall().metrics(windows))[2]
+        return {**slo_answers(results), **(more_answers(variant) if more_answers is not None else {})}
 
     late_sends = None if late is None else late.late()
     during = None if late_sends is None else late_sends.during(facts.machine_spans)
-
-    def machine_note(late: LateSends) -> str:
-        return f", {during} of them while the machine stalled" if during else ""
-
     client = rejudge_client(
         client_trust(
             stats.lag.percentiles()["p99"] or 0.0,
@@ -196,7 +192,7 @@ def build_report(
         late_sends,
         answers,
         cpu_exceeded=cpu_exceeded,
-        machine_note=machine_note,
+        note=f", {during} of them while the machine stalled" if during else "",
     )
     if facts.client_stalls is not None:
         client["stalls"] = dict(facts.client_stalls)

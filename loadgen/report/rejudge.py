@@ -109,11 +109,11 @@ def rejudge_client(
     answers: Answers,
     *,
     cpu_exceeded: bool,
-    machine_note: Callable[[LateSends], str] | None = None,
+    note: str = "",
 ) -> dict[str, Any]:
     """client_trust's result, re-judged when only its lag bound was crossed (module docstring):
     `late_sends` added (None without records), `trustworthy`, `untrusted_because` and `warning`
-    set. `machine_note`: what the machine's own stalls say of the late sends
+    set. `note`: what the machine's own stalls say of the late sends, for the warning
     (', 3 of them while the machine stalled')."""
     client = {**client, "late_sends": None, "warning": None}
     if late is None:
@@ -131,7 +131,6 @@ def rejudge_client(
         depends = "; ".join(changed)
         client["untrusted_because"] = f"{lag}, and the verdict depends on the late sends: {depends}"
         return client
-    note = machine_note(late) if machine_note is not None else ""
     client["trustworthy"], client["untrusted_because"] = True, None
     client["warning"] = f"{late.words()}{note} ({lag}); no verdict depends on them"
     return client

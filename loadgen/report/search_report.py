@@ -112,8 +112,9 @@ def curve_answers(
     scenario: Scenario,
     variant: Variant | None,
 ) -> dict[str, str]:
-    """The knee and the capacity level as sentences (loadgen.report.rejudge), as measured or in
-    a view of the late sends: a search re-judged on them as well as on its SLOs."""
+    """The knee and the capacity level over the searched levels of `windows`, as sentences
+    (loadgen.report.rejudge), as measured or in a view of the late sends: a search is re-judged
+    on them as well as on its SLOs."""
     if variant is not None:
         records = adjust_records(records, variant, scenario.client.max_schedule_lag_p99 * 1000)
     results = search_results(
@@ -170,7 +171,6 @@ def build_search_report(
     )
     judging = Judging.of(scenario)
     operating_windows = [window.phase_window() for window in operating]
-    searched = [window for window in windows if window.role == "search"]
     late = MemoryLateView(
         records,
         operating_windows,
@@ -183,7 +183,7 @@ def build_search_report(
         records,
         operating_windows,
         late,
-        more_answers=lambda variant: curve_answers(searched, records, mode.search, scenario, variant),
+        more_answers=lambda variant: curve_answers(windows, records, mode.search, scenario, variant),
     )
     report.phases = _phases(records, windows)
     if operating and operating[0].target_rate is None:

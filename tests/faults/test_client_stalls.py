@@ -33,8 +33,13 @@ report: {{formats: [json, markdown]}}
 
 
 def held_run(tmp_path: Path, spec: str, slo: str, client: str = "") -> tuple[int, str, dict[str, Any], Path]:
+    return held_cli(tmp_path, spec, SCENARIO.format(slo=slo, client=client))
+
+
+def held_cli(tmp_path: Path, spec: str, scenario_text: str) -> tuple[int, str, dict[str, Any], Path]:
+    """`loadtest run` of the scenario with its loop held as `spec` says (held_loop.py)."""
     scenario = tmp_path / "held.yaml"
-    scenario.write_text(SCENARIO.format(slo=slo, client=client), encoding="utf-8")
+    scenario.write_text(scenario_text, encoding="utf-8")
     out = tmp_path / "runs"
     done = subprocess.run(
         [
@@ -124,3 +129,24 @@ def test_a_stolen_core_is_reported_as_the_machine_s_stall(tmp_path: Path) -> Non
     own = [line for line in stall_lines(run_dir) if "hold_loop" not in line["detail"]]
     assert all(line["ms"] < 20.0 for line in own), own
     assert "loadtest: note: the machine stalled" in stderr, stderr
+
+
+SEARCH = """name: held-search
+server: {kind: simulated, ttft: 20ms, itl: 2ms, slots: 64}
+workload: {prompt_tokens: {kind: fixed, value: 8}, output_tokens: {kind: fixed, value: 8}}
+search: {over: rate, levels: [50, 100], level_duration: 3s, level_warmup: 0.5s, precision: null}
+slo: {ttft: {p95: 1s}}
+client: {max_schedule_lag_p99: 5ms, max_cpu: 100%}
+report: {formats: [json, markdown]}
+"""
+
+
+def test_a_search_level_with_late_sends_no_verdict_depends_on_goes_on(tmp_path: Path) -> None:
+    # Two 40-ms holds in the first level (~175 sends): its lag p99 crosses the 5-ms bound, its
+    # TTFT p95 is nowhere near 1 s either way, so the search measures its second level too.
+    code, stderr, report, _ = held_cli(tmp_path, "50:40,100:40", SEARCH)
+    assert code == 0, stderr
+    assert "loadtest: warning: level 50: " in stderr, stderr
+    assert "the level's verdict does not depend on them" in stderr
+    assert [phase["level"] for phase in report["phases"]] == [50, 100]
+    assert report["capacity"]["level"] == 100, report["capacity"]
