@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness import poisson_scenario, run_loadtest, server_timings, simulated_server
+from harness import poisson_scenario, run_loadtest, server_timings, simulated_server, trust_word
 
 TTFT_MS, ITL_MS, OUTPUT_TOKENS = 50.0, 10.0, 64
 TRUE_E2E_MS = TTFT_MS + (OUTPUT_TOKENS - 1) * ITL_MS
@@ -67,7 +67,7 @@ def print_table(rows: list[dict[str, object]]) -> None:
                 f"{_fmt(srv50):>8} {_fmt(values['p50']):>8} {_delta(values['p50'], truth):>7} "
                 f"{_delta(values['p50'], srv50):>6} {_fmt(srv95):>8} {_fmt(values['p95']):>8} "
                 f"{_delta(values['p95'], truth):>7} {_delta(values['p95'], srv95):>6} "
-                f"{client['schedule_lag_p99_ms']:>8.2f} {client['trustworthy']!s:>8}"
+                f"{client['schedule_lag_p99_ms']:>8.2f} {trust_word(client):>8}"
             )
     print()
     print("truth = the server's configuration; srv = the server's own record of when it wrote each")

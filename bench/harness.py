@@ -146,3 +146,9 @@ traffic:
   - {{kind: poisson, rate: {rate}, duration: {duration}s, max_concurrency: 4096}}
 warmup: 2s
 """
+
+
+def trust_word(client: dict[str, Any]) -> str:
+    """report.json's client trust: True, False, or `warned` (its lag bound was crossed by late
+    sends no verdict depended on: trusted, with a warning; docs/guide/accuracy.md, late sends)."""
+    return "warned" if client.get("warning") else str(client["trustworthy"])
