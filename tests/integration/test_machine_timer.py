@@ -3,13 +3,14 @@ its core), real signals and a really killed parent. Each test takes well under 2
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -143,14 +144,24 @@ def test_a_real_stall_of_the_watched_core_is_recorded(tmp_path: Path) -> None:
     assert result.measured
 
 
-def test_the_timer_ignores_a_terminals_signals_and_ends_when_its_pipe_closes(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def ticking_timer(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The timer as the load generator starts it, writing every tick, past its start-up (its
+    signals blocked by then); killed at the end whatever the test did."""
     path = tmp_path / "ticks.txt"
     timer = subprocess.Popen(
         [sys.executable, "-I", "-S", machine_timer.__file__, "5", "0", str(path)], stdin=subprocess.PIPE
     )
     try:
-        # Writing every tick: past its start-up, its signals blocked.
         assert _wait_until(lambda: path.exists() and path.stat().st_size > 0, within_s=2.0)
+        yield timer
+    finally:
+        timer.kill()
+        timer.wait()
+
+
+def test_the_timer_ignores_a_terminals_signals_and_ends_when_its_pipe_closes(tmp_path: Path) -> None:
+    with ticking_timer(tmp_path) as timer:
         for signum in machine_timer.BLOCKED_SIGNALS:
             timer.send_signal(signum)
         time.sleep(0.05)
@@ -158,23 +169,12 @@ def test_the_timer_ignores_a_terminals_signals_and_ends_when_its_pipe_closes(tmp
         assert timer.stdin is not None
         timer.stdin.close()
         assert timer.wait(timeout=1.0) == 0
-    finally:
-        timer.kill()
-        timer.wait()
 
 
 def test_sigterm_ends_the_timer(tmp_path: Path) -> None:
-    path = tmp_path / "ticks.txt"
-    timer = subprocess.Popen(
-        [sys.executable, "-I", "-S", machine_timer.__file__, "5", "0", str(path)], stdin=subprocess.PIPE
-    )
-    try:
-        assert _wait_until(lambda: path.exists() and path.stat().st_size > 0, within_s=2.0)
+    with ticking_timer(tmp_path) as timer:
         timer.terminate()
         assert timer.wait(timeout=1.0) == -signal.SIGTERM
-    finally:
-        timer.kill()
-        timer.wait()
 
 
 def test_the_timer_ends_when_its_parent_is_killed(tmp_path: Path) -> None:

@@ -90,7 +90,12 @@ def test_report_keys_match_contract() -> None:
     assert r["duration_s"] == 15.123
     assert r["knee"] is None and r["capacity"] is None and r["replicas"] is None
     assert set(r["client"]) == {
-        "trustworthy", "schedule_lag_p99_ms", "cpu_percent", "untrusted_because", "warning", "late_sends"
+        "trustworthy",
+        "schedule_lag_p99_ms",
+        "cpu_percent",
+        "untrusted_because",
+        "warning",
+        "late_sends",
     }
     assert set(r["server"]) == {"kind", "cold_start_s", "memory"}
     assert set(r["server"]["cold_start_s"]) == {"ready", "first_token", "samples", "p50", "max"}
