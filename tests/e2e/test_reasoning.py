@@ -53,6 +53,7 @@ def test_every_form_is_counted_exactly_and_timed_from_its_first_reasoning_token(
     records = [r for r in done.records() if r["status"] == "ok"]
     assert {r["class"] for r in records} == set(classes)
     errors_ms: list[float] = []
+    ttfts_ms: list[float] = []
     for record in records:
         drawn = reasoning_tokens_of(classes[record["class"]], record["class"], record["id"])
         if record["class"] == "plain":
@@ -60,14 +61,18 @@ def test_every_form_is_counted_exactly_and_timed_from_its_first_reasoning_token(
             continue
         assert record["reasoning_tokens"] == drawn, record  # the server's usage, the draw
         assert record["output_tokens"] == drawn + ANSWER
-        # TTFT: the first reasoning token, the server's TTFT after the send
-        assert (record["first_token_s"] - record["sent_s"]) * 1000 == pytest.approx(TTFT_MS, abs=15)
+        # TTFT: the first reasoning token, the server's TTFT after the send; never before it (a
+        # stall of the server's core, beside another test in this tier, only adds: once +15 ms)
+        ttfts_ms.append((record["first_token_s"] - record["sent_s"]) * 1000)
+        assert ttfts_ms[-1] >= TTFT_MS - 5, record
         # TTFAT − TTFT: the drawn reasoning tokens at the server's fixed gap each
         thinking = (record["first_answer_s"] - record["first_token_s"]) * 1000
         errors_ms.append(thinking - drawn * ITL_MS)
         assert record["reasoning_ms"] == pytest.approx(thinking, abs=0.01)
         assert len(record["itl_ms"]) == drawn + ANSWER - 1  # every token's gap
     assert len(errors_ms) > 80
+    # Timed from the first answer token instead, TTFT would be 50-190 ms (5-40 tokens at 4 ms).
+    assert median(ttfts_ms) == pytest.approx(TTFT_MS, abs=5)
     assert abs(median(errors_ms)) <= 1.0, "TTFAT − TTFT is off the server's reasoning time"
     assert max(abs(error) for error in errors_ms) <= 10.0
 

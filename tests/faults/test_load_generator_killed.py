@@ -37,5 +37,6 @@ def test_a_sigkilled_load_generator_leaves_no_process_of_its_server(tmp_path: Pa
     run = interrupt(tmp_path, SCENARIO, _has_records, signal.SIGKILL, settle_s=5.0)
     assert run.code == -signal.SIGKILL
     assert not run.outlived, f"still running 5 s after the load generator was killed: {run.outlived}"
-    # The shell, the server it started, and the guard.
-    assert len(run.commands) == 3 and run.started("orphan_guard") == 1, run.commands
+    # The shell, the server it started, the guard, and the reference timer of the machine's stalls.
+    assert len(run.commands) == 4 and run.started("orphan_guard") == 1, run.commands
+    assert run.started("machine_timer") == 1, run.commands
