@@ -71,8 +71,8 @@ def test_ab_interleaves_the_rounds_and_gates_the_pooled_candidate(tmp_path: Path
     assert data["verdict"] == "regression" and "REGRESSION" in done.stdout
     rows = {row["metric"]: row for row in data["rows"]}
     # TTFT doubled (20 -> 40 ms): the median moves by ~+100%; a tail of 80 requests a side moves
-    # less when one stall lands in the baseline's (once +49.8% where +50% was asked: a core
-    # stolen from, 10% steal on this VM). Each must still be judged a regression.
+    # less when one stall lands in the baseline's (once +49.8% where +50% was asked, on a day
+    # this VM stole up to 10% of a core). Each must still be judged a regression.
     for key, least in (("p50", 0.5), ("p95", 0.3), ("p99", 0.3)):
         row = rows[f"ttft {key}"]
         assert row["verdict"] == "regression" and row["change"] > least and row["mde"] is not None, row
