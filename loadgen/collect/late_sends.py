@@ -30,12 +30,14 @@ VARIANT_WORDS: dict[Variant, str] = {
     "left_out": "with them left out",
 }
 
-# The client is behind, not stalled, when its lateness lasts: one stretch of late sends a second
-# long (a stall of our own or the machine's is milliseconds), or late stretches covering a tenth
-# of the measured time, or a tenth of the sends late (a client at its limit falls behind again and
-# again). A stall of 60 ms every second, which a busy machine causes, covers 6% of either.
+# The client is behind, not stalled, when its lag grows: one stretch of late sends a second long
+# (a stall of our own or the machine's is milliseconds), or late stretches covering a quarter of
+# the measured time (a client at its limit falls behind again and again; its CPU bound says so
+# too). A count or share of late sends is no sign: at 4 req/s, two sends a stall made late are a
+# tenth of them; a machine stealing 30% of a core (measured on a shared CI runner) stalls the
+# client 10-30 ms at a time, late stretches covering a few percent of the time.
 SUSTAINED_STRETCH_S = 1.0
-SUSTAINED_SHARE = 0.10
+SUSTAINED_SHARE = 0.25
 # Late sends kept for their times; a run with more is behind, whatever their times say.
 MAX_KEPT = 100_000
 
@@ -77,12 +79,7 @@ class LateSends:
 
     @property
     def sustained(self) -> bool:
-        return (
-            self.overflow
-            or self.longest_s >= SUSTAINED_STRETCH_S
-            or self.share >= SUSTAINED_SHARE
-            or self.send_share >= SUSTAINED_SHARE
-        )
+        return self.overflow or self.longest_s >= SUSTAINED_STRETCH_S or self.share >= SUSTAINED_SHARE
 
     def sustained_words(self) -> str:
         """Why the lateness counts as the client falling behind (only when `sustained`)."""
@@ -90,9 +87,7 @@ class LateSends:
             return f"over {MAX_KEPT:,} sends were late"
         if self.longest_s >= SUSTAINED_STRETCH_S:
             return f"the client was behind for {self.longest_s:.1f} s in a row"
-        if self.share >= SUSTAINED_SHARE:
-            return f"the client was behind for {100 * self.share:.0f}% of the measured time"
-        return f"{100 * self.send_share:.0f}% of the sends were late"
+        return f"the client was behind for {100 * self.share:.0f}% of the measured time"
 
     def words(self) -> str:
         """'4 sends were 18-26 ms late'."""

@@ -22,7 +22,15 @@ from tests.e2e.test_workers import SCENARIO, SCHEDULED
 # another run.
 pytestmark = pytest.mark.timing
 
-SHORT = SCENARIO.replace("duration: 10s", "duration: 5s").replace("markdown]", "markdown, html]")
+# A summary run is not re-judged when its lag bound is crossed (its records are not at hand:
+# docs/guide/accuracy.md, "Late sends"), and two workers, their master and the server share two
+# cores: a CI runner whose machine stole 30% of them put the lag p99 at 11.6 ms. This test is of
+# the summary's numbers, not the workers' punctuality (test_workers.py's), so its bound is 50 ms.
+SHORT = (
+    SCENARIO.replace("duration: 10s", "duration: 5s")
+    .replace("markdown]", "markdown, html]")
+    .replace("report:", "client: {max_schedule_lag_p99: 50ms}\nreport:")
+)
 
 
 def _counted(tmp_path: Path, text: str) -> int:

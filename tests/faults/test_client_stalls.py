@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from loadgen.collect.late_sends import count_overlapping
+from loadgen.collect.machine_watch import machine_spans
 from tests.cli_helpers import ROOT, read_records, read_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
@@ -97,8 +99,9 @@ def test_holds_that_an_slo_at_the_edge_depends_on_exit_2(tmp_path: Path) -> None
 
 
 def test_a_loop_held_most_of_the_time_is_sustained_and_exits_2(tmp_path: Path) -> None:
-    # 15 ms of every 20 for a second: most sends late, the client behind rather than stalled.
-    code, stderr, report, _ = held_run(tmp_path, "50:15x50/20", "{ttft: {p95: 5s}}")
+    # 19 ms of every 20 for 1.5 s of the 3: late stretches cover over a quarter of the measured
+    # time, the client behind rather than stalled, whatever the SLO says.
+    code, stderr, report, _ = held_run(tmp_path, "50:19x75/20", "{ttft: {p95: 5s}}")
     assert code == 2, stderr
     client = report["client"]
     assert client["late_sends"]["sustained"] is True and client["late_sends"]["depends"] is None
@@ -123,11 +126,17 @@ def test_a_stolen_core_is_reported_as_the_machine_s_stall(tmp_path: Path) -> Non
     assert late["count"] >= 3 and machine["late_sends"] >= 3, (late, machine)
     assert code == 0, stderr  # no verdict depends on 60-ms stalls against a 1-s bound
     assert f", {machine['late_sends']} of them while the machine stalled (" in report["client"]["warning"]
-    # None of the 60-ms slices is put on the client: its own holds (a scrape's parse of 5-8 ms
-    # now and then) stay short. The test's greenlet forks the stealer: gevent's fork holds the
-    # loop ~8 ms, which is real, and the test's.
-    own = [line for line in stall_lines(run_dir) if "hold_loop" not in line["detail"]]
-    assert all(line["ms"] < 20.0 for line in own), own
+    # None of the 60-ms slices is put on the client alone: a client stall of 20 ms or more came
+    # while the machine stalled, and is counted so. Its own holds (a scrape's parse of 5-8 ms now
+    # and then) stay short, unless the machine stretched them: a CI runner whose machine stole
+    # 30% of the core made one 22 ms. The test's greenlet forks the stealer: gevent's fork holds
+    # the loop ~8 ms, which is real, and the test's.
+    spans = machine_spans(run_dir, json.loads((run_dir / "run.json").read_text())["machine_stalls"])
+    own = [line for line in stall_lines(run_dir) if "hold_loop" not in line["detail"] and line["ms"] >= 20.0]
+    held = [(line["t_s"], line["t_s"] + line["ms"] / 1e3) for line in own]
+    alone = [line for line, span in zip(own, held, strict=True) if not count_overlapping([span], spans)]
+    assert not alone, (alone, spans)
+    assert report["client"]["stalls"]["during_machine"] >= len(own)
     assert "loadtest: note: the machine stalled" in stderr, stderr
 
 

@@ -87,7 +87,7 @@ def _wait_until(condition: Callable[[], bool], within_s: float) -> bool:
     return True
 
 
-def test_a_quiet_run_records_few_stalls_and_leaves_no_timer(tmp_path: Path) -> None:
+def test_a_run_records_only_late_ticks_and_leaves_no_timer(tmp_path: Path) -> None:
     core = max(os.sched_getaffinity(0))
     began = time.monotonic_ns()
     watch = MachineWatch.start([core], tmp_path / "stalls.txt")
@@ -101,8 +101,9 @@ def test_a_quiet_run_records_few_stalls_and_leaves_no_timer(tmp_path: Path) -> N
     with pytest.raises(ProcessLookupError):  # reaped, not a zombie
         os.kill(watch.pid, 0)
     assert result.measured
-    # ~300 ticks: a quiet machine gives none; a unit slip (ms for ns) would give one per tick.
-    assert result.count < 30, result.stalls
+    # ~300 ticks: a quiet machine gives none, a CI runner whose machine stole 31% of the core
+    # gave 41; a unit slip (ms for ns) would give one per tick.
+    assert result.count < 100, result.stalls
     assert all(began <= start <= time.monotonic_ns() for start, _ in result.stalls)
     assert result.steal_percent is not None and 0.0 <= result.steal_percent <= 100.0
 

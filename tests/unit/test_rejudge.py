@@ -101,13 +101,22 @@ def test_sustained_lateness_is_untrusted_without_re_judging() -> None:
     assert late is not None and late.sustained and late.longest_stretch_s >= 1.0 and late.depends is None
 
 
-def test_late_stretches_over_a_tenth_of_the_time_are_sustained() -> None:
-    # 40 sends, one every half second, each 60 ms late: 2.4 s of 20 (12%), none a second long.
+def test_late_stretches_over_a_quarter_of_the_time_are_sustained() -> None:
+    # 40 sends, one every half second, each 150 ms late: 6 s of 20 (30%), none a second long.
+    behind = {i: 150.0 for i in range(0, 200, 5)}
+    report = judged(records(behind), {"ttft": {"p95": "5s"}})
+    late = report.client.late_sends
+    assert late is not None and late.longest_stretch_s < 1.0 and late.late_share > 0.25
+    assert report.verdict == "error" and "30% of the measured time" in (report.client.untrusted_because or "")
+
+
+def test_late_stretches_over_a_tenth_of_the_time_are_re_judged() -> None:
+    # The same 40 sends 60 ms late: 2.4 s of 20 (12%), as a machine stealing a core's time does.
     behind = {i: 60.0 for i in range(0, 200, 5)}
     report = judged(records(behind), {"ttft": {"p95": "5s"}})
     late = report.client.late_sends
-    assert late is not None and late.longest_stretch_s < 1.0 and late.late_share > 0.10
-    assert report.verdict == "error" and "measured time" in (report.client.untrusted_because or "")
+    assert late is not None and not late.sustained and 0.10 < late.late_share < 0.25
+    assert report.verdict == "pass" and late.depends == []
 
 
 def test_a_client_over_its_cpu_bound_is_not_re_judged() -> None:
@@ -169,9 +178,11 @@ def test_the_file_view_re_judges_as_the_memory_one_does(tmp_path: Path) -> None:
     assert scan.result(20.0).count == 4
 
 
-def test_a_tenth_of_the_sends_late_is_sustained_however_little_each() -> None:
-    behind = {i: 10.5 for i in range(0, 200, 8)}  # 25 sends of 200, each 10.5 ms late
+def test_a_tenth_of_the_sends_late_by_a_little_is_not_sustained() -> None:
+    # 25 sends of 200, each 10.5 ms late: many sends, little time; the SLO far from them.
+    behind = {i: 10.5 for i in range(0, 200, 8)}
     report = judged(records(behind), {"ttft": {"p95": "5s"}})
     late = report.client.late_sends
     assert late is not None and late.send_share == 0.125 and late.late_share < 0.10
-    assert "12% of the sends were late" in (report.client.untrusted_because or "")
+    assert not late.sustained and report.verdict == "pass"
+    assert report.client.warning is not None and report.client.warning.startswith("25 sends were")
