@@ -186,3 +186,14 @@ def test_a_tenth_of_the_sends_late_by_a_little_is_not_sustained() -> None:
     assert late is not None and late.send_share == 0.125 and late.late_share < 0.10
     assert not late.sustained and report.verdict == "pass"
     assert report.client.warning is not None and report.client.warning.startswith("25 sends were")
+
+
+def test_most_sends_late_is_the_clients_pace_and_sustained() -> None:
+    # 120 sends of 200, each 10.5 ms late: little time (6%), but lateness is the rule, not a stall.
+    behind = {i: 10.5 for i in range(200) if i % 5 < 3}
+    report = judged(records(behind), {"ttft": {"p95": "5s"}})
+    late = report.client.late_sends
+    assert late is not None and late.send_share == 0.6 and late.late_share < 0.25 and late.sustained
+    assert report.verdict == "error" and "most sends were late (60%)" in (
+        report.client.untrusted_because or ""
+    )

@@ -22,7 +22,7 @@ class LateSends(ReportPart):
     send_share: float = Field(description="the late sends' share of every send past warm-up (0-1)")
     sustained: bool = Field(
         description="the client was behind, not stalled: a stretch of a second or more, late spans "
-        "covering a quarter of the measured time; such a run is untrusted "
+        "covering a quarter of the measured time, or most sends late; such a run is untrusted "
         "whatever the re-judging says"
     )
     depends: list[str] | None = Field(
