@@ -82,7 +82,12 @@ class LateSends:
 
     @property
     def sustained(self) -> bool:
-        return self.overflow or self.longest_s >= SUSTAINED_STRETCH_S or self.share >= SUSTAINED_SHARE
+        return (
+            self.overflow
+            or self.longest_s >= SUSTAINED_STRETCH_S
+            or self.share >= SUSTAINED_SHARE
+            or self.send_share >= SUSTAINED_SEND_SHARE
+        )
 
     def sustained_words(self) -> str:
         """Why the lateness counts as the client falling behind (only when `sustained`)."""
