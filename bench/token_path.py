@@ -70,7 +70,7 @@ def _replay(streams: int) -> float:
     from geventhttpclient.response import HTTPResponse
 
     from loadgen.inputs.line_reader import _LineReader
-    from loadgen.traffic.sse_parser import StreamParser
+    from loadgen.wire.openai_stream import StreamParser
 
     events = _events()
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"

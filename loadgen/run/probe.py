@@ -21,7 +21,10 @@ import gevent
 from kernel.redact import redact
 from loadgen.inputs.line_reader import size_text
 from loadgen.scenario.model import Workload
-from loadgen.traffic.openai_api import StreamParser, prompt_text, request_body
+from loadgen.traffic.words import prompt_text
+from loadgen.wire.answer import AnswerReader
+from loadgen.wire.apis import wire_api
+from loadgen.wire.call import Call
 from servers.base import Endpoint
 from servers.direct_http import open_url
 
@@ -36,14 +39,15 @@ def first_token_ns(
     """Send one short streaming request; return perf_counter_ns when its first token arrived.
     The request must end (`[DONE]`) within `timeout_s`; lines are at most `max_line` bytes
     (default: the workload's)."""
-    path, body = request_body(
-        api=workload.api,
+    api = wire_api(workload.api)
+    call = Call(
         model=endpoint.model,
         prompt=prompt_text(8, 0),
         max_tokens=2,
         ignore_eos=workload.ignore_eos,
         stream=True,
     )
+    path, body = api.request(call)
     url = endpoint.base_url + path
     headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
     secrets: tuple[str, ...] = ()
@@ -55,7 +59,8 @@ def first_token_ns(
     deadline = gevent.Timeout(timeout_s)
     deadline.start()
     try:
-        parser = _stream(request, url, time.monotonic() + timeout_s, limit, timeout_s, secrets)
+        parser = api.reader(think="auto", calls=False, keep_text=False)
+        _stream(parser, request, url, time.monotonic() + timeout_s, limit, timeout_s, secrets)
     except gevent.Timeout as exc:
         if exc is not deadline:
             raise
@@ -71,16 +76,17 @@ def first_token_ns(
 
 
 def _stream(
+    parser: AnswerReader,
     request: urllib.request.Request,
     url: str,
     deadline: float,
     limit: int,
     timeout_s: float,
     secrets: tuple[str, ...],
-) -> StreamParser:
-    """Read the probe's stream to `[DONE]`. The gevent.Timeout around it ends any wait in a
-    patched process; the monotonic check and the socket timeout keep it bounded without one."""
-    parser = StreamParser()
+) -> None:
+    """Read the probe's stream to its end into `parser`. The gevent.Timeout around it ends any
+    wait in a patched process; the monotonic check and the socket timeout keep it bounded
+    without one."""
     late = ProbeError(f"{url} did not complete a test request within {timeout_s:g}s")
     try:
         with open_url(request, timeout_s) as response:
@@ -88,7 +94,7 @@ def _stream(
                 line = _read_line(response, limit, url)
                 if not line:
                     break
-                parser.feed(line, time.perf_counter_ns())
+                parser.feed_lines([line], time.perf_counter_ns())
                 if time.monotonic() > deadline:
                     raise late
                 gevent.sleep(0)  # a stream that never pauses would otherwise never yield
@@ -104,7 +110,6 @@ def _stream(
         if isinstance(reason, TimeoutError):
             raise late from None
         raise ProbeError(f"cannot reach {url}: {redact(str(reason), secrets)}") from None
-    return parser
 
 
 def _read_line(response: Any, limit: int, url: str) -> bytes:

@@ -9,15 +9,12 @@ asks for the same length in every run of the same plan.
 from __future__ import annotations
 
 import zlib
-from typing import Any
 
 import numpy as np
 
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.workload import Workload
-
-# The body field the built-in servers read (servers/http/openai.py); real servers ignore it.
-SIMULATE_FIELD = "simulate_reasoning"
+from loadgen.wire.call import ReasoningAsk
 
 
 def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int) -> int:
@@ -29,14 +26,9 @@ def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int)
     return int(sample(spec.tokens, 1, rng)[0])
 
 
-def reasoning_fields(workload: Workload, tokens: int) -> dict[str, Any]:
-    """The body fields a reasoning request adds (none without workload.reasoning)."""
+def reasoning_ask(workload: Workload, tokens: int) -> ReasoningAsk | None:
+    """What a reasoning request asks (None without workload.reasoning); its API renders it."""
     spec = workload.reasoning
     if spec is None:
-        return {}
-    fields: dict[str, Any] = {}
-    if spec.effort is not None:
-        fields["reasoning_effort"] = spec.effort
-    if tokens:
-        fields[SIMULATE_FIELD] = {"tokens": tokens, "format": spec.emitted_format(workload.api)}
-    return fields
+        return None
+    return ReasoningAsk(spec.effort, tokens, spec.emitted_format(workload.api))

@@ -39,11 +39,12 @@ from loadgen.scenario.sessions import (
     SessionsSpec,
     later_turn_id,
 )
-from loadgen.traffic.openai_api import ToolCall, prompt_text
 from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
+from loadgen.traffic.words import prompt_text
+from loadgen.wire.answer import ToolCall
 
 # Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.
 SESSIONS_STREAM = 0x73657373

@@ -9,14 +9,12 @@ every run and a test knows which answers were calls.
 from __future__ import annotations
 
 import zlib
-from typing import Any
 
 import numpy as np
 
 from loadgen.scenario.workload import Workload
+from loadgen.wire.call import ToolsAsk
 
-# The body field the built-in servers read (servers/http/openai.py); real servers ignore it.
-SIMULATE_FIELD = "simulate_tool_call"
 _TOOLS_STREAM = 0x746F6F6C  # "tool": apart from the reasoning draw of the same request
 
 
@@ -29,12 +27,9 @@ def calls_tool(workload: Workload, request_class: str, request_id: int) -> bool:
     return bool(rng.random() < spec.call_rate)
 
 
-def tool_fields(workload: Workload, call: bool) -> dict[str, Any]:
-    """The body fields a request with tools adds (none without workload.tools)."""
+def tools_ask(workload: Workload, call: bool) -> ToolsAsk | None:
+    """What a request with tools asks (None without workload.tools); its API renders it."""
     spec = workload.tools
     if spec is None:
-        return {}
-    fields: dict[str, Any] = {"tools": spec.tools, "tool_choice": spec.tool_choice}
-    if call:
-        fields[SIMULATE_FIELD] = True
-    return fields
+        return None
+    return ToolsAsk(spec.tools, spec.tool_choice, call)

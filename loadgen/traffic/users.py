@@ -30,6 +30,7 @@ from orjson import dumps
 
 from kernel.redact import redact
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, set_stream_gaps
+from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.line_reader import LineTooLong, head_read, read_answer, read_body
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
@@ -37,19 +38,16 @@ from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.http_send import broken, no_response, post, release, short
 from loadgen.traffic.images import attached_images, sends_images, warm_workload
-from loadgen.traffic.openai_api import (
-    StreamParser,
-    TextStreamParser,
-    http_error_text,
-    parse_retry_after,
-    request_body,
-)
 from loadgen.traffic.prompts import request_prompt
-from loadgen.traffic.reasoning_request import reasoning_fields, reasoning_tokens_of
+from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.sessions import SessionBook
 from loadgen.traffic.stream_sweeper import loop_sweeper
-from loadgen.traffic.tool_request import calls_tool, tool_fields
+from loadgen.traffic.tool_request import calls_tool, tools_ask
+from loadgen.wire.answer import AnswerReader
+from loadgen.wire.apis import wire_api
+from loadgen.wire.call import Call
+from loadgen.wire.http_answer import http_error_text, parse_retry_after
 from servers.base import Endpoint
 
 
@@ -152,126 +150,142 @@ class OpenAIUser(FastHttpUser):
         self.run_context.sink(record)
 
     def _perform(self, ticket: Ticket, slot: Slot | None = None) -> RequestRecord:
-        ctx, planned = self.run_context, ticket.planned
+        """Build the request, send it and sort how it ended, then record it."""
+        prepared = self._prepare(ticket.planned, slot)
+        outcome = self._exchange(prepared, ticket.planned)
+        return self._record(ticket, prepared, outcome)
+
+    def _prepare(self, planned: PlannedRequest, slot: Slot | None) -> _Prepared:
+        """The request as it goes over the wire: what it asks (with each feature's part), in
+        its API's format, and the reader for its answer."""
+        ctx = self.run_context
         workload = ctx.classes.get(planned.request_class, ctx.workload)
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
         history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
-        reasoning = workload.reasoning
-        thinking = reasoning_tokens_of(workload, planned.request_class, planned.id) if reasoning else 0
-        extra = reasoning_fields(workload, thinking) if reasoning else {}
-        if workload.tools is not None:
-            extra.update(tool_fields(workload, calls_tool(workload, planned.request_class, planned.id)))
+        thinking = (
+            reasoning_tokens_of(workload, planned.request_class, planned.id) if workload.reasoning else 0
+        )
         imaged = planned.request_class in ctx.imaged
         images, image_count = (
             attached_images(workload, planned.images, planned.id, entry) if imaged else ([], 0)
         )
-        path, body = request_body(
-            api=workload.api,
+        tools = workload.tools is not None
+        call = Call(
             model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
             max_tokens=planned.output_tokens + thinking,  # servers count reasoning in the budget
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
             messages=entry.messages if entry else history,
-            extra=extra,
             images=images,
+            reasoning=reasoning_ask(workload, thinking),
+            tools=tools_ask(workload, calls_tool(workload, planned.request_class, planned.id))
+            if tools
+            else None,
         )
-        # Serialized here with orjson (a tenth of json's time; megabytes of base64 with images,
-        # whose size is then known) rather than by Locust with json.
-        data = dumps(body)
-        # A replica's own URL: the pool keeps one connection per host.
-        url = (ctx.endpoint.base_url if slot is None else slot.base_url) + path
-        think, calls = reasoning.format if reasoning else "auto", workload.tools is not None
-        parser = StreamParser(think, calls) if history is None else TextStreamParser(think, calls)
-        status: Status = "ok"
-        error: str | None = None
-        kind: ErrorKind | None = None
-        http_status: int | None = None
-        retry_after: float | None = None
-        done_ns = 0
-        limit = workload.max_line
-        response: Any = None
+        api = wire_api(workload.api)
+        path, body = api.request(call)
+        think = workload.reasoning.format if workload.reasoning else "auto"
+        return _Prepared(
+            # A replica's own URL: the pool keeps one connection per host.
+            url=(ctx.endpoint.base_url if slot is None else slot.base_url) + path,
+            # Serialized here with orjson (a tenth of json's time; megabytes of base64 with
+            # images, whose size is then known) rather than by Locust with json.
+            data=dumps(body),
+            reader=api.reader(think=think, calls=tools, keep_text=history is not None),
+            workload=workload,
+            entry=entry,
+            in_session=history is not None,
+            images=image_count if imaged else None,
+        )
+
+    def _exchange(self, prepared: _Prepared, planned: PlannedRequest) -> _Outcome:
+        """Send, read the answer, and sort how it ended. One timer bounds the whole request;
+        a planned cancel is a second one (after a time) or a count of chunks."""
+        workload, out = prepared.workload, _Outcome()
         timeout = gevent.Timeout(workload.request_timeout)
-        # The user gives up this long after the send (None: not before the answer ends).
-        plan_cancel = planned.cancel
-        after_s = plan_cancel.after_s if plan_cancel is not None else None
+        after_s = planned.cancel.after_s if planned.cancel is not None else None
         cancel = gevent.Timeout(after_s) if after_s is not None else None
+        response: Any = None
         timeout.start()
-        sent_ns = time.perf_counter_ns()  # after the body is built: from_send is the server's share
+        out.sent_ns = time.perf_counter_ns()  # after the body is built: from_send is the server's share
         if cancel is not None:
             cancel.start()
         try:
             # A stream's head is read with its body (read_answer): one wake-up for both. Until
             # it has come, a failure is no response (_answered).
-            response = post(self.client.client.clientpool, url, data, ctx.headers, not workload.stream)
-            if workload.stream:
-                after_tokens = plan_cancel.after_tokens if plan_cancel is not None else None
-                done_ns = _read_stream(response, parser, limit, after_tokens)
-            http_status = response.status_code
-            if http_status != 200:
-                retry_after = parse_retry_after(response.get("retry-after"))
-                status, kind = "error", "http"
-                error = http_error_text(http_status, read_body(response, limit), ctx.secrets)
-            elif not workload.stream:
-                parser.feed_body(read_body(response, limit), time.perf_counter_ns())
-        except gevent.Timeout as exc:
-            if cancel is not None and exc is cancel:  # before the headers came, or after
-                status, done_ns = "cancelled", time.perf_counter_ns()
-            elif exc is not timeout:
-                raise
-            elif not _answered(response):
-                status, kind, error = no_response(exc, timeout, workload.request_timeout)
-            else:
-                status, kind = "timeout", None
-                error = f"timeout: response not complete within {workload.request_timeout:g}s"
-        except _TokensReached:
-            status, done_ns = "cancelled", time.perf_counter_ns()
-        except LineTooLong as exc:  # the rest of the line is still on the wire: drop the connection
-            status, kind, error = "error", "line_too_long", str(exc)
-        except (OSError, HTTPException) as exc:  # refused; reset or closed mid-answer; malformed HTTP
-            if not _answered(response):
-                status, kind, error = no_response(exc, timeout, workload.request_timeout)
-            else:
-                status, kind, error = "error", *broken(exc)
-        except ValueError as exc:  # refused by the HTTP client before sending (e.g. a bad URL)
-            status, kind, error = "error", "client", short(f"{type(exc).__name__}: {exc}")
+            response = post(
+                self.client.client.clientpool,
+                prepared.url,
+                prepared.data,
+                self.run_context.headers,
+                not workload.stream,
+            )
+            self._read(response, prepared, planned, out)
+        except (gevent.Timeout, _TokensReached, LineTooLong, OSError, HTTPException, ValueError) as exc:
+            if not _sort(exc, out, response, timeout, cancel, workload.request_timeout):
+                raise  # another greenlet's timeout
         finally:
             timeout.close()
             if cancel is not None:
                 cancel.close()
-            if http_status is None and _answered(response):  # the stream's reading raised
-                http_status = response.status_code
-            if response is not None:  # a cancelled stream is left unread: its connection goes
-                release(response, drop=kind == "line_too_long" or status == "cancelled")
-            if status == "cancelled" and not http_status:
-                self._reset_connections()
-        done_ns = done_ns or time.perf_counter_ns()
-        result = parser.result
-        if status == "ok" and result.error:
-            status, kind, error = "error", result.error_kind, short(redact(result.error, ctx.secrets))
-        elif status == "ok" and not result.done:
-            status, kind, error = "error", "protocol", "response ended before it was complete"
-        streamed = workload.stream
+            self._release(response, out)
+        out.done_ns = out.done_ns or time.perf_counter_ns()
+        result = prepared.reader.result
+        if out.status == "ok" and result.error:
+            out.status, out.kind = "error", result.error_kind
+            out.error = short(redact(result.error, self.run_context.secrets))
+        elif out.status == "ok" and not result.done:
+            out.status, out.kind, out.error = "error", "protocol", "response ended before it was complete"
+        return out
+
+    def _read(self, response: Any, prepared: _Prepared, planned: PlannedRequest, out: _Outcome) -> None:
+        """The answer into the reader (a stream as it lands, a body whole); an error status's
+        text and Retry-After into `out`."""
+        workload, limit = prepared.workload, prepared.workload.max_line
+        if workload.stream:
+            after_tokens = planned.cancel.after_tokens if planned.cancel is not None else None
+            out.done_ns = _read_stream(response, prepared.reader, limit, after_tokens)
+        out.http_status = response.status_code
+        if out.http_status != 200:
+            out.retry_after = parse_retry_after(response.get("retry-after"))
+            out.status, out.kind = "error", "http"
+            out.error = http_error_text(out.http_status, read_body(response, limit), self.run_context.secrets)
+        elif not workload.stream:
+            prepared.reader.feed_body(read_body(response, limit), time.perf_counter_ns())
+
+    def _release(self, response: Any, out: _Outcome) -> None:
+        """The connection back to the pool, or dropped where it cannot be reused."""
+        if out.http_status is None and _answered(response):  # the stream's reading raised
+            out.http_status = response.status_code
+        if response is not None:  # a cancelled stream is left unread: its connection goes
+            release(response, drop=out.kind == "line_too_long" or out.status == "cancelled")
+        if out.status == "cancelled" and not out.http_status:
+            self._reset_connections()
+
+    def _record(self, ticket: Ticket, prepared: _Prepared, out: _Outcome) -> RequestRecord:
+        ctx, planned, result = self.run_context, ticket.planned, prepared.reader.result
+        streamed = prepared.workload.stream
         prompt_tokens = result.usage_prompt_tokens
-        if prompt_tokens is None and entry is not None:  # no usage: the client tokenizer's count
-            prompt_tokens = entry.tokens
+        if prompt_tokens is None and prepared.entry is not None:  # no usage: the client tokenizer's count
+            prompt_tokens = prepared.entry.tokens
         record = RequestRecord(
             id=planned.id,
             phase=planned.phase,
             scheduled_s=_seconds(ticket.scheduled_ns, ctx.t0_ns),
-            sent_s=_seconds(sent_ns, ctx.t0_ns),
+            sent_s=_seconds(out.sent_ns, ctx.t0_ns),
             first_token_s=(
                 _seconds(result.first_token_ns, ctx.t0_ns) if streamed and result.first_token_ns else None
             ),
-            done_s=_seconds(done_ns, ctx.t0_ns),
+            done_s=_seconds(out.done_ns, ctx.t0_ns),
             prompt_tokens=prompt_tokens,
             output_tokens=result.output_tokens,
             tokens_source=result.tokens_source,
-            status=status,
-            error=error,
-            error_kind=kind,
-            http_status=http_status,
-            retry_after_s=retry_after,
+            status=out.status,
+            error=out.error,
+            error_kind=out.kind,
+            http_status=out.http_status,
+            retry_after_s=out.retry_after,
             warmup=planned.warmup,
             lag_ms=round(ticket.lag_ns / 1e6, 4),
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
@@ -283,7 +297,14 @@ class OpenAIUser(FastHttpUser):
         )
         if streamed:
             set_stream_gaps(record, result.chunk_ns)
-        if calls:
+        self._add_features(record, prepared, planned)
+        return record
+
+    def _add_features(self, record: RequestRecord, prepared: _Prepared, planned: PlannedRequest) -> None:
+        """The features' fields of the record: tool calls, reasoning, images; a session's turn
+        answered (its next one released)."""
+        ctx, result, streamed = self.run_context, prepared.reader.result, prepared.workload.stream
+        if prepared.workload.tools is not None:
             record.tool_calls = len(result.tool_calls)
             record.tool_calls_valid = sum(call.valid for call in result.tool_calls.values())
         if result.reasoning_chunks or result.usage_reasoning_tokens or result.tool_call_chunks:
@@ -292,13 +313,13 @@ class OpenAIUser(FastHttpUser):
                 answer = result.answer_ns
                 record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
                 record.reasoning_ms = result.reasoning_ms()
-        if imaged:
-            record.images, record.request_bytes = image_count, len(data)
-        if history is not None and ctx.sessions is not None and isinstance(parser, TextStreamParser):
-            following = ctx.sessions.answered(planned, record, parser.text, result.tool_calls)
+        if prepared.images is not None:
+            record.images, record.request_bytes = prepared.images, len(prepared.data)
+        text = prepared.reader.text
+        if prepared.in_session and ctx.sessions is not None and text is not None:
+            following = ctx.sessions.answered(planned, record, text, result.tool_calls)
             if following is not None and ctx.next_turn is not None:
                 ctx.next_turn(following)
-        return record
 
     def _reset_connections(self) -> None:
         """Close this user's connections after a cancel before the response came. The cancel can
@@ -335,13 +356,73 @@ class OpenAIUser(FastHttpUser):
         return record
 
 
+@dataclass(slots=True)
+class _Prepared:
+    """One request ready to send (OpenAIUser._prepare). `images`: how many it attached (None:
+    its class sends none)."""
+
+    url: str
+    data: bytes
+    reader: AnswerReader
+    workload: Workload
+    entry: DatasetEntry | None
+    in_session: bool
+    images: int | None
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """How one exchange ended (OpenAIUser._exchange)."""
+
+    status: Status = "ok"
+    kind: ErrorKind | None = None
+    error: str | None = None
+    http_status: int | None = None
+    retry_after: float | None = None
+    sent_ns: int = 0
+    done_ns: int = 0  # when the answer ended (0 until known)
+
+
+def _sort(
+    exc: BaseException,
+    out: _Outcome,
+    response: Any,
+    timeout: gevent.Timeout,
+    cancel: gevent.Timeout | None,
+    request_timeout: float,
+) -> bool:
+    """What ended an exchange early, into `out`; False: not the exchange's (a timer of another's)."""
+    if isinstance(exc, gevent.Timeout):
+        if cancel is not None and exc is cancel:  # before the headers came, or after
+            out.status, out.done_ns = "cancelled", time.perf_counter_ns()
+        elif exc is not timeout:
+            return False
+        elif not _answered(response):
+            out.status, out.kind, out.error = no_response(exc, timeout, request_timeout)
+        else:
+            out.status, out.kind = "timeout", None
+            out.error = f"timeout: response not complete within {request_timeout:g}s"
+    elif isinstance(exc, _TokensReached):
+        out.status, out.done_ns = "cancelled", time.perf_counter_ns()
+    elif isinstance(exc, LineTooLong):  # the rest of the line is still on the wire: drop the connection
+        out.status, out.kind, out.error = "error", "line_too_long", str(exc)
+    elif isinstance(exc, (OSError, HTTPException)):  # refused; reset or closed mid-answer; malformed HTTP
+        if not _answered(response):
+            out.status, out.kind, out.error = no_response(exc, timeout, request_timeout)
+        else:
+            out.status, out.kind, out.error = "error", *broken(exc)
+    else:  # a ValueError: refused by the HTTP client before sending (e.g. a bad URL)
+        out.status, out.kind, out.error = "error", "client", short(f"{type(exc).__name__}: {exc}")
+    return True
+
+
 def _answered(response: Any) -> bool:
     """Whether the server answered: the response's head came (before it, a failure is no response)."""
     return response is not None and head_read(response)
 
 
 def _read_stream(
-    stream: Any, parser: StreamParser, limit: int, cancel_after_tokens: int | None = None
+    stream: Any, parser: AnswerReader, limit: int, cancel_after_tokens: int | None = None
 ) -> int:
     """Read the head and, for a 200, SSE lines to the end of the body; return when `[DONE]` (or
     the last line) landed (0 for another status: its body is left unread).

@@ -16,7 +16,7 @@ import pytest
 
 from loadgen.scenario.images import POOL_SIZE
 from loadgen.traffic.images import generated_image
-from loadgen.traffic.openai_api import prompt_text
+from loadgen.traffic.words import prompt_text
 from tests.cli_helpers import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]

@@ -12,7 +12,8 @@ import pytest
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
 from loadgen.traffic.images import PNG_SIGNATURE, attached_images, file_url, sends_images
-from loadgen.traffic.openai_api import request_body
+from loadgen.wire.apis import request_body
+from loadgen.wire.call import Call
 
 
 def _scenario(dataset: Path, api: str = "chat") -> str:
@@ -56,13 +57,8 @@ def test_a_sharegpt4v_conversation_sends_its_image(folder: Path) -> None:
     assert count == 1 and urls == [file_url(str(folder / "coco" / "cat.jpg"))]
     assert urls[0].startswith("data:image/jpeg;base64,")
     _, body = request_body(
-        api="chat",
-        model="m",
-        prompt=cat.prompt or "",
-        max_tokens=4,
-        ignore_eos=True,
-        stream=True,
-        images=urls,
+        "chat",
+        Call(model="m", prompt=cat.prompt or "", max_tokens=4, ignore_eos=True, stream=True, images=urls),
     )
     assert body["messages"][0]["content"][0] == {"type": "text", "text": "What is in the picture?"}
 

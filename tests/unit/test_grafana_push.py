@@ -152,7 +152,6 @@ def test_a_bad_dashboard_file_is_named(tmp_path: Path, content: str, expected: s
     assert str(caught.value).startswith(str(path))
 
 
-@pytest.mark.skipif(not REAL_DASHBOARD.exists(), reason="dashboards/loadtest.json is not written yet")
 def test_the_real_dashboard_file_pushes_with_its_uid():
     with FakeGrafana(token=TOKEN) as grafana:
         result = push_file(grafana, REAL_DASHBOARD)

@@ -28,7 +28,8 @@ from loadgen.traffic.images import (
     png_bytes,
     request_images,
 )
-from loadgen.traffic.openai_api import request_body
+from loadgen.wire.apis import request_body
+from loadgen.wire.call import Call
 from servers.engines.base import Engine
 from servers.engines.batching import BatchingEngine
 from servers.engines.simulated_engine import SimulatedEngine
@@ -96,7 +97,8 @@ def test_a_folder_sends_its_files_as_they_are(tmp_path: Path) -> None:
 
 def test_images_are_image_url_parts_after_the_text() -> None:
     path, body = request_body(
-        api="chat", model="m", prompt="look", max_tokens=4, ignore_eos=True, stream=True, images=["u1", "u2"]
+        "chat",
+        Call(model="m", prompt="look", max_tokens=4, ignore_eos=True, stream=True, images=["u1", "u2"]),
     )
     assert path == "/v1/chat/completions"
     assert body["messages"] == [
@@ -110,18 +112,21 @@ def test_images_are_image_url_parts_after_the_text() -> None:
         }
     ]
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "what is this"}]
-    _, body = request_body(
-        api="chat", model="m", prompt="", max_tokens=4, ignore_eos=True, stream=True,
-        messages=messages, images=["u"],
-    )  # fmt: skip
+    call = Call(
+        model="m", prompt="", max_tokens=4, ignore_eos=True, stream=True, messages=messages, images=["u"]
+    )
+    _, body = request_body("chat", call)
     assert body["messages"][0] == messages[0]
     assert body["messages"][1]["content"][1] == {"type": "image_url", "image_url": {"url": "u"}}
     assert messages[1]["content"] == "what is this"  # the dataset's own entry is left as it was
-    _, plain = request_body(api="chat", model="m", prompt="look", max_tokens=4, ignore_eos=True, stream=True)
+    _, plain = request_body(
+        "chat", Call(model="m", prompt="look", max_tokens=4, ignore_eos=True, stream=True)
+    )
     assert plain["messages"] == [{"role": "user", "content": "look"}]  # no images: as ever
     with pytest.raises(ValueError, match="need api: chat"):
         request_body(
-            api="completions", model="m", prompt="x", max_tokens=4, ignore_eos=True, stream=True, images=["u"]
+            "completions",
+            Call(model="m", prompt="x", max_tokens=4, ignore_eos=True, stream=True, images=["u"]),
         )
 
 

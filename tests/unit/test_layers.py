@@ -22,6 +22,7 @@ LAYERS = (
     "loadgen.fmt",
     "loadgen.rundir",  # the run folder's layout and safe writes
     "loadgen.inputs",  # trace, conversation and dataset readers
+    "loadgen.wire",  # the wire APIs: requests built, answers read
     "loadgen.collect",  # records and statistics
     "loadgen.evaluate",  # SLOs, knee, capacity, plans, drills: pure
     "loadgen.scenario",  # the scenario model and its validation

@@ -4,7 +4,10 @@ from pathlib import Path
 import pytest
 
 from loadgen.collect.records import stream_gaps
-from loadgen.traffic.openai_api import ID_WORDS, WORDS, StreamParser, number_words, prompt_text, request_body
+from loadgen.traffic.words import ID_WORDS, WORDS, number_words, prompt_text
+from loadgen.wire.apis import request_body
+from loadgen.wire.call import Call
+from loadgen.wire.openai_stream import StreamParser
 
 
 def _chunk(content=None, usage=None, text=None):
@@ -53,12 +56,14 @@ def test_error_in_stream_and_garbage_are_errors():
 
 
 def test_request_bodies():
-    path, body = request_body(api="chat", model="m", prompt="hi", max_tokens=5, ignore_eos=True, stream=True)
+    path, body = request_body(
+        "chat", Call(model="m", prompt="hi", max_tokens=5, ignore_eos=True, stream=True)
+    )
     assert path == "/v1/chat/completions"
     assert body["messages"] == [{"role": "user", "content": "hi"}]
     assert body["stream_options"] == {"include_usage": True} and body["ignore_eos"] is True
     path, body = request_body(
-        api="completions", model="m", prompt="hi", max_tokens=5, ignore_eos=False, stream=False
+        "completions", Call(model="m", prompt="hi", max_tokens=5, ignore_eos=False, stream=False)
     )
     assert path == "/v1/completions" and body["prompt"] == "hi"
     assert "ignore_eos" not in body and "stream_options" not in body

@@ -9,8 +9,11 @@ import pytest
 
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.workload import Workload
-from loadgen.traffic.openai_api import StreamParser
-from loadgen.traffic.reasoning_request import SIMULATE_FIELD, reasoning_fields, reasoning_tokens_of
+from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
+from loadgen.wire.call import Call
+from loadgen.wire.openai_body import SIMULATE_REASONING as SIMULATE_FIELD
+from loadgen.wire.openai_body import feature_fields
+from loadgen.wire.openai_stream import StreamParser
 from servers.http.openai import SSE_DONE, ChatShape, Shape, SimulateReasoning, sse
 
 MINIMAL = "name: r\nserver: {kind: simulated}\ntraffic: [{kind: constant, rate: 1, duration: 1s}]\n"
@@ -18,6 +21,14 @@ MINIMAL = "name: r\nserver: {kind: simulated}\ntraffic: [{kind: constant, rate: 
 
 def workload(reasoning: dict, api: str = "chat") -> Workload:
     return Workload.model_validate({"api": api, "reasoning": reasoning})
+
+
+def reasoning_fields(spec: Workload, tokens: int) -> dict:
+    """The body fields the request's ask becomes (either OpenAI API: they share them)."""
+    ask = reasoning_ask(spec, tokens)
+    return feature_fields(
+        Call(model="m", prompt="", max_tokens=1, ignore_eos=False, stream=True, reasoning=ask)
+    )
 
 
 def test_the_draw_is_the_requests_own_and_repeats() -> None:

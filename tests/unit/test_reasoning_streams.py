@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from loadgen.collect.records import stream_gaps
-from loadgen.traffic.openai_api import StreamParser, StreamResult, TextStreamParser
+from loadgen.wire.answer import StreamResult
+from loadgen.wire.openai_stream import StreamParser, TextStreamParser
 
 SSE = Path(__file__).parents[1] / "data" / "sse"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from loadgen.collect.records import RequestRecord, read_records
 from loadgen.collect.stats import PhaseWindow, compute_metrics
-from loadgen.traffic.openai_api import StreamParser, http_error_text, parse_retry_after
+from loadgen.wire.http_answer import http_error_text, parse_retry_after
+from loadgen.wire.openai_stream import StreamParser
 
 NOW = 1_800_000_000.0
 

@@ -22,8 +22,9 @@ from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.workload import Workload, WorkloadMix, workload_classes
 from loadgen.traffic.level_requests import ClosedLoopSupply, rate_level_requests
-from loadgen.traffic.openai_api import request_body
 from loadgen.traffic.schedule import build_schedule
+from loadgen.wire.apis import request_body
+from loadgen.wire.call import Call
 from tests.cli_helpers import ROOT
 
 TOKENIZER = ROOT / "servers" / "models" / "tiny" / "tokenizer.json"
@@ -134,18 +135,14 @@ def test_a_dataset_is_read_relative_to_the_scenario_and_sampled_seeded(tmp_path:
         assert request.prompt_tokens == expected
     # chat messages are sent as given
     path, body = request_body(
-        api="chat", model="m", prompt="", max_tokens=4, ignore_eos=True, stream=True, messages=entry.messages
+        "chat",
+        Call(model="m", prompt="", max_tokens=4, ignore_eos=True, stream=True, messages=entry.messages),
     )
     assert path == "/v1/chat/completions" and body["messages"] == chats[0]
     with pytest.raises(ValueError):
         request_body(
-            api="completions",
-            model="m",
-            prompt="",
-            max_tokens=4,
-            ignore_eos=True,
-            stream=True,
-            messages=chats[0],
+            "completions",
+            Call(model="m", prompt="", max_tokens=4, ignore_eos=True, stream=True, messages=chats[0]),
         )
 
 

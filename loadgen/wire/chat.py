@@ -1,0 +1,37 @@
+"""OpenAI's chat completions API (`/v1/chat/completions`): the prompt as one user message, or
+a conversation as given, with images as content parts; the answer's chunks carry `delta`s."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from loadgen.wire.answer import AnswerReader, Metrics
+from loadgen.wire.call import Call
+from loadgen.wire.openai_body import shared_fields
+from loadgen.wire.openai_stream import StreamParser, TextStreamParser
+
+
+class ChatApi:
+    name = "chat"
+    path = "/v1/chat/completions"
+    metrics: Metrics = "generation"
+
+    def request(self, call: Call) -> tuple[str, dict[str, Any]]:
+        body = shared_fields(call)
+        messages = list(call.messages) if call.messages else [{"role": "user", "content": call.prompt}]
+        body["messages"] = with_images(messages, call.images) if call.images else messages
+        return self.path, body
+
+    def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
+        return TextStreamParser(think, calls) if keep_text else StreamParser(think, calls)
+
+
+def with_images(messages: list[Any], images: Sequence[str]) -> list[Any]:
+    """`messages` with `images` as content parts of the last user message (its text first)."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
+    message = dict(messages[last])
+    text = message.get("content") or ""
+    parts = text if isinstance(text, list) else [{"type": "text", "text": text}]
+    message["content"] = [*parts, *({"type": "image_url", "image_url": {"url": url}} for url in images)]
+    return [*messages[:last], message, *messages[last + 1 :]]

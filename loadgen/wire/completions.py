@@ -1,0 +1,27 @@
+"""OpenAI's (legacy) completions API (`/v1/completions`): a prompt, no conversation and no
+images; the answer's chunks carry `text`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen.wire.answer import AnswerReader, Metrics
+from loadgen.wire.call import Call
+from loadgen.wire.openai_body import shared_fields
+from loadgen.wire.openai_stream import StreamParser, TextStreamParser
+
+
+class CompletionsApi:
+    name = "completions"
+    path = "/v1/completions"
+    metrics: Metrics = "generation"
+
+    def request(self, call: Call) -> tuple[str, dict[str, Any]]:
+        if call.messages or call.images:
+            raise ValueError("chat messages and images need api: chat")
+        body = shared_fields(call)
+        body["prompt"] = call.prompt
+        return self.path, body
+
+    def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
+        return TextStreamParser(think, calls) if keep_text else StreamParser(think, calls)
