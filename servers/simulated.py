@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_origin
 
 from pydantic import Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
 from kernel.strict import StrictModel
 from kernel.units import Duration, PositiveDuration, Size
@@ -93,29 +94,21 @@ class SimulatedAdapter(ProcessAdapter):
 
 
 def option_argv(options: SimulatedOptions) -> list[str]:
-    """The flags that give a server these options (every field, as `--name=value`)."""
+    """The flags that give a server these options (every one set, as `--flag=value`)."""
     argv = []
-    for name, value in _flat(options.model_dump(include=set(SimulatedOptions.model_fields))).items():
+    for flag, (path, _) in _flags().items():
+        value: Any = options
+        for name in path:
+            value = getattr(value, name, None)
         if value is not None:
             text = ",".join(value) if isinstance(value, list) else str(value)
-            argv.append(f"--{name.replace('_', '-')}={text}")
+            argv.append(f"--{flag}={text}")
     return argv
 
 
-def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested options as one level: lora's `max_loras` is `lora_max_loras`."""
-    flat: dict[str, Any] = {}
-    for name, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{name}_"))
-        else:
-            flat[f"{prefix}{name}"] = value
-    return flat
-
-
-def _flags() -> dict[str, tuple[tuple[str, ...], Any]]:
+def _flags() -> dict[str, tuple[tuple[str, ...], FieldInfo]]:
     """Each option's flag name → its path in the options (("lora", "max_loras")) and its field."""
-    flags: dict[str, tuple[tuple[str, ...], Any]] = {}
+    flags: dict[str, tuple[tuple[str, ...], FieldInfo]] = {}
     for name, field in SimulatedOptions.model_fields.items():
         if name == "lora":
             for inner, inner_field in SimulatedLora.model_fields.items():
@@ -125,10 +118,10 @@ def _flags() -> dict[str, tuple[tuple[str, ...], Any]]:
     return flags
 
 
-def _value(text: str, field: Any) -> Any:
+def _value(text: str, field: FieldInfo) -> Any:
     """A flag's text as the model reads it: a list comma-separated, a number as a number (a
     bare number is seconds or bytes), a name as it is."""
-    if "list" in str(field.annotation):
+    if get_origin(field.annotation) is list:
         return [part for part in text.split(",") if part]
     if field.annotation is str:
         return text

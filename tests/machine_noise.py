@@ -81,7 +81,7 @@ def watched() -> Iterator[list[Noise]]:
             seen.append(_noise([watch.stop() for watch in watches], time.monotonic() - began))
 
 
-def _attempt(item: pytest.Item, nextitem: pytest.Item | None) -> tuple[list[pytest.TestReport], Noise, bool]:
+def _attempt(item: pytest.Item) -> tuple[list[pytest.TestReport], Noise, bool]:
     """One setup-call run of `item` under the timers; its teardown is left to the caller unless
     setup failed (nothing to retry then). Returns the reports, the noise, and whether to retry."""
     if hasattr(item, "_request") and not item._request:
@@ -115,7 +115,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     failures: list[str] = []
     for attempt in range(1, RERUNS + 2):
-        reports, noise, retry = _attempt(item, nextitem)
+        reports, noise, retry = _attempt(item)
         if retry and attempt <= RERUNS:
             failures.append(f"attempt {attempt} failed while {noise.words()}")
             _teardown(item, item.parent)

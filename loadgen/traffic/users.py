@@ -179,9 +179,7 @@ class OpenAIUser(FastHttpUser):
             messages=entry.messages if entry else history,
             images=images,
             reasoning=reasoning_ask(workload, thinking),
-            tools=tools_ask(workload, calls_tool(workload, planned.request_class, planned.id))
-            if tools
-            else None,
+            tools=tools_ask(workload, calls_tool(workload, planned.request_class, planned.id)),
         )
         api = wire_api(workload.api)
         path, body = api.request(call)
@@ -195,7 +193,6 @@ class OpenAIUser(FastHttpUser):
             reader=api.reader(think=think, calls=tools, keep_text=history is not None),
             workload=workload,
             entry=entry,
-            in_session=history is not None,
             images=image_count if imaged else None,
         )
 
@@ -316,7 +313,7 @@ class OpenAIUser(FastHttpUser):
         if prepared.images is not None:
             record.images, record.request_bytes = prepared.images, len(prepared.data)
         text = prepared.reader.text
-        if prepared.in_session and ctx.sessions is not None and text is not None:
+        if ctx.sessions is not None and text is not None:  # a session's turn: its reader kept the text
             following = ctx.sessions.answered(planned, record, text, result.tool_calls)
             if following is not None and ctx.next_turn is not None:
                 ctx.next_turn(following)
@@ -366,7 +363,6 @@ class _Prepared:
     reader: AnswerReader
     workload: Workload
     entry: DatasetEntry | None
-    in_session: bool
     images: int | None
 
 

@@ -7,8 +7,6 @@ Pure: the same request id always gives the same text.
 
 from __future__ import annotations
 
-# Common short English words: each is one token in typical BPE vocabularies, so a prompt of n
-# words is close to n tokens; the server's usage field reports the exact count.
 _WORDS = (
     "the of and to in is was for on that with as by at from his her are were this which be "
     "or had not but what all when can said there use an each she do how their if will up "

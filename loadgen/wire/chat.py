@@ -9,7 +9,7 @@ from typing import Any
 from loadgen.wire.answer import AnswerReader, Metrics
 from loadgen.wire.call import Call
 from loadgen.wire.openai_body import shared_fields
-from loadgen.wire.openai_stream import StreamParser, TextStreamParser
+from loadgen.wire.openai_stream import openai_reader
 
 
 class ChatApi:
@@ -24,7 +24,7 @@ class ChatApi:
         return self.path, body
 
     def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
-        return TextStreamParser(think, calls) if keep_text else StreamParser(think, calls)
+        return openai_reader(think=think, calls=calls, keep_text=keep_text)
 
 
 def with_images(messages: list[Any], images: Sequence[str]) -> list[Any]:

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from loadgen.wire.answer import StreamResult, ToolCall
+from loadgen.wire.answer import AnswerReader, StreamResult, ToolCall
 
 
 class _PlainDelta(msgspec.Struct):
@@ -331,3 +331,8 @@ def _content_of(choice: Any) -> str:
     if isinstance(message, dict):
         return str(message.get("content") or "")
     return str(choice.get("text") or "")
+
+
+def openai_reader(*, think: str, calls: bool, keep_text: bool) -> AnswerReader:
+    """A reader of a chat or completions answer (loadgen.wire.apis.WireApi.reader)."""
+    return TextStreamParser(think, calls) if keep_text else StreamParser(think, calls)
