@@ -15,7 +15,7 @@ import gc
 import sys
 import tracemalloc
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 
 from loadgen.distributed import plan_wire
 from loadgen.scenario.loader import parse_scenario

@@ -34,7 +34,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.cpus import CpuSetting
-from servers.energy import EnergySetting
+from servers.energy_setting import EnergySetting
 
 PORT_PLACEHOLDER = "{port}"
 
@@ -64,7 +64,7 @@ class CommandServerConfig(StrictModel):
     api_key_env: str | None = None  # the *name* of an environment variable, never the key
     startup_timeout: Duration = 300.0
     cpus: CpuSetting = "auto"  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
-    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy.py)
+    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy_setting.py)
 
     @field_validator("argv", mode="before")
     @classmethod

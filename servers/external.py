@@ -17,7 +17,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration, format_duration
 from servers.base import Adapter, Endpoint, ServerStartError, first_model_id
 from servers.direct_http import http_get
-from servers.energy import EnergySetting
+from servers.energy_setting import EnergySetting
 
 
 class ExternalServerConfig(StrictModel):

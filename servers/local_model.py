@@ -1,7 +1,7 @@
 """Config and adapter shared by the built-in model servers (ONNX Runtime, PyTorch).
 
 Imported by the load generator, so only pydantic and the stdlib here: the runtimes load in the
-server process (`servers/engines/serve_model.py`).
+server process (`servers/serve_model.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.cpus import CpuSetting
-from servers.energy import EnergySetting
+from servers.energy_setting import EnergySetting
 from servers.engines.modeldir import BUNDLED_MODEL
 
 
@@ -31,7 +31,7 @@ class LocalModelConfig(StrictModel):
     # Cores for the server process tree ("0-2,5", [0, 1]; auto: all but the load generator's,
     # so on 2 cores the server gets 1 whatever `threads` says).
     cpus: CpuSetting = "auto"
-    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy.py)
+    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy_setting.py)
 
     @property
     def model_name(self) -> str:

@@ -23,7 +23,7 @@ class OrtAdapter(LocalModelAdapter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from servers.engines.serve_model import model_parser, serve_model
+    from servers.serve_model import model_parser, serve_model
 
     args = model_parser(
         "python -m servers.ort", "An OpenAI-compatible server running a model with ONNX Runtime (CPU)."

@@ -29,7 +29,7 @@ class TorchAdapter(LocalModelAdapter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from servers.engines.serve_model import model_parser, serve_model
+    from servers.serve_model import model_parser, serve_model
 
     parser = model_parser(
         "python -m servers.pytorch", "An OpenAI-compatible server running a model with PyTorch (CPU)."

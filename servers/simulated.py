@@ -17,7 +17,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration, PositiveDuration, Size
 from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.cpus import CpuSetting
-from servers.energy import EnergySetting
+from servers.energy_setting import EnergySetting
 
 
 class SimulatedLora(StrictModel):
@@ -80,7 +80,7 @@ class SimulatedServerConfig(SimulatedOptions):
     host: str = "127.0.0.1"
     startup_timeout: Duration = 300.0
     cpus: CpuSetting = "auto"  # cores for the server ("0-2,5", [0, 1]; auto: all but the client's)
-    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy.py)
+    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy_setting.py)
 
 
 class SimulatedAdapter(ProcessAdapter):

@@ -44,7 +44,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration
 from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.cpus import CpuSetting, ServerCpus, format_cpu_list
-from servers.energy import EnergySetting
+from servers.energy_setting import EnergySetting
 from servers.models import TINY_MODEL_DIR
 
 CPU_ARGS: tuple[tuple[str, str | None], ...] = (
@@ -72,7 +72,7 @@ class VllmServerConfig(StrictModel):
     # Cores for vLLM's process tree. auto: on CPU, every core but the load generator's (and
     # VLLM_CPU_OMP_THREADS_BIND to match), so the two never compete; on GPU, not pinned.
     cpus: CpuSetting = "auto"
-    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy.py)
+    energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy_setting.py)
     # LoRA adapters served besides the model, name → adapter directory (PEFT's files).
     lora_modules: dict[str, str] = Field(default_factory=dict)
 

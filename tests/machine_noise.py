@@ -84,7 +84,7 @@ def watched() -> Iterator[list[Noise]]:
 def _attempt(item: pytest.Item) -> tuple[list[pytest.TestReport], Noise, bool]:
     """One setup-call run of `item` under the timers; its teardown is left to the caller unless
     setup failed (nothing to retry then). Returns the reports, the noise, and whether to retry."""
-    if hasattr(item, "_request") and not item._request:
+    if isinstance(item, pytest.Function) and not item._request:
         item._initrequest()  # a rerun: pytest's own runtestprotocol does the same
     with watched() as seen:
         reports = [call_and_report(item, "setup", log=False)]

@@ -20,7 +20,7 @@ from loadgen.run.runtimes import required_missing
 from loadgen.scenario.mode import SearchMode
 
 if TYPE_CHECKING:
-    from loadgen.compare.compare import Settings
+    from loadgen.compare.gate import Settings
     from loadgen.run.ab import AbRounds
     from loadgen.scenario.model import Scenario
 

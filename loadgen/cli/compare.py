@@ -1,18 +1,20 @@
-"""`loadtest compare`: two runs → the release gate (exit 0 no regression, 1 regression,
-3 inconclusive); several search runs or an environments run → the environment comparison
-(loadgen.cli.environments). `loadtest ab` judges its pooled rounds with `judge` too."""
+"""`loadtest compare BASELINE CURRENT`: the release gate (exit 0 no regression, 1 regression,
+3 inconclusive). Any other number of runs, or the ranking's options (--environments, --out,
+--confidence, kept hidden for old scripts), exits 2 with the `loadtest rank ...` line to type
+instead (loadgen.cli.rank). `loadtest ab` judges its pooled rounds with `judge` too."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loadgen.cli.common import EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, fail
 
 if TYPE_CHECKING:
-    from loadgen.compare.compare import Comparison, Settings
     from loadgen.compare.compare_inputs import RunData
+    from loadgen.compare.gate import Comparison, Settings
 
 # The release gate's exit codes, as the compare and ab help end with them.
 GATE_EXITS = (
@@ -23,26 +25,40 @@ GATE_EXITS = (
 
 def handle(options: argparse.Namespace) -> int:
     runs: list[Path] = options.runs
-    if len(runs) != 2 or options.environments:
-        from loadgen.cli.environments import compare_environment_runs
-        from loadgen.environments.from_runs import environment_folders
-
-        if len(runs) == 1 and environment_folders(runs[0]) is None:
-            return fail(f"{runs[0]}: give BASELINE CURRENT, several search runs, or an environments run")
-        confidence = None
-        if options.confidence is not None:
-            try:
-                confidence = fraction_option("--confidence", options.confidence)
-            except ValueError as exc:
-                return fail(str(exc))
-            if not 0 < confidence <= 1:
-                return fail(f"--confidence must lie in (0%, 100%], not {options.confidence}")
-        return compare_environment_runs(runs, options.out, confidence)
+    pointer = rank_pointer(options)
+    if pointer is not None:
+        return fail(pointer)
     try:
         settings = gate_settings(options)
     except ValueError as exc:
         return fail(str(exc))
     return compare_two(runs[0], runs[1], settings, options.json_path, options.html_path)
+
+
+def rank_pointer(options: argparse.Namespace) -> str | None:
+    """None for BASELINE CURRENT; else the one line saying what to type instead: the ranking
+    (`loadtest rank` with the user's runs and ranking options), or the gate's missing baseline."""
+    runs: list[Path] = options.runs
+    ranking = [
+        *(["--out", str(options.out)] if options.out is not None else []),
+        *(["--confidence", options.confidence] if options.confidence is not None else []),
+    ]
+    if len(runs) == 2 and not options.environments and not ranking:
+        return None
+    given = [str(run) for run in runs]
+    if len(runs) == 1 and not options.environments and not ranking and not _environments_run(runs[0]):
+        return (
+            "compare takes BASELINE CURRENT (the release gate), two runs; "
+            f"to gate this run type: loadtest compare BASELINE {shlex.quote(given[0])}"
+        )
+    rank = shlex.join(["loadtest", "rank", *given, *ranking])
+    return f"compare takes BASELINE CURRENT (the release gate); to rank environments type: {rank}"
+
+
+def _environments_run(path: Path) -> bool:
+    from loadgen.environments.from_runs import environment_folders
+
+    return environment_folders(path) is not None
 
 
 def add_gate_options(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +81,7 @@ def fraction_option(name: str, raw: str) -> float:
 
 def gate_settings(options: argparse.Namespace) -> Settings:
     """The gate's settings from --max-regression and --alpha (ValueError: a one-line reason)."""
-    from loadgen.compare.compare import Settings
+    from loadgen.compare.gate import Settings
 
     max_regression = fraction_option("--max-regression", options.max_regression)
     if not 0 < options.alpha < 1:
@@ -108,9 +124,9 @@ def judge(
     and compare.html, print its path; the gate's exit code. `notes` join the comparison's."""
     from rich.console import Console
 
-    from loadgen.compare.compare import compare_runs
     from loadgen.compare.compare_html import write_compare_html
     from loadgen.compare.compare_report import print_comparison, write_comparison_json
+    from loadgen.compare.gate import compare_runs
 
     comparison = compare_runs(baseline, current, settings)
     comparison.notes.extend(notes)

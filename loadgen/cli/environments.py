@@ -1,6 +1,6 @@
-"""The CLI's environment comparisons from finished runs: `loadtest compare RUN RUN RUN ...`
-and `loadtest report` on an environments run's folder. Exit codes: 0 a recommendation, 1 no
-environment meets the SLOs, 2 a failed run or bad input."""
+"""The CLI's environment comparisons from finished runs: `loadtest rank RUN RUN ...` (its
+parser: loadgen.cli.rank) and `loadtest report` on an environments run's folder. Exit codes:
+0 a recommendation, 1 no environment meets the SLOs, 2 a failed run or bad input."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rich.console import Console
 
 from loadgen.cli.common import fail
 from loadgen.collect.record_files import records_file
-from loadgen.environments.compare import PlanBasis, compare_environments, exit_code
 from loadgen.environments.from_runs import RunsError, comparison_name, environment_folders, load_runs
+from loadgen.environments.recommend import PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import print_environments
 from loadgen.environments.write import write_comparison
 from loadgen.scenario.environments import RecommendSpec

@@ -9,7 +9,7 @@ are one flat array, with the index of the record each gap belongs to.
 from __future__ import annotations
 
 import binascii
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from loadgen.collect.itl_codec import ITL_KEY, itl_array, record_itl_array
 from loadgen.collect.records import RequestRecord, is_failure
+from loadgen.collect.request_record import PLAIN_COLUMNS, ColumnKind
 
 STATUS_CODES = {"ok": 0, "error": 1, "timeout": 2, "cancelled": 3}
 OK, ERROR, TIMEOUT, CANCELLED = 0, 1, 2, 3  # an unknown status reads as ERROR
@@ -91,31 +92,22 @@ def _error_key(status: str, kind: str | None) -> str | None:
 
 def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
     """Columns of records as read from a file, a field at a time (the one-pass report's reader:
-    one comprehension per field costs a fraction of appending each record's fields in turn)."""
+    one comprehension per field costs a fraction of appending each record's fields in turn).
+    The fields that name a column kind (request_record.PLAIN_COLUMNS) are read as that kind;
+    the others below."""
+    plain = {name: _READERS[kind](chunk, key) for key, name, kind in PLAIN_COLUMNS}
     classes: dict[str, int] = {}
     adapters: dict[str, int] = {}
     status = [data.get("status", "ok") for data in chunk]
     kinds = [data.get("error_kind") for data in chunk]
     gaps, counts = _chunk_gaps(chunk)
-    first_token = _times(chunk, "first_token_s")
-    reasoning_tokens = _times(chunk, "reasoning_tokens")
-    tool_calls = _times(chunk, "tool_calls")
     return Columns(
-        id=np.fromiter((data.get("id", 0) for data in chunk), np.int64, len(chunk)),
-        phase=np.fromiter((data.get("phase", 0) for data in chunk), np.int64, len(chunk)),
-        warmup=np.fromiter((bool(data.get("warmup")) for data in chunk), bool, len(chunk)),
+        **plain,
         status=np.fromiter((STATUS_CODES.get(value, ERROR) for value in status), np.int8, len(chunk)),
         error_key=[_error_key(value, kind) for value, kind in zip(status, kinds, strict=True)],
-        scheduled=_times(chunk, "scheduled_s"),
-        sent=_times(chunk, "sent_s"),
-        first_token=first_token,
-        done=_times(chunk, "done_s"),
-        output_tokens=np.fromiter((data.get("output_tokens") or 0 for data in chunk), np.int64, len(chunk)),
         source=np.fromiter(
             (SOURCE_CODES.get(data.get("tokens_source", "chunks"), 0) for data in chunk), np.int8, len(chunk)
         ),
-        lag_ms=np.fromiter((data.get("lag_ms") or 0.0 for data in chunk), np.float64, len(chunk)),
-        slot_wait_ms=np.fromiter((data.get("slot_wait_ms") or 0.0 for data in chunk), np.float64, len(chunk)),
         request_class=np.fromiter(
             (classes.setdefault(data.get("class", "default"), len(classes)) for data in chunk),
             np.int32,
@@ -125,19 +117,9 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         itl=gaps,
         itl_owner=np.repeat(np.arange(len(chunk), dtype=np.int64), counts),
         prefixed=np.fromiter((data.get("prefix_group") is not None for data in chunk), bool, len(chunk)),
-        cached_tokens=_times(chunk, "cached_tokens"),
-        prompt_tokens=_times(chunk, "prompt_tokens"),
-        turn=np.fromiter((data.get("turn") or 0 for data in chunk), np.int64, len(chunk)),
-        session_turns=np.fromiter((data.get("session_turns") or 0 for data in chunk), np.int64, len(chunk)),
-        session_start=_times(chunk, "session_start_s"),
-        first_answer=_first_answer(chunk, first_token, reasoning_tokens, tool_calls),
-        reasoning_tokens=reasoning_tokens,
-        reasoning_ms=_times(chunk, "reasoning_ms"),
-        tool_calls=tool_calls,
-        tool_calls_valid=_times(chunk, "tool_calls_valid"),
-        step=np.fromiter((data.get("step") or 0 for data in chunk), np.int64, len(chunk)),
-        tool_wait_ms=_times(chunk, "tool_wait_ms"),
-        followed=np.fromiter((bool(data.get("followed")) for data in chunk), bool, len(chunk)),
+        first_answer=_first_answer(
+            chunk, plain["first_token"], plain["reasoning_tokens"], plain["tool_calls"]
+        ),
         adapter=np.fromiter(
             (
                 -1 if (name := data.get("adapter")) is None else adapters.setdefault(name, len(adapters))
@@ -148,8 +130,19 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         ),
         adapter_names=tuple(adapters),
         images=np.fromiter((_or_none(data.get("images")) for data in chunk), np.int64, len(chunk)),
-        request_bytes=_times(chunk, "request_bytes"),
     )
+
+
+def _counts(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.fromiter((data.get(key) or 0 for data in chunk), np.int64, len(chunk))
+
+
+def _amounts(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.fromiter((data.get(key) or 0.0 for data in chunk), np.float64, len(chunk))
+
+
+def _flags(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.fromiter((bool(data.get(key)) for data in chunk), bool, len(chunk))
 
 
 def _first_answer(
@@ -172,6 +165,14 @@ def _or_none(value: int | None) -> int:
 def _times(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
     values = [data.get(key) for data in chunk]
     return np.array([_NAN if value is None else value for value in values], dtype=np.float64)
+
+
+_READERS: dict[ColumnKind, Callable[[Sequence[Mapping[str, Any]], str], np.ndarray]] = {
+    "number": _times,
+    "count": _counts,
+    "amount": _amounts,
+    "flag": _flags,
+}
 
 
 def _chunk_gaps(chunk: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadgen.collect.resources import process_tree
-from servers.energy import EnergyDevices, EnergySetting
+from servers.energy_setting import EnergyDevices, EnergySetting
 
 NOT_INSTALLED = "zeus not installed: pip install 'loadtest[energy]'"
 OFF = "off"

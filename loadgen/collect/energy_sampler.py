@@ -27,7 +27,7 @@ from loadgen.collect.energy_devices import EnergyPlan, ZeusDevices, plan_energy,
 from loadgen.collect.energy_samples import ZeusMeasurement, device_joules, from_measurement
 from loadgen.collect.resources import next_tick
 from loadgen.rundir.disk import LineFile
-from servers.energy import EnergySetting
+from servers.energy_setting import EnergySetting
 
 SAMPLE_INTERVAL_S = 0.5
 IDLE_S = 5.0  # idle power before the traffic: long enough to average the counters' steps

@@ -4,7 +4,7 @@
 Each line is the energy each counted device used in one interval `(t_s − dt_s, t_s]` on the run
 clock (seconds from the traffic's t0, negative before it), e.g.
 `{"t_s": 1.5, "dt_s": 0.5, "joules": {"gpu0": 151.2, "cpu0": 40.3, "dram0": 3.1}}`.
-Consecutive intervals follow each other without a gap, so summing them (loadgen.collect.energy)
+Consecutive intervals follow each other without a gap, so summing them (loadgen.collect.energy_accounting)
 gives the energy of any window. Devices are named `gpuN` (a GPU, as the load generator numbers
 them), `cpuN` (RAPL package N) and `dramN` (that package's DRAM zone).
 """

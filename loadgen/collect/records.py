@@ -1,9 +1,10 @@
 """One record per request, appended to `requests.jsonl` as each request completes.
 
-The record is the single source of truth for every reported number: statistics and reports are
-computed from the file, so a crash or Ctrl-C loses nothing already measured. The file may be
-zstd-compressed (`requests.jsonl.zst`, loadgen.collect.record_files); on disk the per-token gaps
-are packed (`itl_us`, loadgen.collect.itl_codec), in memory they are `itl_ms`, a list of ms.
+The record (its fields, each with what it means: loadgen.collect.request_record) is the single
+source of truth for every reported number: statistics and reports are computed from the file,
+so a crash or Ctrl-C loses nothing already measured. The file may be zstd-compressed
+(`requests.jsonl.zst`, loadgen.collect.record_files); on disk the per-token gaps are packed
+(`itl_us`, loadgen.collect.itl_codec), in memory they are `itl_ms`, a list of ms.
 `iter_record_dicts` is the fast reader of either file (raw dicts); `read_records` builds on it.
 """
 
@@ -12,139 +13,24 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from loadgen.collect.itl_codec import ITL_KEY, LEGACY_KEY, pack_gaps, pack_micros, unpack_gaps
+from loadgen.collect.itl_codec import pack_micros
 from loadgen.collect.record_files import RecordLines, line_file
-
-# "cancelled": the client closed the stream on purpose (workload.cancel); not a failure.
-Status = Literal["ok", "error", "timeout", "cancelled"]
-# The statuses of requests that did not fail: any other (an unknown one too) counts as failed.
-NOT_FAILED = frozenset({"ok", "cancelled"})
-# What went wrong with a status "error" record (None for "ok", "cancelled" and for "timeout",
-# whose status says it):
-# connection: refused, reset or closed by the server before or while answering;
-# http: the server answered with an error (status other than 200, or an error object in the stream);
-# protocol: a malformed answer (bad HTTP, an unparseable chunk, a stream that ended before [DONE]);
-# line_too_long: a line or body over workload.max_line (the connection was dropped);
-# interrupted: the run was stopped mid-request; client: a bug in the load generator.
-ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client"]
-TokensSource = Literal["usage", "chunks"]
-
-
-def is_failure(status: str) -> bool:
-    """Whether a record's status counts as a failed request (errors, error rate, error charts)."""
-    return status not in NOT_FAILED
-
+from loadgen.collect.request_record import NOT_FAILED as NOT_FAILED
+from loadgen.collect.request_record import PACKED_GAPS
+from loadgen.collect.request_record import ErrorKind as ErrorKind
+from loadgen.collect.request_record import RequestRecord as RequestRecord
+from loadgen.collect.request_record import Status as Status
+from loadgen.collect.request_record import TokensSource as TokensSource
+from loadgen.collect.request_record import is_failure as is_failure
 
 # Above this many gaps the ITL list is replaced by a summary to keep the file small.
 ITL_LIST_LIMIT = 4096
-
-
-@dataclass
-class RequestRecord:
-    """Times are seconds since the run's start on a monotonic clock."""
-
-    id: int
-    phase: int
-    scheduled_s: float
-    sent_s: float | None = None
-    first_token_s: float | None = None
-    done_s: float | None = None
-    prompt_tokens: int | None = None
-    output_tokens: int = 0
-    tokens_source: TokensSource = "chunks"
-    itl_ms: list[float] | dict[str, float] = field(default_factory=list)
-    status: Status = "ok"
-    error: str | None = None
-    error_kind: ErrorKind | None = None
-    http_status: int | None = None
-    retry_after_s: float | None = None  # a 429/503's Retry-After, in seconds from the answer
-    request_class: str = "default"
-    warmup: bool = False
-    # Client-caused delay between the scheduled time and the send (what saturation shows in),
-    # and time spent waiting for a concurrency slot (what the cap causes); both in ms.
-    lag_ms: float = 0.0
-    slot_wait_ms: float = 0.0
-    level: float | None = None  # the load level of a search run (concurrency or requests/s)
-    # Shared prefixes: prompt tokens the server says its prefix cache held (its usage's
-    # prompt_tokens_details.cached_tokens; None when it did not say), and the shared prefix the
-    # tool sent (workload.prefix group, or a trace row's shared first block; None: none).
-    cached_tokens: int | None = None
-    prefix_group: int | None = None
-    # Multi-turn sessions (workload.sessions; None outside one): the session (its turn 1's id),
-    # this turn (1-based), the session's planned turns and its turn 1's due time (run clock), so
-    # the statistics close a session, and time it, from its last record alone.
-    session: int | None = None
-    turn: int | None = None
-    session_turns: int | None = None
-    session_start_s: float | None = None
-    # Reasoning streams (DESIGN: TTFT is the first token of any kind): when the first answer
-    # token came, only where reasoning or a tool call came first (None: it was the first token,
-    # or no answer came); the reasoning tokens (the server's usage, else counted chunks; None:
-    # none); first reasoning token → first answer token (or the last reasoning one), ms.
-    first_answer_s: float | None = None
-    reasoning_tokens: int | None = None
-    reasoning_ms: float | None = None
-    # Requests that offered tools (workload.tools): the tool calls the answer made, and how many
-    # of them had arguments that parse as a JSON object (None: no tools offered).
-    tool_calls: int | None = None
-    tool_calls_valid: int | None = None
-    # Agent sessions (workload.sessions.agent): the request's step in its turn (0: the user's
-    # message; k: after k tool results), the tool latency waited before it (ms), and whether
-    # another step of the turn followed this answer (it called a tool); None outside one.
-    step: int | None = None
-    tool_wait_ms: float | None = None
-    followed: bool | None = None
-    adapter: str | None = None  # the LoRA adapter it named as its model (workload.adapters)
-    # Image inputs (workload.images; None for a class without): the images its message carried,
-    # and the request body's size in bytes as sent.
-    images: int | None = None
-    request_bytes: int | None = None
-    # A verification over several replicas (verify:): the replica the balancer sent it to
-    # (1-based slot: a replacement keeps the slot of the replica it replaced; None: one server).
-    replica: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
-        data = {name: getattr(self, name) for name in _FIELD_NAMES}
-        data["class"] = data.pop("request_class")
-        return data
-
-    def to_file_dict(self) -> dict[str, Any]:
-        """What a line of requests.jsonl holds: to_dict with the gaps packed (`itl_us`)."""
-        data = self.to_dict()
-        for name in _LEFT_OUT_WHEN_NONE:  # most runs have no prefixes or sessions: ~90 bytes a line
-            if data[name] is None:
-                del data[name]
-        gaps = data["itl_ms"]
-        if isinstance(gaps, list):
-            kept = self.__dict__.get(_PACKED)  # set_stream_gaps's string, if these are its gaps
-            packed = kept[1] if kept is not None and kept[0] is gaps else pack_gaps(gaps)
-            if packed is not None:  # else off the µs grid: the float list stays, exact
-                del data[LEGACY_KEY]
-                data[ITL_KEY] = packed
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
-        return cls._from_own_dict(dict(data))
-
-    @classmethod
-    def _from_own_dict(cls, data: dict[str, Any]) -> RequestRecord:
-        """From a dict nobody else holds (it is changed): no copy, and no filtering when every
-        key is a field, as in the files this version writes (100k records read ~1 s faster)."""
-        data["request_class"] = data.pop("class", "default")
-        packed = data.pop(ITL_KEY, None)
-        if packed is not None:
-            data[LEGACY_KEY] = unpack_gaps(packed)
-        if data.keys() <= _FIELD_SET:
-            return cls(**data)
-        return cls(**{key: value for key, value in data.items() if key in _FIELD_SET})
 
 
 def first_answer_s(record: RequestRecord) -> float | None:
@@ -153,31 +39,6 @@ def first_answer_s(record: RequestRecord) -> float | None:
     if record.first_answer_s is not None or record.reasoning_tokens is not None or record.tool_calls:
         return record.first_answer_s
     return record.first_token_s
-
-
-_FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
-# Keys a line of requests.jsonl carries only when set (a missing one reads back as None).
-_LEFT_OUT_WHEN_NONE = (
-    "cached_tokens",
-    "prefix_group",
-    "session",
-    "turn",
-    "session_turns",
-    "session_start_s",
-    "first_answer_s",
-    "reasoning_tokens",
-    "reasoning_ms",
-    "tool_calls",
-    "tool_calls_valid",
-    "step",
-    "tool_wait_ms",
-    "followed",
-    "adapter",
-    "replica",
-    "images",
-    "request_bytes",
-)
-_FIELD_SET = frozenset(_FIELD_NAMES)
 
 
 def stream_gaps(chunk_ns: list[int], limit: int = ITL_LIST_LIMIT) -> list[float] | dict[str, float]:
@@ -193,11 +54,6 @@ def _gap_micros(chunk_ns: list[int]) -> list[int]:
     return [(b - a + 500) // 1000 for a, b in itertools.pairwise(chunk_ns)]
 
 
-# Where set_stream_gaps keeps a record's gaps with their `itl_us` string: an attribute outside the
-# fields (to_dict, replace and copies leave it out, and then the gaps are packed afresh).
-_PACKED = "_packed_itl"
-
-
 def set_stream_gaps(record: RequestRecord, chunk_ns: list[int]) -> None:
     """record.itl_ms = stream_gaps(chunk_ns), keeping the `itl_us` string packed from the same
     whole µs for the record's line: the load generator's per-request path, without numpy."""
@@ -208,7 +64,7 @@ def set_stream_gaps(record: RequestRecord, chunk_ns: list[int]) -> None:
     gaps = record.itl_ms = [micro / 1000 for micro in micros]
     packed = pack_micros(micros)
     if packed is not None:
-        record.__dict__[_PACKED] = (gaps, packed)
+        record.__dict__[PACKED_GAPS] = (gaps, packed)
 
 
 def summarize_itl(gaps_ms: list[float], limit: int = ITL_LIST_LIMIT) -> list[float] | dict[str, float]:

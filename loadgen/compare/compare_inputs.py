@@ -1,5 +1,5 @@
 """The release gate's inputs: one run's report.json and, from the requests.jsonl beside it, its
-per-request latencies (past warm-up, status ok), as loadgen.compare.compare judges them.
+per-request latencies (past warm-up, status ok), as loadgen.compare.gate judges them.
 
 The file is read once, a chunk at a time, in bounded memory whatever the run's length: the
 request and error counts are exact; the per-request values come from a uniform random sample of

@@ -2,7 +2,7 @@
 
 The smallest true move of a percentile that its one-sided test at level `alpha` would detect with
 80% power, given the two runs' sample sizes and spread. It is read off the bootstrap the gate
-already draws (loadgen.compare.compare: requests resampled in each run, the ratio
+already draws (loadgen.compare.gate: requests resampled in each run, the ratio
 current/baseline of each percentile): with `s` the standard deviation of the resampled log ratio,
 
     MDE = exp((z_{1−alpha} + z_{0.80}) × s) − 1

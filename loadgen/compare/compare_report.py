@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from loadgen.compare.compare import Comparison, Row, format_change
 from loadgen.compare.compare_power import format_mde
+from loadgen.compare.gate import Comparison, Row, format_change
 from loadgen.fmt import format_number
 
 _STYLES = {

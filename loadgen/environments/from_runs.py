@@ -1,5 +1,5 @@
-"""Environment comparisons from finished runs: `loadtest compare RUN_A RUN_B RUN_C ...` and
-`loadtest compare` / `loadtest report` on the folder of an environments run.
+"""Environment comparisons from finished runs: `loadtest rank RUN_A RUN_B ...` and
+`loadtest rank` / `loadtest report` on the folder of an environments run.
 
 A run is a search run's folder (or its report.json). The folder of an environments run stands
 for all its environments. An environment's name, notes, price and declared power come from its
@@ -18,8 +18,8 @@ from typing import Any
 import pydantic
 import yaml
 
-from loadgen.environments.compare import EnvironmentRun
-from loadgen.environments.energy import DeclaredPower
+from loadgen.environments.energy_basis import DeclaredPower
+from loadgen.environments.recommend import EnvironmentRun
 from loadgen.report.json_report import load_report, why_not_a_report
 from loadgen.report.model import Report
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from loadgen.environments.energy import labelled
+from loadgen.environments.energy_basis import labelled
 from loadgen.environments.ranking import FIRST, money
 from loadgen.environments.render import (
     COLUMNS,

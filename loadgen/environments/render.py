@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from loadgen.environments.energy import labelled
+from loadgen.environments.energy_basis import labelled
 from loadgen.environments.ranking import FIRST, money
 from loadgen.fmt import format_number
 

@@ -14,8 +14,8 @@ from typing import Any
 import gevent.event
 from rich.console import Console
 
-from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
-from loadgen.environments.energy import DeclaredPower
+from loadgen.environments.energy_basis import DeclaredPower
+from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import print_environments
 from loadgen.environments.write import write_comparison
 from loadgen.evaluate.capacity import rate_unit

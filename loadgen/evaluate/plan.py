@@ -13,7 +13,7 @@ from typing import Any
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.capacity import capacity_at_slo, rate_unit
 from loadgen.evaluate.curve import LevelResult, Over
-from loadgen.evaluate.drills import evaluate_drills
+from loadgen.evaluate.drill_verdict import evaluate_drills
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, group_levels, level_result, search_results
 from loadgen.evaluate.replicas import HOURS_PER_MONTH, CapacitySpec, PlanOn, plan_replicas, replica_count

@@ -1,4 +1,4 @@
-"""Reading the drills' evaluation (report.json `replicas.verified.drills`, loadgen.evaluate.drills)
+"""Reading the drills' evaluation (report.json `replicas.verified.drills`, loadgen.evaluate.drill_verdict)
 for the gate and every report format: which drills failed, and each one's numbers in words.
 
 One place for these words, so the verdict, report.md, junit.xml, report.html and the environment

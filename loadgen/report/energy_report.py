@@ -1,5 +1,5 @@
 """report.json's `energy`: run.json's `energy` (what was decided) + energy.jsonl (what was read)
-over the report's measured windows, through the pure accounting of loadgen.collect.energy.
+over the report's measured windows, through the pure accounting of loadgen.collect.energy_accounting.
 
 What a window served:
 - a phase, or one level run: its successful requests (measured − errors − cancelled), and its
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadgen.collect.energy import Served, Span, idle_watts, whole_run, window_energy
+from loadgen.collect.energy_accounting import Served, Span, idle_watts, whole_run, window_energy
 from loadgen.collect.energy_samples import EnergySample
 from loadgen.report.model import Report
 from loadgen.report.model.energy import Energy

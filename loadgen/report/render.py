@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadgen.collect.energy import Span
+from loadgen.collect.energy_accounting import Span
 from loadgen.collect.energy_samples import ENERGY_FILE, EnergySample, read_energy_samples
 from loadgen.collect.late_sends import LateSendScan, count_overlapping
 from loadgen.collect.machine_watch import machine_spans

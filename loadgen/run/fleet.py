@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loadgen.scenario.drills import ExternalReplica
+from loadgen.scenario.verify_spec import ExternalReplica
 from servers.base import Adapter, Endpoint, ServerStartError
 from servers.cpus import CLIENT_CORES, available_cpus
 from servers.readiness import NotReadyInTime, wait_ready

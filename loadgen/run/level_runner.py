@@ -66,7 +66,7 @@ class _Window:
 
 
 class DrillHooks(Protocol):
-    """A drill's level (loadgen.run.drills): its own schedule, told when the level is placed on
+    """A drill's level (loadgen.run.drill_levels): its own schedule, told when the level is placed on
     the clock (the disruption starts then), and asked where its measured window ended."""
 
     def schedule(self, index: int, offset_s: float, first_id: int) -> Schedule:

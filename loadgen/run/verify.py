@@ -1,6 +1,6 @@
 """Verifies a replica plan: the peak rate, open loop, behind a balancer over N replicas started
 through the scenario's adapter (the running server is the first; `external` servers use
-`verify.external_replicas`), then over N − 1 for contrast, then the drills (loadgen.run.drills).
+`verify.external_replicas`), then over N − 1 for contrast, then the drills (loadgen.run.drill_levels).
 
 Lives in the gevent world. Returns the setup that run.json keeps; the verdict itself is computed
 from the records (loadgen.evaluate.plan.verification), like every other number.
@@ -15,7 +15,7 @@ import gevent.event
 
 from loadgen.evaluate.curve import Over
 from loadgen.fmt import format_number
-from loadgen.run.drills import DrillRun, run_drills
+from loadgen.run.drill_levels import DrillRun, run_drills
 from loadgen.run.fleet import Fleet, FleetError
 from loadgen.run.level_runner import LevelRunner
 from loadgen.scenario.model import Scenario, VerifySpec

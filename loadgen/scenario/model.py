@@ -25,12 +25,12 @@ from loadgen.evaluate.slo import SLOSpec
 from loadgen.inputs.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-exported (`X as X`)
 from loadgen.inputs.files import field_error
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
-from loadgen.scenario.drills import BalancerSpec, Drill, ExternalReplica
 from loadgen.scenario.environments import Environment, RecommendSpec
 from loadgen.scenario.mode import CapacityMode, Mode, PhasesMode, SearchMode, run_mode
 from loadgen.scenario.phases import (
     Phase,
 )
+from loadgen.scenario.verify_spec import BalancerSpec, Drill, ExternalReplica
 from loadgen.scenario.workload import FixedLength as FixedLength  # workload models, re-exported
 from loadgen.scenario.workload import Length as Length
 from loadgen.scenario.workload import LognormalLength as LognormalLength
@@ -110,7 +110,7 @@ class VerifySpec(BalancerSpec):
     one_fewer: bool = True
     # More replicas than this are not started (one machine may not hold them): skipped, and said.
     max_replicas: int = Field(default=8, ge=1, le=64)
-    # At the peak over the planned replicas, in order (loadgen/scenario/drills.py).
+    # At the peak over the planned replicas, in order (loadgen/scenario/verify_spec.py).
     drills: list[Drill] = Field(default_factory=list, max_length=20)
     # server.kind external: the replicas (the first may be server.url), and how to stop/start each.
     external_replicas: list[ExternalReplica] = Field(default_factory=list, max_length=64)

@@ -25,8 +25,8 @@ import gevent
 import gevent.pool
 
 from loadgen.collect.records import RequestRecord
-from loadgen.scenario.drills import BalancePolicy
 from loadgen.scenario.sessions import session_of
+from loadgen.scenario.verify_spec import BalancePolicy
 from servers.base import Endpoint
 from servers.direct_http import http_get
 

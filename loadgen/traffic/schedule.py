@@ -27,21 +27,22 @@ a request). Search levels and a distributed worker's share hold their few reques
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
-from loadgen.inputs.traces import TraceRow
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Scenario, Workload
-from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_entropy
-from loadgen.traffic.plan_cancel import CancelPlan, Decided, cancel_entropy
-from loadgen.traffic.plan_draws import DrawPlan, plan_draws
+from loadgen.traffic.plan_adapters import AdapterPlan, adapter_entropy
+from loadgen.traffic.plan_cancel import CancelPlan, cancel_entropy
+from loadgen.traffic.plan_draws import plan_draws
 from loadgen.traffic.plan_images import ImagePlan, image_entropy
-from loadgen.traffic.plan_prefix import NO_GROUP, PrefixPlan, prefix_entropy
-from loadgen.traffic.plan_streams import ArrivalPlan, Ticker, plan_arrivals
+from loadgen.traffic.plan_prefix import PrefixPlan, prefix_entropy
+from loadgen.traffic.plan_requests import Constants, FeatureSteps, make_requests, with_adapters
+from loadgen.traffic.plan_streams import Ticker, plan_arrivals
+from loadgen.traffic.planned import Cancel, PhaseConstants, Phases, PlannedRequest, Prefix, SessionStart
 
 __all__ = [
     "CHUNK",
@@ -61,69 +62,6 @@ __all__ = [
 # Requests made per step of the iteration: about a millisecond of numpy (the release of requests
 # waits meanwhile), then one object at a time.
 CHUNK = 8192
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseConstants:
-    """What every request of one phase shares, looked up by its phase index (Schedule.phases)."""
-
-    max_concurrency: int  # the phase's concurrency cap (a distributed worker's share of it)
-    level: float | None = None  # the search level the phase is (search runs only)
-
-
-Phases = Mapping[int, PhaseConstants]
-
-
-@dataclass(frozen=True, slots=True)
-class Cancel:
-    """The client cancels the request (workload.cancel): this long after its send, or after this
-    many tokens."""
-
-    after_s: float | None = None
-    after_tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Prefix:
-    """A shared prompt prefix (loadgen.traffic.prompts): the workload.prefix group the request
-    starts with, or a trace row's blocks (Mooncake hash_ids) of `block_tokens` words each."""
-
-    group: int | None = None
-    blocks: tuple[int, ...] | None = None
-    block_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class SessionStart:
-    """Turn 1 of a multi-turn session. `seed`: the scenario's seed, which seeds the session's own
-    draws (workload.sessions, loadgen.traffic.sessions). `script`: a session replayed from a
-    conversation trace, its later turns (think time s, prompt tokens, output tokens, prompt text
-    or None) given instead of drawn; on the request itself, not a side table, so a distributed
-    worker's share carries it."""
-
-    seed: int | None = None
-    script: tuple[tuple[float, int, int, str | None], ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedRequest:
-    """One request of the plan: its core, and a sub-record (or value) per feature, None (0 for
-    images) when the feature is off. Its phase's constants are in the plan's `phases`."""
-
-    id: int
-    phase: int
-    scheduled_s: float
-    prompt_tokens: int
-    output_tokens: int
-    warmup: bool
-    request_class: str = "default"  # the workload class it was drawn from
-    dataset_row: int | None = None  # index into its class's dataset entries (sent instead of prompt)
-    prompt: str | None = None  # text to send as is (a trace row's prompt); None: prompt_tokens words
-    cancel: Cancel | None = None
-    prefix: Prefix | None = None
-    session: SessionStart | None = None
-    adapter: str | None = None  # the LoRA adapter it names as its model (workload.adapters)
-    images: int = 0  # images its chat message carries (workload.images)
 
 
 class PlannedRequests:
@@ -192,10 +130,13 @@ def build_schedule(
     images = ImagePlan.of(scenario.classes, image_entropy(scenario.seed))
 
     def make() -> Iterator[PlannedRequest]:
-        requests = _requests(
-            arrivals, draws, cancels, scenario.warmup, chunk, prefixes, blocks, sessions, images
+        steps = FeatureSteps(
+            cancel=None if cancels is None else cancels.cursor(),
+            images=None if images is None else images.cursor(),
+            prefix=None if prefixes is None else prefixes.cursor(),
         )
-        return requests if adapters is None else _with_adapters(requests, adapters.cursor(), draws, chunk)
+        requests = make_requests(arrivals, draws, steps, Constants(scenario.warmup, blocks, sessions), chunk)
+        return requests if adapters is None else with_adapters(requests, adapters.cursor(), draws, chunk)
 
     return Schedule(
         requests=PlannedRequests(arrivals.count, make),
@@ -204,144 +145,6 @@ def build_schedule(
         duration_s=arrivals.duration_s,
         phases={index: PhaseConstants(phase.max_concurrency) for index, phase in enumerate(scenario.traffic)},
     )
-
-
-def _requests(
-    arrivals: ArrivalPlan,
-    draws: DrawPlan,
-    cancels: CancelPlan | None,
-    warmup: float,
-    chunk: int,
-    prefixes: PrefixPlan | None = None,
-    blocks: Sequence[int] = (),
-    sessions: Sequence[SessionStart | None] = (),
-    images: ImagePlan | None = None,
-) -> Iterator[PlannedRequest]:
-    """Every request in order: each source's times a chunk at a time, with that many draws (and
-    cancel decisions and prefix groups, from their own streams, when a class has them)."""
-    cursor = draws.cursor()
-    cancel_cursor = cancels.cursor() if cancels is not None else None
-    prefix_cursor = prefixes.cursor() if prefixes is not None else None
-    image_cursor = images.cursor() if images is not None else None
-    names = [streams.name for streams in draws.classes]
-    first_class = names[0]
-    # ShareGPT entries' own output lengths (their first gpt reply's), per class; empty: none has
-    replies = _entry_outputs([streams.workload for streams in draws.classes])
-    groups_made: dict[int, Prefix] = {}  # one record per prefix group: the requests share it
-    next_id = 0
-    for source in arrivals.sources:
-        phase = source.phase
-        shared = _shared_first_blocks(getattr(source, "rows", ()))
-        for times, rows in source.chunks(chunk):
-            drawn = cursor.take(len(times))
-            due = times.tolist()
-            warm = (times < warmup).tolist()
-            cancelled: Decided = {}
-            if cancel_cursor is not None:  # a trace's rows are the first class's
-                cancelled = cancel_cursor.take(
-                    np.zeros(len(due), dtype=int) if rows is not None else drawn.classes
-                )
-            counts: list[int] = []
-            if image_cursor is not None:  # a trace's rows are the first class's
-                counts = image_cursor.take(
-                    np.zeros(len(due), dtype=int) if rows is not None else drawn.classes
-                ).tolist()
-            groups: list[int] = []
-            if prefix_cursor is not None and rows is None:  # a trace's rows carry their own blocks
-                groups = prefix_cursor.take(drawn.classes).tolist()
-            if rows is not None:  # a trace's rows: the draws are made (and dropped) all the same
-                for j, row in enumerate(rows):
-                    planned = PlannedRequest(
-                        id=next_id + j,
-                        phase=phase,
-                        scheduled_s=due[j],
-                        prompt_tokens=_replayed_prompt_tokens(row),
-                        output_tokens=max(1, row.output_tokens),
-                        warmup=warm[j],
-                        request_class=first_class,
-                        prompt=row.prompt,
-                    )
-                    if row.hash_ids and row.prompt is None:
-                        planned = _blocks(planned, row.hash_ids, blocks[phase], shared)
-                    if row.script is not None:  # a conversation trace's session
-                        planned = replace(planned, session=SessionStart(script=row.script))
-                    if counts and counts[j]:
-                        planned = replace(planned, images=counts[j])
-                    yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
-            else:
-                classes = drawn.classes.tolist()
-                prompt, output = drawn.prompt_tokens.tolist(), drawn.output_tokens.tolist()
-                lines = drawn.rows.tolist()
-                if replies:  # drawn all the same, then the conversation's own where it has one
-                    output = _with_replies(output, classes, lines, replies)
-                for j in range(len(due)):
-                    planned = PlannedRequest(
-                        id=next_id + j,
-                        phase=phase,
-                        scheduled_s=due[j],
-                        prompt_tokens=prompt[j],
-                        output_tokens=output[j],
-                        warmup=warm[j],
-                        request_class=names[classes[j]],
-                        dataset_row=None if lines[j] < 0 else lines[j],
-                    )
-                    if groups and groups[j] != NO_GROUP and lines[j] < 0:  # a dataset line is sent as is
-                        group = groups_made.get(groups[j])
-                        if group is None:
-                            group = groups_made[groups[j]] = Prefix(group=groups[j])
-                        planned = replace(planned, prefix=group)
-                    if sessions and sessions[classes[j]] is not None:  # turn 1 of a session
-                        planned = replace(planned, session=sessions[classes[j]])
-                    if counts and counts[j]:
-                        planned = replace(planned, images=counts[j])
-                    yield _cancelled(planned, cancelled[j]) if j in cancelled else planned
-            next_id += len(due)
-
-
-def _with_adapters(
-    requests: Iterator[PlannedRequest], cursor: AdapterCursor, draws: DrawPlan, chunk: int
-) -> Iterator[PlannedRequest]:
-    """`requests` with each one's adapter, drawn a chunk at a time in schedule order (a trace's
-    rows are the first class's)."""
-    names = [streams.name for streams in draws.classes]
-    batch: list[PlannedRequest] = []
-    for planned in requests:
-        batch.append(planned)
-        if len(batch) == chunk:
-            yield from _named(batch, cursor, names)
-            batch = []
-    yield from _named(batch, cursor, names)
-
-
-def _named(batch: list[PlannedRequest], cursor: AdapterCursor, names: list[str]) -> list[PlannedRequest]:
-    if not batch:
-        return []
-    index = {name: position for position, name in enumerate(names)}
-    classes = np.array([index[planned.request_class] for planned in batch], dtype=int)
-    adapters = cursor.take(classes)
-    return [
-        planned if adapter is None else replace(planned, adapter=adapter)
-        for planned, adapter in zip(batch, adapters, strict=True)
-    ]
-
-
-def _entry_outputs(workloads: Sequence[Workload]) -> list[list[int | None]]:
-    """Per class, each dataset entry's own output length (a ShareGPT reply's); empty when no
-    entry of any class has one, so other plans make their requests exactly as before."""
-    outputs = [[entry.output_tokens for entry in workload.entries] for workload in workloads]
-    return outputs if any(n is not None for each in outputs for n in each) else []
-
-
-def _with_replies(
-    output: list[int], classes: list[int], lines: list[int], replies: list[list[int | None]]
-) -> list[int]:
-    """`output` with each dataset line's own length where its entry has one."""
-    for j, line in enumerate(lines):
-        if line >= 0:
-            own = replies[classes[j]][line]
-            if own is not None:
-                output[j] = own
-    return output
 
 
 def _session_starts(scenario: Scenario) -> list[SessionStart | None]:
@@ -353,39 +156,6 @@ def _session_starts(scenario: Scenario) -> list[SessionStart | None]:
         for _, _, workload in scenario.classes
     ]
     return starts if any(start is not None for start in starts) else []
-
-
-def _cancelled(planned: PlannedRequest, after: tuple[float | None, int | None]) -> PlannedRequest:
-    """`planned` with its cancel point (made apart: most requests are not cancelled, and passing two
-    more arguments for every request cost 0.35 µs of the ~2.5 µs a request takes to make)."""
-    return replace(planned, cancel=Cancel(after[0], after[1]))
-
-
-def _shared_first_blocks(rows: Sequence[TraceRow]) -> set[int]:
-    """The first blocks (hash ids) that begin more than one of a trace phase's rows."""
-    seen: set[int] = set()
-    shared: set[int] = set()
-    for row in rows:
-        if row.hash_ids:
-            first = row.hash_ids[0]
-            (shared if first in seen else seen).add(first)
-    return shared
-
-
-def _blocks(
-    planned: PlannedRequest, hash_ids: tuple[int, ...], block_tokens: int, shared: set[int]
-) -> PlannedRequest:
-    """A trace row's request with its blocks; its prefix group (what the tool knows it shares)
-    is its first block's id when another row of the phase begins with the same block."""
-    group = hash_ids[0] if hash_ids[0] in shared else None
-    return replace(planned, prefix=Prefix(group=group, blocks=hash_ids, block_tokens=block_tokens))
-
-
-def _replayed_prompt_tokens(row: TraceRow) -> int:
-    """A trace row's prompt length (a row with prompt text and no count: its word count)."""
-    if row.prompt_tokens is not None:
-        return max(1, row.prompt_tokens)
-    return max(1, len((row.prompt or "").split()))
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from time import perf_counter_ns
 from typing import IO, Any
 
 import gevent
-import greenlet  # type: ignore[import-untyped]  # greenlet ships no type information
+import greenlet  # ships no type information (pyproject.toml: ignore_missing_imports)
 
 CLIENT_STALLS_FILE = "client-stalls.jsonl"
 
@@ -108,65 +108,10 @@ class StallWatch:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (closed in stop)
             except OSError:
                 self._file = None  # no place to write: still counted in the summary
-        threshold_ns = int(self.threshold_ms * 1e6)
-        record, gc_tally, hub, prev = self._record, self._gc, gevent.get_hub(), greenlet.gettrace()
-        # Shared state of the closures below (closure cells: the fastest state a trace can read).
-        seg_ns = perf_counter_ns()  # when the running greenlet's run began, plus time shifted out
-        shifted_ns = 0  # all time ever shifted out of runs (GC, timed blocks)
-        gc_t0 = 0
-        mark: tuple[Any, str] | None = None  # (greenlet, cause) of the innermost timed block
-
-        def trace(event: str, args: Any, _now: Callable[[], int] = perf_counter_ns) -> None:
-            nonlocal seg_ns
-            now = _now()
-            span = now - seg_ns
-            seg_ns = now
-            if span >= threshold_ns and args[0] is not hub:
-                origin = args[0]
-                cause = mark[1] if mark is not None and mark[0] is origin else "greenlet"
-                record(cause, origin, now - span, span)
-            if prev is not None:
-                prev(event, args)
-
-        def on_gc(phase: str, info: dict[str, int]) -> None:
-            nonlocal seg_ns, shifted_ns, gc_t0
-            now = perf_counter_ns()
-            if phase == "start":
-                gc_t0 = now
-                return
-            took = now - gc_t0
-            seg_ns += took
-            shifted_ns += took
-            tally = gc_tally[info["generation"]]
-            tally[0] += 1
-            tally[1] += took
-            tally[2] = max(tally[2], took)
-            if took >= threshold_ns:
-                detail = f"generation {info['generation']}, {info['collected']} objects collected"
-                record("gc", detail, gc_t0, took)
-
-        def enter(cause: str) -> _Token:
-            nonlocal mark
-            token = (mark, perf_counter_ns(), shifted_ns)
-            mark = (greenlet.getcurrent(), cause)
-            return token
-
-        def leave(cause: str, token: _Token) -> None:
-            nonlocal seg_ns, shifted_ns, mark
-            now = perf_counter_ns()
-            outer, entered_ns, shifted_before = token
-            inside = shifted_ns - shifted_before
-            if seg_ns - inside <= entered_ns:  # no switch inside: the whole block held the loop
-                took = now - entered_ns - inside
-                seg_ns += took
-            else:  # it yielded: earlier pieces were the tracer's; this is the last one
-                took = now - seg_ns
-                seg_ns = now
-            shifted_ns += took
-            mark = outer
-            if took >= threshold_ns:
-                record(cause, greenlet.getcurrent(), now - took, took)
-
+        prev = greenlet.gettrace()
+        trace, on_gc, enter, leave = _instruments(
+            int(self.threshold_ms * 1e6), self._record, self._collected, gevent.get_hub(), prev
+        )
         self._trace, self._prev, self._on_gc = trace, prev, on_gc
         self._enter, self._leave = enter, leave
         self._live = True
@@ -228,11 +173,92 @@ class StallWatch:
         except Exception:  # a full disk, an odd greenlet's repr: nothing may raise into the loop
             self._close_file()
 
+    def _collected(self, info: Mapping[str, int], start_ns: int, took_ns: int) -> None:
+        """One garbage collection, timed: its generation's tally, and a stall line if it held the
+        loop past the threshold."""
+        tally = self._gc[info["generation"]]
+        tally[0] += 1
+        tally[1] += took_ns
+        tally[2] = max(tally[2], took_ns)
+        if took_ns >= int(self.threshold_ms * 1e6):
+            detail = f"generation {info['generation']}, {info['collected']} objects collected"
+            self._record("gc", detail, start_ns, took_ns)
+
     def _close_file(self) -> None:
         file, self._file = self._file, None
         if file is not None:
             with contextlib.suppress(OSError):
                 file.close()
+
+
+_Record = Callable[[str, Any, int, int], None]  # (cause, detail, start ns, took ns)
+_Collected = Callable[[Mapping[str, int], int, int], None]  # (gc info, start ns, took ns)
+_Instruments = tuple[
+    Callable[[str, Any], None],  # the greenlet tracer
+    Callable[[str, dict[str, int]], None],  # the gc callback
+    Callable[[str], _Token],  # a timed block's entry
+    Callable[[str, _Token], None],  # its exit
+]
+
+
+def _instruments(
+    threshold_ns: int, record: _Record, collected: _Collected, hub: Any, prev: Any
+) -> _Instruments:
+    """The four hooks, sharing their state in closure cells (the fastest state a tracer called
+    at every greenlet switch can read): when the running greenlet's run began (`seg_ns`, plus
+    time shifted out of it), all time ever shifted out of runs (GC, timed blocks), and the
+    innermost timed block's (greenlet, cause)."""
+    seg_ns = perf_counter_ns()
+    shifted_ns = 0
+    gc_t0 = 0
+    mark: tuple[Any, str] | None = None
+
+    def trace(event: str, args: Any, _now: Callable[[], int] = perf_counter_ns) -> None:
+        nonlocal seg_ns
+        now = _now()
+        span = now - seg_ns
+        seg_ns = now
+        if span >= threshold_ns and args[0] is not hub:
+            origin = args[0]
+            cause = mark[1] if mark is not None and mark[0] is origin else "greenlet"
+            record(cause, origin, now - span, span)
+        if prev is not None:
+            prev(event, args)
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        nonlocal seg_ns, shifted_ns, gc_t0
+        now = perf_counter_ns()
+        if phase == "start":
+            gc_t0 = now
+            return
+        took = now - gc_t0
+        seg_ns += took
+        shifted_ns += took
+        collected(info, gc_t0, took)
+
+    def enter(cause: str) -> _Token:
+        nonlocal mark
+        token = (mark, perf_counter_ns(), shifted_ns)
+        mark = (greenlet.getcurrent(), cause)
+        return token
+
+    def leave(cause: str, token: _Token) -> None:
+        nonlocal seg_ns, shifted_ns, mark
+        now = perf_counter_ns()
+        outer, entered_ns, shifted_before = token
+        inside = shifted_ns - shifted_before
+        if seg_ns - inside <= entered_ns:  # no switch inside: the whole block held the loop
+            took = now - entered_ns - inside
+            seg_ns += took
+        else:  # it yielded: earlier pieces were the tracer's; this is the last one
+            took = now - seg_ns
+            seg_ns = now
+        shifted_ns += took
+        mark = outer
+        if took >= threshold_ns:
+            record(cause, greenlet.getcurrent(), now - took, took)
+
+    return trace, on_gc, enter, leave
 
 
 def read_stalls(path: Path) -> list[dict[str, Any]]:

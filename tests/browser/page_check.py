@@ -19,11 +19,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from loadgen.report.html.charts import slo_gid
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize  # playwright is imported where a page opens
 
 CHROMIUM = os.environ.get("LOADTEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -34,7 +37,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-VIEWPORT = {"width": 1400, "height": 900}
+VIEWPORT: ViewportSize = {"width": 1400, "height": 900}
 
 # Per chart: its id, its data groups and those with a drawn mark, its SLO lines with a visible box.
 _CHARTS_JS = """
@@ -142,7 +145,7 @@ def browser_or_skip() -> None:
     pytest.skip(missing)
 
 
-def open_page(html_path: Path, screenshot_path: Path, viewport: dict[str, int] | None = None) -> PageFacts:
+def open_page(html_path: Path, screenshot_path: Path, viewport: ViewportSize | None = None) -> PageFacts:
     """Load the page offline, collect errors and chart facts, save a full-page screenshot."""
     from playwright.sync_api import sync_playwright
 
@@ -161,7 +164,7 @@ def open_page(html_path: Path, screenshot_path: Path, viewport: dict[str, int] |
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(viewport=viewport or VIEWPORT)  # type: ignore[arg-type]
+            context = browser.new_context(viewport=viewport or VIEWPORT)
             context.route("**/*", route)
             page = context.new_page()
             page.on(
@@ -204,7 +207,7 @@ def check_report_page(
     screenshot_path: Path,
     expect_slo_lines: Iterable[str] = (),
     expect_charts: Iterable[str] = (),
-    viewport: dict[str, int] | None = None,
+    viewport: ViewportSize | None = None,
 ) -> PageFacts:
     """Open the page and assert it is whole: no errors, no network, every chart drawn, the
     expected charts present and the expected SLO lines (by SLO name) drawn somewhere."""

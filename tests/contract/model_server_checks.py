@@ -14,7 +14,7 @@ import shutil
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import pytest
@@ -78,6 +78,13 @@ def port_taken_case(make: Callable[..., Adapter]) -> Iterator[FailingStart]:
 
 # --- decoding correctness ------------------------------------------------------------------------
 
+
+class DecoderFactory(Protocol):
+    """A runtime's decoder class: its model folder in, a decoder out."""
+
+    def __call__(self, model_dir: Path) -> Decoder[Any]: ...
+
+
 ATOL = 2e-4  # float32 logits: batched and padded shapes change summation order only
 
 PROMPTS = ("one two three four", "The quick brown fox jumps over the lazy dog again", "hello")
@@ -91,7 +98,8 @@ def full_logits(decoder: Decoder[Any], ids: Sequence[int]) -> FloatArray:
     ones = np.ones((1, n), dtype=np.int64)
     positions = np.arange(n, dtype=np.int64)[None, :]
     logits, _ = decoder.forward(row, ones, positions, None)
-    return logits[0]
+    last: FloatArray = logits[0]
+    return last
 
 
 def greedy_reference(decoder: Decoder[Any], prompt: Sequence[int], n: int) -> list[int]:
@@ -187,7 +195,7 @@ class ModelServerContract(AdapterContract):
     kind: ClassVar[str]
     config_class: ClassVar[type[Any]]
     weights_file: ClassVar[str]
-    decoder_class: ClassVar[Callable[[Path], Decoder[Any]]]
+    decoder_class: ClassVar[DecoderFactory]
     prompt_tokens = expected_prompt_tokens()
 
     @classmethod

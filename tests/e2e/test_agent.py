@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import pairwise
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_every_answer_calls_exactly_when_asked_and_every_call_is_answered_in_its
     workload = parse_scenario(SCENARIO).workload
     records = run.records()
     assert {r["status"] for r in records} == {"ok"}
-    sessions: dict[int, list[dict]] = defaultdict(list)
+    sessions: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         asked = calls_tool(workload, "default", record["id"])
         assert record["tool_calls"] == int(asked), record

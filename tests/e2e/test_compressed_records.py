@@ -12,8 +12,8 @@ import pytest
 from loadgen.collect.itl_codec import ITL_KEY
 from loadgen.collect.record_files import RecordLines
 from loadgen.collect.records import iter_record_dicts
-from loadgen.compare.compare import Settings, compare_runs
 from loadgen.compare.compare_inputs import load_run
+from loadgen.compare.gate import Settings, compare_runs
 from tests.cli_helpers import ROOT, loadtest_argv, read_report, run_cli
 
 pytestmark = pytest.mark.slow

@@ -37,8 +37,8 @@ environments:
 """
 
 
-def _compare(out: Path, *runs: Path, extra: tuple[str, ...] = ()) -> dict[str, Any]:
-    argv = loadtest_argv("compare", *map(str, runs), "--environments", "--out", str(out), *extra)
+def _rank(out: Path, *runs: Path, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    argv = loadtest_argv("rank", *map(str, runs), "--out", str(out), *extra)
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr  # too close to call is still a recommendation
     comparison: dict[str, Any] = json.loads((out / "comparison.json").read_text())
@@ -57,19 +57,19 @@ def test_three_percent_is_too_close_to_call_and_fifty_percent_is_not(tmp_path: P
     assert 1.0 < capacity["fast"]["rate_rps"] / capacity["near"]["rate_rps"] < 1.06
     assert 1.4 < capacity["fast"]["rate_rps"] / capacity["slow"]["rate_rps"] < 1.6
 
-    close = _compare(tmp_path / "close", run.run_dir / "fast", run.run_dir / "near")
+    close = _rank(tmp_path / "close", run.run_dir / "fast", run.run_dir / "near")
     recommendation = close["recommendation"]
     assert recommendation["too_close"] is True and recommendation["confidence"] < 0.9
     assert {recommendation["environment"], recommendation["runner_up"]} == {"fast", "near"}
     assert "RECOMMENDATION: too close to call: " in close["stdout"]
     # A lower bar (--confidence) takes the same evidence as enough.
     share = recommendation["confidence"]
-    relaxed = _compare(tmp_path / "relaxed", run.run_dir / "fast", run.run_dir / "near",
+    relaxed = _rank(tmp_path / "relaxed", run.run_dir / "fast", run.run_dir / "near",
                        extra=("--confidence", f"{share * 100 - 1:.0f}%"))  # fmt: skip
     assert relaxed["recommendation"]["too_close"] is False
     assert relaxed["recommendation"]["required_confidence"] == pytest.approx(round(share * 100 - 1) / 100)
 
-    apart = _compare(tmp_path / "apart", run.run_dir / "fast", run.run_dir / "slow")
+    apart = _rank(tmp_path / "apart", run.run_dir / "fast", run.run_dir / "slow")
     recommendation = apart["recommendation"]
     assert recommendation["environment"] == "fast" and recommendation["too_close"] is False
     assert recommendation["confidence"] >= 0.99

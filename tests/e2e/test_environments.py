@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -117,9 +118,7 @@ def test_simulated_environments_end_in_the_cheapest_plan_that_holds(simulated_ru
 
     # The same comparison from the finished runs, and `loadtest report` on the whole folder.
     out = tmp_path / "again"
-    again = _cli(
-        "compare", str(parent / "small"), str(parent / "big"), str(parent / "slow"), "--out", str(out)
-    )
+    again = _cli("rank", str(parent / "small"), str(parent / "big"), str(parent / "slow"), "--out", str(out))
     assert again.returncode == 0, again.stderr
     recompared = _rows(_comparison(out))
     assert set(recompared) == {"small", "big", "slow"}
@@ -132,8 +131,14 @@ def test_simulated_environments_end_in_the_cheapest_plan_that_holds(simulated_ru
     assert rerendered.returncode == 0, rerendered.stderr
     assert (parent / "small" / "report.json").exists()
     assert _comparison(parent)["recommendation"] == comparison["recommendation"]
-    # One run alone is neither a gate nor a comparison.
+    # One search run alone is neither a gate nor a ranking; `compare` on the environments run
+    # names the `loadtest rank` to type instead.
+    alone = _cli("rank", str(parent / "small"))
+    assert alone.returncode == 2 and "is one search run; rank takes" in alone.stderr, alone.stderr
     assert _cli("compare", str(parent / "small")).returncode == 2
+    pointed = _cli("compare", str(parent))
+    rank = f"to rank environments type: loadtest rank {shlex.quote(str(parent))}"
+    assert pointed.returncode == 2 and pointed.stderr.strip().endswith(rank), pointed.stderr
 
 
 def test_simulated_comparison_page_opens_with_the_recommendation(simulated_run: CliRun, tmp_path: Path):

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from loadgen.scenario.loader import load_scenario
+from servers.simulated import SimulatedServerConfig
 from tests.cli_helpers import ROOT, loadtest_argv, run_cli
 
 pytestmark = pytest.mark.slow
@@ -20,6 +21,7 @@ SCENARIO = ROOT / "scenarios" / "soak-memory.yaml"
 
 def test_soak_reports_cold_starts_and_a_leak_and_fails_the_memory_gate(tmp_path):
     scenario = load_scenario(SCENARIO)
+    assert isinstance(scenario.server, SimulatedServerConfig)
     assert scenario.server.kind == "simulated"
     leak_bytes, startup_s = scenario.server.leak_per_request, scenario.server.startup
     rate = scenario.traffic[0].rate

@@ -65,6 +65,7 @@ def _run_watching_affinity(tmp_path: Path, scenario: str) -> tuple[CliRun, set[i
             server = _server_of(cli)
         if server is None:
             process.wait(timeout=60)
+            assert process.stderr is not None  # a pipe
             raise AssertionError(f"the run started no simulated server: {process.stderr.read()}")
         # The server is pinned before it execs (its cmdline is servers.simulated from then on);
         # the client pinned itself before starting it.

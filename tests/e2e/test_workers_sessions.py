@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_two_workers_run_whole_sessions_and_count_turns_apart_from_turn_ones(tmp
     workers = run.report["client"]["workers"]
     assert workers["lost"] == [] and sum(workers["requests"]) == SESSIONS
     assert sum(workers["received"]) == len(records) == 3 * SESSIONS  # every turn came back
-    by_session: dict[int, list[dict[str, object]]] = {}
+    by_session: dict[int, list[dict[str, Any]]] = {}
     for record in records:
         by_session.setdefault(int(record["session"]), []).append(record)
     assert len(by_session) == SESSIONS

@@ -302,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
             body, bad_json = raw.decode(errors="replace"), True
         authorization = self.headers.get("Authorization")
         query = parse_qs(parts.query)
+        answer: object  # text, or what goes out as JSON
         if parts.path == "/api/health":
             status, answer = 200, {"commit": "fake", "database": "ok", "version": VERSION}
         elif authorization not in self.fake.accepted:
@@ -318,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake._lock:
             self.fake.requests.append(Recorded(self.command, parts.path, query, body, authorization, status))
         text = isinstance(answer, str)
-        payload = answer.encode() if text else json.dumps(answer).encode()
+        payload = answer.encode() if isinstance(answer, str) else json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("Content-Type", "text/plain" if text else "application/json")
         self.send_header("Content-Length", str(len(payload)))

@@ -63,21 +63,30 @@ class _AnswersNothing(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:
-        self.server.hung.set()  # type: ignore[attr-defined]
+        assert isinstance(self.server, _WedgedServer)
+        self.server.hung.set()
         time.sleep(120)
 
     def log_message(self, *_: object) -> None:
         pass
 
 
+class _WedgedServer(ThreadingHTTPServer):
+    """Serves _AnswersNothing; `hung` is set once a completion came in."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(address, _AnswersNothing)
+        self.hung = threading.Event()
+
+
 @pytest.fixture
 def wedged_server() -> Iterator[tuple[str, threading.Event]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _AnswersNothing)
-    server.daemon_threads = True
-    server.hung = threading.Event()  # type: ignore[attr-defined]
+    server = _WedgedServer(("127.0.0.1", 0))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", server.hung  # type: ignore[attr-defined]
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.hung
     finally:
         server.shutdown()
         server.server_close()

@@ -20,10 +20,12 @@ from pathlib import Path  # noqa: E402
 
 import gevent.event  # noqa: E402
 import numpy as np  # noqa: E402
+from pydantic import TypeAdapter  # noqa: E402
 
 from loadgen.collect.records import RequestRecord  # noqa: E402
 from loadgen.scenario.model import Workload  # noqa: E402
 from loadgen.scenario.phases import ConstantPhase  # noqa: E402
+from loadgen.scenario.verify_spec import BalancePolicy  # noqa: E402
 from loadgen.traffic.arrivals import arrival_offsets  # noqa: E402
 from loadgen.traffic.balancer import Balancer  # noqa: E402
 from loadgen.traffic.level_requests import level_phases, requests_at  # noqa: E402
@@ -32,7 +34,7 @@ from loadgen.traffic.schedule import PlannedRequests, Schedule  # noqa: E402
 from servers.simulated import SimulatedAdapter, SimulatedServerConfig  # noqa: E402
 
 
-def main(policy: str, rate: float, seconds: float) -> None:
+def main(policy: BalancePolicy, rate: float, seconds: float) -> None:
     records: list[RequestRecord] = []
     adapters = [
         SimulatedAdapter(SimulatedServerConfig(kind="simulated", ttft=0.02, itl=itl, slots=64, cpus="0"))
@@ -57,7 +59,7 @@ def main(policy: str, rate: float, seconds: float) -> None:
         phases = level_phases(0, rate, 256)
         schedule = Schedule(PlannedRequests.of(planned), [], [0.2], 0.2 + seconds, phases)
         start = time.perf_counter_ns()
-        balancer = Balancer.over(endpoints, policy, clock=lambda: (time.perf_counter_ns() - start) / 1e9)  # type: ignore[arg-type]
+        balancer = Balancer.over(endpoints, policy, clock=lambda: (time.perf_counter_ns() - start) / 1e9)
         runner = TrafficRunner(schedule, endpoints[0][0], workload, records.append, balancer=balancer)
         environment = runner.spawn(64)
         runner.run(environment, gevent.event.Event())
@@ -77,4 +79,4 @@ def main(policy: str, rate: float, seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]), float(sys.argv[3]))
+    main(TypeAdapter(BalancePolicy).validate_python(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]))

@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 
 import gevent.event
+import pytest
 
 from loadgen.live.observers import Observers
 from loadgen.run.context import RunContext
 from loadgen.run.server_start import cold_starts
 from loadgen.scenario.loader import parse_scenario
+from servers.base import Endpoint
 
 TTFT_MS = 50
 
@@ -33,7 +35,9 @@ traffic: [{{kind: constant, rate: 1, duration: 1s}}]
 """
 
 
-def test_energy_and_scraping_start_after_the_last_starts_first_token(tmp_path: Path) -> None:
+def test_energy_and_scraping_start_after_the_last_starts_first_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ctx = RunContext.open(
         parse_scenario(SCENARIO), stop=gevent.event.Event(), observers=Observers(), out_dir=tmp_path
     )
@@ -48,13 +52,13 @@ def test_energy_and_scraping_start_after_the_last_starts_first_token(tmp_path: P
         began["energy"] = time.perf_counter_ns()
         energy_start(pid)
 
-    def noting_scraper(endpoint: object) -> bool:
+    def noting_scraper(endpoint: Endpoint) -> bool:
         began["scraper"] = time.perf_counter_ns()
-        return scraper_start(endpoint)  # type: ignore[arg-type]
+        return scraper_start(endpoint)
 
-    ctx.resources.start = noting_resources  # type: ignore[method-assign]
-    ctx.energy.start = noting_energy  # type: ignore[method-assign]
-    ctx.scraper.start = noting_scraper  # type: ignore[method-assign]
+    monkeypatch.setattr(ctx.resources, "start", noting_resources)
+    monkeypatch.setattr(ctx.energy, "start", noting_energy)
+    monkeypatch.setattr(ctx.scraper, "start", noting_scraper)
     try:
         cold_starts(ctx)
         spawned_ns = ctx.adapter.spawned_at_ns

@@ -10,9 +10,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.cli_helpers import CliRun, run_cli
+from tests.send_lag import own_lags_ms
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
@@ -63,6 +65,7 @@ def test_sessions_start_at_their_timestamps_and_turns_follow_by_their_delays(run
     sessions = _sessions(records)
     assert len(sessions) == 3
     start = sessions[0][0]["scheduled_s"]
+    assert np.all(own_lags_ms(run.run_dir, records) < 20)  # each turn sent when due
     for turns, (words, outputs, delays), at in zip(sessions, EXPECTED, STARTS_S, strict=True):
         assert [r["turn"] for r in turns] == list(range(1, len(words) + 1))
         assert all(r["session_turns"] == len(words) for r in turns)
@@ -70,7 +73,6 @@ def test_sessions_start_at_their_timestamps_and_turns_follow_by_their_delays(run
         assert [r["output_tokens"] for r in turns] == outputs
         for (before, after), delay in zip(pairwise(turns), delays, strict=True):
             assert after["scheduled_s"] - before["done_s"] == pytest.approx(delay, abs=1e-3)
-            assert after["sent_s"] - after["scheduled_s"] < 0.02
 
 
 def test_each_turns_prompt_grows_by_exactly_the_history(run: CliRun) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.run.fleet import Fleet, FleetError
-from loadgen.scenario.drills import ExternalReplica
+from loadgen.scenario.verify_spec import ExternalReplica
 from servers.external import ExternalServerConfig
 from servers.simulated import SimulatedAdapter, SimulatedServerConfig
 

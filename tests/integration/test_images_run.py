@@ -87,7 +87,7 @@ def test_images_cost_their_prefill_and_their_bytes_are_counted(tmp_path: Path) -
     # Each request's truth: ttft + prefill_per_token × its prompt tokens (images' included); the
     # client and HTTP add about the same to every request (a few ms).
     def truth(r: dict[str, Any]) -> float:
-        return TTFT_MS + PER_TOKEN_MS * r["prompt_tokens"]
+        return float(TTFT_MS + PER_TOKEN_MS * r["prompt_tokens"])
 
     deviations = [_ttft_from_send(r) - truth(r) for r in records]
     overhead = float(np.median(deviations))

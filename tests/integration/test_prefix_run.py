@@ -7,6 +7,7 @@ group's first had finished its prefill."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def test_prefix_hits_save_the_configured_prefill_and_both_views_agree(tmp_path: 
     # Each request's truth: ttft + prefill_per_token × the words the cache did not hold; the
     # client and HTTP add about the same to every request (a few ms).
     def truth(r: dict[str, Any]) -> float:
-        return TTFT_MS + PER_TOKEN_MS * (r["prompt_tokens"] - r["cached_tokens"])
+        return float(TTFT_MS + PER_TOKEN_MS * (r["prompt_tokens"] - r["cached_tokens"]))
 
     overhead = np.median([_ttft(r) - truth(r) for r in records])
     assert 0 <= overhead < 10
@@ -112,7 +113,7 @@ def test_prefix_hits_save_the_configured_prefill_and_both_views_agree(tmp_path: 
 
     # report.json's two splits are the p50s of those sets, and their difference is the truth's
     # (the unprefixed requests are 64 words only: a miss of theirs costs as little as a hit).
-    views = {
+    views: dict[str, tuple[str, str, Callable[[dict[str, Any]], bool]]] = {
         "server": ("ttft_cache_hit_ms", "ttft_cache_miss_ms", lambda r: r["id"] in hits),
         "tool": ("ttft_prefixed_ms", "ttft_unprefixed_ms", lambda r: r["prefix_group"] is not None),
     }
@@ -122,7 +123,7 @@ def test_prefix_hits_save_the_configured_prefill_and_both_views_agree(tmp_path: 
         assert cache[yes_key]["p50"] == pytest.approx(np.median([_ttft(r) for r in yes]), abs=1e-3)
         assert cache[no_key]["p50"] == pytest.approx(np.median([_ttft(r) for r in no]), abs=1e-3)
         measured = cache[no_key]["p50"] - cache[yes_key]["p50"]
-        expected = float(np.median([truth(r) for r in no]) - np.median([truth(r) for r in yes]))
-        print(f"{view}'s view, TTFT p50 miss − hit: measured {measured:.1f} ms, truth {expected:.1f} ms")
-        assert measured == pytest.approx(expected, abs=5)
+        truth_ms = float(np.median([truth(r) for r in no]) - np.median([truth(r) for r in yes]))
+        print(f"{view}'s view, TTFT p50 miss − hit: measured {measured:.1f} ms, truth {truth_ms:.1f} ms")
+        assert measured == pytest.approx(truth_ms, abs=5)
     assert "Prefix cache (as the server said)" in (run.run_dir / "report.md").read_text()

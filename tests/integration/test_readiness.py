@@ -27,7 +27,7 @@ class _Health(ThreadingHTTPServer):
     connections = 0
     requests = 0
 
-    def process_request(self, request, client_address):  # type: ignore[no-untyped-def]
+    def process_request(self, request, client_address):
         self.connections += 1
         super().process_request(request, client_address)
 

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import gevent
@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from loadgen.collect.memory import ResourceSample, read_samples
-from loadgen.collect.resources import ResourceSampler, TreeMemory, process_tree
+from loadgen.collect.resources import GpuMemory, ResourceSampler, TreeMemory, process_tree
 
 # A parent holding 20 MiB that starts a child holding 40 MiB (written bytes, so resident).
 _CHILD = "import time; x = bytearray(b'x') * (40 * 2**20); print('ready', flush=True); time.sleep(60)"
@@ -86,9 +86,14 @@ def test_sampler_drops_samples_of_a_run_that_never_started(
     assert list(read_samples(path)) == []
 
 
-class _FakeGpu:
-    def used_mb(self, pids: list[int]) -> float:
-        return 100.0 * len(pids)
+class _FakeGpu(GpuMemory):
+    """100 MB a process, without NVML."""
+
+    def __init__(self) -> None:
+        super().__init__(nvml=None, handles=[])
+
+    def used_mb(self, pids: Iterable[int]) -> float:
+        return 100.0 * len(list(pids))
 
     def close(self) -> None:
         pass
@@ -96,7 +101,7 @@ class _FakeGpu:
 
 def test_gpu_figure_goes_into_each_line(tree: subprocess.Popen[str], tmp_path: Path) -> None:
     path = tmp_path / "resources.jsonl"
-    sampler = ResourceSampler(path, interval_s=0.02, gpu_factory=_FakeGpu)  # type: ignore[arg-type]
+    sampler = ResourceSampler(path, interval_s=0.02, gpu_factory=_FakeGpu)
     sampler.set_origin(time.perf_counter_ns())
     sampler.start(tree.pid)
     gevent.sleep(0.05)

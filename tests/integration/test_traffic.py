@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.cli_helpers import run_cli
+from tests.send_lag import own_lags_ms
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
@@ -68,9 +69,9 @@ traffic: [{kind: constant, rate: 10, duration: 3s}]
     assert run.report["client"]["trustworthy"] is True
     records = sorted(run.records(), key=lambda r: r["id"])
     assert len(records) == 30 and {r["status"] for r in records} == {"ok"}
-    sent = np.array([r["sent_s"] for r in records])
     scheduled = np.array([r["scheduled_s"] for r in records])
-    assert np.all(sent - scheduled < 0.05)  # sent when due, not when the last one finished
+    # Sent when due, not when the last one finished (the sends the machine did not stall).
+    assert np.all(own_lags_ms(run.run_dir, records) < 50)
     assert np.allclose(np.diff(scheduled), 0.1)
     # The server queued them FIFO: the last request's TTFT includes ~29 requests' service time.
     # Request k (0-based, due at 0.1·k s) starts when the k before it are done, at 0.4·k s, so

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from loadgen.collect.columns import columns_of
-from loadgen.collect.records import RequestRecord
+from loadgen.collect.records import RequestRecord, Status
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.stats import PhaseWindow
 from loadgen.collect.stats_wire import pack, unpack
@@ -173,7 +173,7 @@ def test_search_levels_and_worker_shares_carry_the_adapter() -> None:
     assert [r.adapter for r in decoded] == [r.adapter for r in planned]
 
 
-def _record(i: int, adapter: str | None, ttft_s: float, status: str = "ok") -> RequestRecord:
+def _record(i: int, adapter: str | None, ttft_s: float, status: Status = "ok") -> RequestRecord:
     return RequestRecord(
         id=i,
         phase=0,
@@ -182,7 +182,7 @@ def _record(i: int, adapter: str | None, ttft_s: float, status: str = "ok") -> R
         first_token_s=1.0 + i * 0.01 + ttft_s,
         done_s=1.0 + i * 0.01 + ttft_s + 0.05,
         output_tokens=4,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         adapter=adapter,
     )
 

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from loadgen.scenario.phases import ConstantPhase, GammaPhase, PoissonPhase
+from loadgen.scenario.phases import ConstantPhase, GammaPhase, Phase, PoissonPhase
 from loadgen.traffic import arrivals
 from loadgen.traffic.arrivals import _gamma_gaps, arrival_offsets
 
 
-def _gaps(phase, seed=1):
+def _gaps(phase: Phase, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     times = arrival_offsets(phase, 0.0, phase.duration, np.random.default_rng(seed))
     return times, np.diff(times)
 

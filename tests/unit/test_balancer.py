@@ -6,31 +6,39 @@ from __future__ import annotations
 
 from collections import Counter
 
-from loadgen.collect.records import RequestRecord
-from loadgen.traffic.balancer import NO_REPLICA, Balancer
+from loadgen.collect.records import ErrorKind, RequestRecord, Status
+from loadgen.scenario.verify_spec import BalancePolicy
+from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from servers.base import Endpoint
 
 
-def _balancer(policy: str, count: int = 3, unhealthy_after: int = 3) -> Balancer:
+def _balancer(policy: BalancePolicy, count: int = 3, unhealthy_after: int = 3) -> Balancer:
     endpoints = [(Endpoint(f"http://127.0.0.1:{9000 + n}", "m"), None) for n in range(count)]
-    return Balancer.over(endpoints, policy, unhealthy_after=unhealthy_after)  # type: ignore[arg-type]
+    return Balancer.over(endpoints, policy, unhealthy_after=unhealthy_after)
 
 
-def _record(status: str = "ok", kind: str | None = None, error: str | None = None) -> RequestRecord:
-    return RequestRecord(id=0, phase=0, scheduled_s=0.0, status=status, error_kind=kind, error=error)  # type: ignore[arg-type]
+def _record(status: Status = "ok", kind: ErrorKind | None = None, error: str | None = None) -> RequestRecord:
+    return RequestRecord(id=0, phase=0, scheduled_s=0.0, status=status, error_kind=kind, error=error)
+
+
+def _pick(balancer: Balancer, request_id: int) -> Slot:
+    """The replica picked for a request where one is in rotation."""
+    slot = balancer.pick(request_id)
+    assert slot is not None
+    return slot
 
 
 def test_round_robin_takes_the_replicas_in_turn():
     balancer = _balancer("round_robin")
-    picked = [balancer.pick(i).number for i in range(6)]  # type: ignore[union-attr]
+    picked = [_pick(balancer, i).number for i in range(6)]
     assert picked == [1, 2, 3, 1, 2, 3]
 
 
 def test_least_outstanding_picks_the_idlest_and_spreads_ties():
     balancer = _balancer("least_outstanding")
-    first = [balancer.pick(i) for i in range(3)]
-    assert sorted(slot.number for slot in first) == [1, 2, 3]  # type: ignore[union-attr]
-    balancer.finished(first[1], _record())  # type: ignore[arg-type]
+    first = [_pick(balancer, i) for i in range(3)]
+    assert sorted(slot.number for slot in first) == [1, 2, 3]
+    balancer.finished(first[1], _record())
     # Only that replica has nothing in flight now: the next request goes there.
     assert balancer.pick(3) is first[1]
 
@@ -41,7 +49,7 @@ def test_session_keeps_a_session_on_one_replica():
     from loadgen.scenario.sessions import later_turn_id
 
     assert balancer.pick(later_turn_id(7, 3)) is balancer.pick(7)
-    assert Counter(balancer.pick(i).number for i in range(30)) == {1: 10, 2: 10, 3: 10}  # type: ignore[union-attr]
+    assert Counter(_pick(balancer, i).number for i in range(30)) == {1: 10, 2: 10, 3: 10}
 
 
 def test_a_refused_connection_takes_a_replica_out_at_once():
@@ -51,7 +59,7 @@ def test_a_refused_connection_takes_a_replica_out_at_once():
     balancer.finished(slot, _record("error", "connection", "connection failed: [Errno 111] refused"))
     assert [s.number for s in balancer.rotation()] == [2, 3]
     assert balancer.events[-1] == {"t_s": 0.0, "replica": 1, "event": "out", "detail": "connection refused"}
-    assert {balancer.pick(i).number for i in range(10)} == {2, 3}  # type: ignore[union-attr]
+    assert {_pick(balancer, i).number for i in range(10)} == {2, 3}
 
 
 def test_failures_in_a_row_take_a_replica_out_and_a_success_resets_them():
@@ -75,7 +83,7 @@ def test_a_replica_held_out_for_a_drain_gets_nothing_until_replaced():
     assert in_flight == 1
     assert [e["event"] for e in balancer.events] == ["drain", "out"]
     assert balancer.events[0]["in_flight"] == 1
-    assert {balancer.pick(i).number for i in range(5)} == {2}  # type: ignore[union-attr]
+    assert {_pick(balancer, i).number for i in range(5)} == {2}
     balancer.replace(1, Endpoint("http://127.0.0.1:9100", "m"), None)
     slot = balancer.slot(1)
     # A replacement is out of rotation until its readiness probe answers (not held out any more).

@@ -38,7 +38,7 @@ class FakeDecoder:
     """
 
     eos_token_ids = frozenset({EOS})
-    bos_token_id = 1
+    bos_token_id: int | None = 1
 
     def __init__(self, next_token: Callable[[int], int] = lambda t: (t + 1) % VOCAB, delay: float = 0.0):
         self.next_token = next_token

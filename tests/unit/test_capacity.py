@@ -58,7 +58,8 @@ def test_a_pass_above_a_failure_is_not_sustained_capacity() -> None:
 
 
 def test_nothing_failed_and_nothing_passed() -> None:
-    assert capacity_at_slo([level(2, True), level(4, True)])["limiting_slo"] is None  # type: ignore[index]
+    held = capacity_at_slo([level(2, True), level(4, True)])
+    assert held is not None and held["limiting_slo"] is None
     none = capacity_at_slo([level(2, False, ("error_rate",))])
     assert none is not None
     assert (none["rate_rps"], none["limiting_slo"], none["level"]) == (0.0, "error_rate", None)

@@ -9,8 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.collect.records import RequestRecord
-from loadgen.compare.compare import (
+from loadgen.collect.records import RequestRecord, Status
+from loadgen.compare.compare_inputs import (
+    CompareInputError,
+    LatencySample,
+    RunData,
+    latency_samples,
+    load_run,
+)
+from loadgen.compare.gate import (
     Row,
     Settings,
     compare_capacity,
@@ -18,13 +25,6 @@ from loadgen.compare.compare import (
     compare_latency,
     compare_runs,
     compare_threshold,
-)
-from loadgen.compare.compare_inputs import (
-    CompareInputError,
-    LatencySample,
-    RunData,
-    latency_samples,
-    load_run,
 )
 from loadgen.report.model.evaluation import Capacity
 from tests.unit.report_samples import sample_report, with_metrics, write_report
@@ -138,7 +138,7 @@ def test_capacity_needs_disjoint_intervals():
     assert compare_capacity(_capacity(20.0), _capacity(15.0), SETTINGS).verdict == "regression"
 
 
-def _record(index: int, itl_ms: float, warmup: bool = False, status: str = "ok") -> RequestRecord:
+def _record(index: int, itl_ms: float, warmup: bool = False, status: Status = "ok") -> RequestRecord:
     sent = index * 0.05
     first = sent + 0.020
     return RequestRecord(
@@ -150,7 +150,7 @@ def _record(index: int, itl_ms: float, warmup: bool = False, status: str = "ok")
         done_s=first + 31 * itl_ms / 1000,
         output_tokens=32,
         itl_ms=[itl_ms] * 31,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         warmup=warmup,
     )
 
@@ -225,7 +225,8 @@ def _thinking(index: int, thought_ms: float | None) -> RequestRecord:
     """A request that reasoned `thought_ms` after its first token before it answered (None: it
     never answered)."""
     record = _record(index, 4.0)
-    answer = None if thought_ms is None else record.first_token_s + thought_ms / 1000  # type: ignore[operator]
+    assert record.first_token_s is not None
+    answer = None if thought_ms is None else record.first_token_s + thought_ms / 1000
     return replace(record, first_answer_s=answer, reasoning_tokens=20)
 
 

@@ -25,8 +25,8 @@ import math
 import pytest
 from scipy import stats
 
-from loadgen.compare.compare import Settings, compare_latency
 from loadgen.compare.compare_inputs import LatencySample
+from loadgen.compare.gate import Settings, compare_latency
 
 REQUESTS = 201
 SLOW_TAIL = 60  # requests at 300 ms in both runs: p95 and p99 never move

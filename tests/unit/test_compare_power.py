@@ -17,9 +17,9 @@ import pytest
 from scipy import stats
 
 from loadgen.cli.compare import gate_exit
-from loadgen.compare.compare import Comparison, Settings, compare_latency, compare_runs
 from loadgen.compare.compare_inputs import LatencySample, RunData
 from loadgen.compare.compare_power import format_mde, minimum_detectable_effect
+from loadgen.compare.gate import Comparison, Settings, compare_latency, compare_runs
 from tests.unit.report_samples import sample_report, with_metrics
 
 SETTINGS = Settings(max_regression=0.10, alpha=0.01, resamples=400)

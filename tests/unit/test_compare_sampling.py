@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from loadgen.compare.compare import Settings, compare_runs
 from loadgen.compare.compare_html import _per_bin, render_compare_html
 from loadgen.compare.compare_inputs import RunData, load_run, read_run
+from loadgen.compare.gate import Settings, compare_runs
 from loadgen.report.html.series import Bins
 from loadgen.report.json_report import load_report
 from tests.unit.report_samples import sample_report, write_report

@@ -4,8 +4,9 @@ records, record batching, the clock-offset estimate and the workers summary."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 import pytest
 
 from loadgen.collect.records import RequestRecord
@@ -144,7 +145,7 @@ def replace_cpu(done: dict[str, float], cpu: float) -> dict[str, float]:
     return {**done, "cpu_percent": cpu}
 
 
-def _over_the_channel(data: object) -> object:
+def _over_the_channel(data: object) -> Any:
     """As Locust's channel carries a message (msgpack: tuples come back as lists)."""
     return msgpack.unpackb(msgpack.packb(data), raw=False, strict_map_key=False)
 
@@ -162,7 +163,7 @@ def test_planned_request_fields_all_travel() -> None:
     plan = [plain[0], featured, replace(plain[2], cancel=Cancel(after_s=0.5), images=1)]
     assert plan_wire.decode_requests(plan_wire.encode_requests(plan)) == plan
     wire = _over_the_channel(plan_wire.encode_requests(plan))
-    assert plan_wire.decode_requests(wire) == plan  # type: ignore[arg-type]
+    assert plan_wire.decode_requests(wire) == plan
 
 
 def test_a_feature_costs_nothing_when_off_and_an_index_when_shared() -> None:
@@ -182,5 +183,5 @@ def test_a_feature_costs_nothing_when_off_and_an_index_when_shared() -> None:
 def test_the_phase_table_gives_each_worker_its_share_of_the_caps() -> None:
     phases = {0: PhaseConstants(64), 3: PhaseConstants(5, level=2.5)}
     wire = _over_the_channel(plan_wire.encode_phases(phases, 2))
-    assert plan_wire.decode_phases(wire) == {0: PhaseConstants(32), 3: PhaseConstants(3, level=2.5)}  # type: ignore[arg-type]
+    assert plan_wire.decode_phases(wire) == {0: PhaseConstants(32), 3: PhaseConstants(3, level=2.5)}
     assert plan_wire.decode_phases(plan_wire.encode_phases(phases, 1)) == phases

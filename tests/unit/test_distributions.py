@@ -12,7 +12,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from loadgen.scenario.cancel import CancelTokens
-from loadgen.scenario.distributions import sample
+from loadgen.scenario.distributions import Fixed, Normal, sample
 from loadgen.scenario.durations import DurationDistribution
 from loadgen.scenario.images import ImageCount
 from loadgen.scenario.lengths import MAX_TOKENS, Length
@@ -105,9 +105,11 @@ def test_each_family_has_its_own_named_models_and_bounds() -> None:
     assert type(turns).__name__ == "UniformTurns"
     with pytest.raises(ValidationError, match="less than or equal to 1000"):
         TypeAdapter(Turns).validate_python({"kind": "fixed", "value": 1001})
-    assert TypeAdapter(Length).validate_python({"kind": "fixed", "value": 1001}).value == 1001
+    length = TypeAdapter(Length).validate_python({"kind": "fixed", "value": 1001})
+    assert isinstance(length, Fixed) and length.value == 1001
     # 0 is an image count, not a turn count
-    assert TypeAdapter(ImageCount).validate_python({"kind": "normal", "mean": 0, "std": 1}).mean == 0
+    images = TypeAdapter(ImageCount).validate_python({"kind": "normal", "mean": 0, "std": 1})
+    assert isinstance(images, Normal) and images.mean == 0
     with pytest.raises(ValidationError, match="greater than 0"):
         TypeAdapter(Turns).validate_python({"kind": "normal", "mean": 0, "std": 1})
     with pytest.raises(ValidationError, match="max must be >= min"):

@@ -20,6 +20,7 @@ import yaml
 from loadgen.cli.main import SUBCOMMANDS, _parser
 from loadgen.scenario.loader import load_scenario
 from servers.base import free_port
+from servers.external import ExternalServerConfig
 from tests.cli_helpers import ROOT
 
 DOCKER = ROOT / "docker"
@@ -82,6 +83,7 @@ def test_prometheus_scrapes_the_exporter_and_the_server_on_their_ports(services:
 
 def test_the_scenario_targets_the_server_service(services: dict[str, Any]):
     scenario = load_scenario(DOCKER / "scenario.yaml")  # raises (located) if it does not validate
+    assert isinstance(scenario.server, ExternalServerConfig)
     assert scenario.server.kind == "external"
     server_argv = services["server"]["command"]
     assert scenario.server.url == f"http://server:{flag(server_argv, '--port')}"

@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 
 from loadgen.collect.records import RequestRecord
 from loadgen.inputs.files import BASE_DIR_CONTEXT
+from loadgen.reference.record_doc import with_record_table
 from loadgen.reference.report_doc import with_tables
 from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.model import Scenario
@@ -89,9 +90,9 @@ def validate(field: FieldInfo, value: Any) -> Any:
     # The field's type and constraints (not its alias, which only a model field can have).
     discriminator = [Field(discriminator=field.discriminator)] if field.discriminator else []
     extras = [*field.metadata, *discriminator]
-    adapter: TypeAdapter[Any] = TypeAdapter(
-        Annotated[field.annotation, *extras] if extras else field.annotation
-    )
+    # Built at run time: a type form mypy cannot follow.
+    form: Any = Annotated[field.annotation, *extras] if extras else field.annotation
+    adapter: TypeAdapter[Any] = TypeAdapter(form)
     return adapter.validate_python(value, context={BASE_DIR_CONTEXT: ROOT / "scenarios"})
 
 
@@ -167,9 +168,18 @@ def test_the_report_key_tables_are_current():
     )
 
 
+def test_the_run_folder_record_table_is_current():
+    page = DOCS / "run-folder.md"
+    text = page.read_text(encoding="utf-8")
+    assert with_record_table(text) == text, (
+        "docs/run-folder.md's requests.jsonl table is stale: run `python -m loadgen.reference`"
+    )
+
+
 def test_the_run_folder_page_names_every_record_and_run_json_key():
     text = (DOCS / "run-folder.md").read_text(encoding="utf-8")
-    record_keys = RequestRecord(id=0, phase=0, scheduled_s=0.0).to_dict()
+    record = RequestRecord(id=0, phase=0, scheduled_s=0.0, itl_ms=[1.5], cached_tokens=1)
+    record_keys = [*record.to_dict(), *record.to_file_dict()]  # itl_ms in memory, itl_us on disk
     meta_keys = [field.name for field in dataclasses.fields(RunMeta)]
     missing = [key for key in [*record_keys, *meta_keys] if f"| `{key}` |" not in text]
     assert not missing, f"docs/run-folder.md does not describe: {missing}"

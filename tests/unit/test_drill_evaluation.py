@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from loadgen.collect.records import ErrorKind, RequestRecord
+from loadgen.evaluate.curve import Over
+from loadgen.evaluate.drill_verdict import evaluate_drill, evaluate_drills
 from loadgen.evaluate.drill_windows import MIN_WINDOW_REQUESTS
-from loadgen.evaluate.drills import evaluate_drill, evaluate_drills
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.evaluate.plan import verification
 from loadgen.evaluate.slo import SLOSpec
@@ -295,7 +296,7 @@ def test_an_unfinished_rolling_restart_fails_and_counts_what_its_drains_lost() -
     assert drill["unfinished"] == UNFINISHED
 
 
-SCALE_EVENTS = [
+SCALE_EVENTS: list[dict[str, Any]] = [
     {"t_s": 45.0, "replica": 3, "event": "scale", "detail": "in flight per replica 5.2 > 4"},
     {"t_s": 45.0, "replica": 3, "event": "start"},
     {"t_s": 47.5, "replica": 3, "event": "ready", "detail": "2.50"},
@@ -347,8 +348,8 @@ def test_drills_join_the_verification() -> None:
     records = kill_records(slow=(52.0, 55.0))
     every = verify.records + records.records
     windows = [
-        LevelWindow(3, 20.0, "rate", 10.0, 20.0, 20.0, role="verify", replicas=3),
-        LevelWindow(PHASE, 20.0, "rate", START, END, 20.0, role="drill", replicas=3),
+        LevelWindow(3, 20.0, Over.RATE, 10.0, 20.0, 20.0, role="verify", replicas=3),
+        LevelWindow(PHASE, 20.0, Over.RATE, START, END, 20.0, role="drill", replicas=3),
     ]
     drills = [setup("kill", records, KILL_EVENTS)]
     verified = verification(windows, every, SLO, {"replicas": 3, "drills": drills})

@@ -10,9 +10,11 @@ from typing import Any
 import pydantic
 import pytest
 
-from loadgen.environments.compare import EnvironmentRun, compare_environments
+from loadgen.environments.recommend import EnvironmentRun, compare_environments
 from loadgen.environments.render import render_markdown as render_comparison
+from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow
+from loadgen.evaluate.plan import evaluate
 from loadgen.report import drill_facts, search_report
 from loadgen.report.build import exit_code
 from loadgen.report.evaluation_markdown import evaluation_lines
@@ -41,8 +43,7 @@ def passing_kill() -> dict[str, Any]:
 
 def _search_run(monkeypatch: pytest.MonkeyPatch, drills: list[dict[str, Any]]) -> Report:
     """A real search report whose held plan of 2 replicas ran these drills (the evaluation adds
-    them to `replicas.verified`, as loadgen.evaluate.drills will)."""
-    evaluate = search_report.evaluate
+    them to `replicas.verified`, as loadgen.evaluate.drill_verdict will)."""
 
     def with_drills(*args: Any, **kwargs: Any) -> Any:
         results, evaluation = evaluate(*args, **kwargs)
@@ -172,9 +173,10 @@ def test_junit_has_a_case_per_drill_failed_with_its_reason() -> None:
 
 def _page(drills: list[dict[str, Any]]) -> str:
     levels = [
-        LevelWindow(i, lv, "concurrency", 1.0 + 4 * i, 4.0 + 4 * i, None) for i, lv in enumerate((4, 8, 16))
+        LevelWindow(i, lv, Over.CONCURRENCY, 1.0 + 4 * i, 4.0 + 4 * i, None)
+        for i, lv in enumerate((4, 8, 16))
     ]
-    return render_run_html(_with_drills(drills), RunInputs(records=[], levels=levels, over="concurrency"))
+    return render_run_html(_with_drills(drills), RunInputs(records=[], levels=levels, over=Over.CONCURRENCY))
 
 
 def _section(page: str, section_id: str) -> str:

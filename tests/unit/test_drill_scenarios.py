@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadgen.scenario.loader import ScenarioError, parse_scenario
+from loadgen.scenario.verify_spec import KillDrill, ScaleUpDrill
 
 BASE = """name: drills
 server: {kind: SERVER}
@@ -29,6 +30,7 @@ def test_drills_take_their_defaults_and_names():
     verify = parse_scenario(text, senders=1).verify_spec
     assert verify is not None
     kill, second, scale = verify.drills
+    assert isinstance(kill, KillDrill) and isinstance(second, KillDrill) and isinstance(scale, ScaleUpDrill)
     assert (kill.label, kill.at, kill.replace_after, kill.max_violation_s) == ("kill", None, 0.0, 0.0)
     assert (second.label, second.at) == ("second", 2.0)
     assert scale.from_replicas is None and scale.at == [1.0]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from zeus.monitor.energy import Measurement
 
-from loadgen.collect.energy import Span
+from loadgen.collect.energy_accounting import Span
 from loadgen.collect.energy_devices import NOT_INSTALLED
 from loadgen.collect.energy_samples import EnergySample, from_measurement
 from loadgen.report.energy_markdown import energy_lines
@@ -102,7 +102,9 @@ def search_report() -> Report:
 def test_a_search_gets_tokens_per_joule_against_load_and_at_capacity() -> None:
     # Levels at 100, 150, 200 and 220 W, each one 2-s trial, apart in time.
     stretches = [(-5, 0, 50.0), (0, 3, 100.0), (3, 6, 150.0), (6, 9, 200.0), (9, 12, 220.0)]
-    spans = {level: [Span(start + 0.5, start + 2.5)] for level, start in ((1, 0), (2, 3), (4, 6), (8, 9))}
+    spans: dict[float, list[Span]] = {
+        level: [Span(start + 0.5, start + 2.5)] for level, start in ((1, 0), (2, 3), (4, 6), (8, 9))
+    }
     report = search_report()
     energy = energy_section(MEASURED, powered(*stretches), report, {}, spans)
     assert energy is not None
@@ -117,7 +119,8 @@ def test_a_search_gets_tokens_per_joule_against_load_and_at_capacity() -> None:
     assert capacity.joules_per_output_token == 0.625 and capacity.joules_per_request == 10.0
     assert capacity.above_idle_joules == 400.0 - 50.0 * 2
     assert energy.measured_window == capacity  # the operating point is the capacity level
-    assert energy_line(energy) is not None and energy_line(energy).startswith(  # type: ignore[union-attr]
+    line = energy_line(energy)
+    assert line is not None and line.startswith(
         "energy at capacity: 0.625 J per output token (1.6 tokens/J), 10 J per request, 200 W mean"
     )
     html = energy_body(energy)

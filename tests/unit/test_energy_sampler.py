@@ -24,7 +24,7 @@ from zeus.monitor.energy import Measurement
 from loadgen.collect.energy_devices import EXTERNAL, NOT_INSTALLED, EnergyPlan, ZeusDevices, plan_energy
 from loadgen.collect.energy_sampler import EnergySampler
 from loadgen.collect.energy_samples import read_energy_samples
-from servers.energy import EnergyDevices
+from servers.energy_setting import EnergyDevices
 from servers.simulated import SimulatedServerConfig
 
 NO_COUNTERS = not os.path.exists("/sys/class/powercap") and not os.path.exists("/dev/nvidiactl")
@@ -169,7 +169,7 @@ def test_zeus_refusing_to_measure_and_off_write_no_file(tmp_path: Path) -> None:
     assert not path.exists()
 
 
-class Devices(list):  # type: ignore[type-arg]
+class Devices(list[object]):
     """Stands in for Zeus's GPUs/CPUs collections (none exist here): a list of device objects
     under `.gpus`/`.cpus`, as Zeus keeps them; no GPU of it has an energy counter to ask about."""
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.environments.compare import EnvironmentRun, PlanBasis, compare_environments, exit_code
+from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import render_markdown
 from loadgen.report.json_report import report_data
 from loadgen.report.model import Report, Verdict

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from loadgen.collect.records import RecordWriter, RequestRecord
+from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.html.charts import slo_gid
 from loadgen.report.html.inputs import RunInputs
@@ -203,9 +204,10 @@ def _search_report() -> Report:
 
 def test_a_search_page_leads_with_the_decision_and_marks_knee_and_capacity() -> None:
     levels = [
-        LevelWindow(i, lv, "concurrency", 1.0 + 4 * i, 4.0 + 4 * i, None) for i, lv in enumerate((4, 8, 16))
+        LevelWindow(i, lv, Over.CONCURRENCY, 1.0 + 4 * i, 4.0 + 4 * i, None)
+        for i, lv in enumerate((4, 8, 16))
     ]
-    page = render_run_html(_search_report(), RunInputs(records=[], levels=levels, over="concurrency"))
+    page = render_run_html(_search_report(), RunInputs(records=[], levels=levels, over=Over.CONCURRENCY))
     order = [
         page.index(text)
         for text in ("<h2>Decision", "<h2>At the operating point (concurrency 8)", "<h2>Server")

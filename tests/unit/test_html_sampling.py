@@ -4,6 +4,7 @@ latency per bin from the sample stays close to the full set's, and the page says
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def _records(count: int, seed: int = 0) -> list[RequestRecord]:
     for i in range(count):
         sent = float(scheduled[i]) + 0.001
         first = sent + float(ttft[i])
-        extra: dict = {"first_token_s": first, "done_s": first + 0.3, "output_tokens": 16}
+        extra: dict[str, Any] = {"first_token_s": first, "done_s": first + 0.3, "output_tokens": 16}
         if outcome[i] < 0.01:
             extra = {"done_s": sent + 0.004, "status": "error", "http_status": 503}
         elif outcome[i] < 0.012:
@@ -62,7 +63,8 @@ def test_count_series_of_a_sampled_run_are_those_of_every_record() -> None:
         bins = Bins.covering(timeline.end_s, width)
 
         def rate(name: str, tallies: Timeline = timeline, bins: Bins = bins) -> np.ndarray:
-            return coarsen(tallies.tally(name), bins.edges) / bins.width
+            per_s: np.ndarray = coarsen(tallies.tally(name), bins.edges) / bins.width
+            return per_s
 
         assert np.allclose(rate("scheduled"), bins.rate(full.scheduled))
         assert np.allclose(rate("sent"), bins.rate(full.sent))
@@ -137,8 +139,8 @@ def test_the_dicts_of_the_file_give_the_same_charts_as_records(tmp_path: Path) -
     from_dicts, from_records = ChartRecords(capacity=60), ChartRecords(capacity=60)
     for chunk in chunks(iter_record_dicts(path), 50):
         from_dicts.offer(chunk)
-    for chunk in chunks(read_records(path), 50):
-        from_records.offer(chunk)
+    for batch in chunks(read_records(path), 50):
+        from_records.offer(batch)
     assert from_dicts.total == from_records.total > 60
     assert from_dicts.records() == from_records.records()
     assert any(record.itl_ms for record in from_dicts.records())  # the packed gaps are unpacked

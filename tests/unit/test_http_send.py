@@ -4,6 +4,8 @@ failure before or during the response is called in the record."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
+from typing import Any
 
 import gevent
 import gevent.server
@@ -47,7 +49,7 @@ def test_post_sends_the_body_and_headers_and_keeps_the_connection():
     assert sent == b'{"a":1}'
 
 
-def test_post_sends_the_very_bytes_geventhttpclient_would():
+def test_post_sends_the_very_bytes_geventhttpclient_would(monkeypatch):
     body = b"data: [DONE]\n\n"
     reply = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
     server, seen = _serve(reply)
@@ -56,7 +58,12 @@ def test_post_sends_the_very_bytes_geventhttpclient_would():
     headers = {"Accept-Encoding": "identity", "Authorization": "Bearer k"}
     client = pool.get_client(URL(url))
     build, made = client._build_request, []
-    client._build_request = lambda *args, **kwargs: made.append(args) or build(*args, **kwargs)
+
+    def noting(*args: Any, **kwargs: Any) -> Any:
+        made.append(args)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(client, "_build_request", noting)
     try:
         for data in (b'{"prompt":"\xc3\xa9"}', b"", b"x" * 70_000):
             release(post(pool, url, data, headers), drop=True)
@@ -107,7 +114,7 @@ def test_a_body_larger_than_the_send_buffer_is_sent_whole():
     assert got == [len(body), 1]
 
 
-def test_each_users_client_makes_its_head_once():
+def test_each_users_client_makes_its_head_once(monkeypatch):
     body = b"data: [DONE]\n\n"
     server, _ = _serve(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
     url = f"http://127.0.0.1:{server.server_port}/v1/chat/completions"
@@ -116,9 +123,12 @@ def test_each_users_client_makes_its_head_once():
     headers = {"Accept": "*/*"}  # a run's headers: one dict for all its requests
     for pool in pools:
         client = pool.get_client(URL(url))
-        client._build_request = lambda *args, build=client._build_request, **kwargs: (
-            made.append(args[1]) or build(*args, **kwargs)
-        )
+
+        def noting(*args: Any, build: Callable[..., Any] = client._build_request, **kwargs: Any) -> Any:
+            made.append(args[1])
+            return build(*args, **kwargs)
+
+        monkeypatch.setattr(client, "_build_request", noting)
     try:
         for turn in range(6):  # the users take turns
             release(post(pools[turn % 2], url, b"{}", headers), drop=True)
@@ -183,7 +193,7 @@ def test_a_kept_connection_is_alive_only_while_idle_and_open():
     assert not socket_alive(None)
 
 
-def test_a_connection_the_server_closed_is_replaced_before_the_send():
+def test_a_connection_the_server_closed_is_replaced_before_the_send(monkeypatch):
     """The pool runs our check: a request after the server closed the kept connection goes
     out on a new one (sent on the old one, it would fail as a reset or a closed connection)."""
     body = b"data: [DONE]\n\n"
@@ -212,9 +222,12 @@ def test_a_connection_the_server_closed_is_replaced_before_the_send():
                 connection_pool = pool.get_client(URL(url))._connection_pool
                 check = connection_pool._is_socket_alive
                 assert check is socket_alive
-                connection_pool._is_socket_alive = lambda sock, check=check: (
-                    checked.append(check(sock)) or checked[-1]
-                )
+
+                def noting(sock: Any, check: Callable[[Any], bool] = check) -> bool:
+                    checked.append(check(sock))
+                    return checked[-1]
+
+                monkeypatch.setattr(connection_pool, "_is_socket_alive", noting)
     finally:
         pool.close()
         server.stop()

@@ -18,7 +18,10 @@ TOP_PACKAGES = ("kernel", "servers", "loadgen")
 # Bottom to top: a unit may import from itself and from the units before it, never after.
 LAYERS = (
     "kernel",  # StrictModel, units, redaction: shared by loadgen and servers
-    "servers",  # the model servers and their adapters
+    "servers.models",  # the bundled tiny model and the scripts that rebuild it
+    "servers.engines",  # the Engine interface, batching, decoders, tokenizer, the simulated engine
+    "servers.http",  # the OpenAI-compatible HTTP front over an Engine, /metrics
+    "servers",  # its own modules: the adapters and the built-in servers' main()s
     "loadgen.fmt",
     "loadgen.rundir",  # the run folder's layout and safe writes
     "loadgen.inputs",  # trace, conversation and dataset readers
@@ -94,8 +97,8 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> list[Import]:
         for target in targets:
             if target.split(".")[0] in TOP_PACKAGES and target != module:
                 found.append(Import(module, target, getattr(node, "lineno", 0), typing_only))
-        for child in ast.iter_child_nodes(node):
-            visit(child, typing_only)
+        for inner in ast.iter_child_nodes(node):
+            visit(inner, typing_only)
 
     visit(ast.parse(path.read_text(encoding="utf-8")), False)
     return found
@@ -123,14 +126,56 @@ def test_every_package_has_a_layer() -> None:
     assert sorted((packages | modules) - placed - {"loadgen"}) == []
 
 
-def test_layers_only_look_down() -> None:
+SERVERS_LAYERS = tuple(layer for layer in LAYERS if layer.split(".")[0] == "servers")
+
+
+def test_every_servers_package_has_a_layer() -> None:
+    """Each of servers/'s sub-packages is a layer of its own (a new one is not silently folded
+    into `servers`), and every servers module lies in one of servers' layers: its top-level
+    modules in `servers` itself, the top of the three."""
+    packages = {_module_name(init) for init in (ROOT / "servers").glob("*/__init__.py")}
+    assert len(packages) >= 3
+    assert sorted(packages - set(SERVERS_LAYERS)) == []
+    modules = [module for module in _modules() if module.split(".")[0] == "servers"]
+    assert len(modules) > len(packages)
+    assert sorted(module for module in modules if _unit(module) not in SERVERS_LAYERS) == []
+    assert SERVERS_LAYERS[-1] == "servers"
+
+
+def _upward(imports: list[Import]) -> list[str]:
     rank = {layer: index for index, layer in enumerate(LAYERS)}
-    upward = [
+    return [
         f"{found.source}:{found.line} imports {found.target}"
-        for found in _all_imports()
+        for found in imports
         if rank[_unit(found.target)] > rank[_unit(found.source)]
     ]
-    assert upward == []
+
+
+def test_layers_only_look_down() -> None:
+    assert _upward(_all_imports()) == []
+
+
+def test_servers_layers_only_look_down() -> None:
+    """Within servers/: models, then engines, then the HTTP front, then the adapters and servers."""
+    inside = [
+        found
+        for found in _all_imports()
+        if found.source.split(".")[0] == "servers" and found.target.split(".")[0] == "servers"
+    ]
+    across = {(_unit(found.source), _unit(found.target)) for found in inside}
+    assert ("servers.http", "servers.engines") in across  # the check sees the sub-packages apart
+    assert _upward(inside) == []
+
+
+def test_servers_never_imports_loadgen_and_kernel_neither() -> None:
+    """docs/architecture.md: `servers` never imports `loadgen`; `kernel` imports neither."""
+    barred = {"kernel": {"servers", "loadgen"}, "servers": {"loadgen"}}
+    crossing = [
+        f"{found.source}:{found.line} imports {found.target}"
+        for found in _all_imports()
+        if found.target.split(".")[0] in barred.get(found.source.split(".")[0], set())
+    ]
+    assert crossing == []
 
 
 def test_no_import_cycles() -> None:
@@ -192,6 +237,8 @@ def test_the_checks_see_what_they_claim() -> None:
     assert any(found.typing_only for found in imports)
     lazy = [found for found in imports if found.source == "loadgen.environments.write"]
     assert any(found.target == "loadgen.environments.html" for found in lazy)
+    lazy = [found for found in imports if found.source == "servers.simulated"]
+    assert any(found.target == "servers.engines.simulated_engine" for found in lazy)
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow
+from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import (
     LevelWindow,
     completion_drift,
@@ -60,7 +61,7 @@ def closed_loop_records(
 def window(
     index: int, level: float, start: float, end: float, trial: int = 0, extended: bool = False
 ) -> LevelWindow:
-    return LevelWindow(index, level, "concurrency", start, end, None, trial=trial, extended=extended)
+    return LevelWindow(index, level, Over.CONCURRENCY, start, end, None, trial=trial, extended=extended)
 
 
 def test_goodput_counts_successful_completions_inside_the_window() -> None:
@@ -129,7 +130,8 @@ def _grouped_level(chat_ttft_s: list[float]) -> list[RequestRecord]:
     for index, record in enumerate(records):
         if index % 10 == 0:
             ttft = chat_ttft_s[(index // 10) % len(chat_ttft_s)]
-            record = replace(record, request_class="chat", first_token_s=record.sent_s + ttft)  # type: ignore[operator]
+            assert record.sent_s is not None
+            record = replace(record, request_class="chat", first_token_s=record.sent_s + ttft)
         records[index] = replace(record, adapter="sql" if index % 5 == 0 else None)
     return records
 
@@ -194,7 +196,7 @@ def test_group_levels_keeps_first_run_order_and_roles_apart() -> None:
         window(0, 1, 0, 1),
         window(1, 1, 1, 2, trial=1),
         window(2, 4, 2, 3),
-        LevelWindow(3, 60.0, "rate", 3, 4, 60.0, role="verify", replicas=2),
+        LevelWindow(3, 60.0, Over.RATE, 3, 4, 60.0, role="verify", replicas=2),
     ]
     assert [[w.index for w in group] for group in group_levels(windows)] == [[0, 1], [2]]
     assert [[w.index for w in group] for group in group_levels(windows, "verify")] == [[3]]
@@ -256,8 +258,8 @@ def test_verification_reads_the_verify_windows() -> None:
     held = closed_loop_records(50, 8, 100.0, 110.0, 0.2, 0.05, 900_000)
     broke = closed_loop_records(51, 8, 110.0, 120.0, 0.2, 0.5, 950_000)
     windows += [
-        LevelWindow(50, 30.0, "rate", 101.0, 110.0, 30.0, role="verify", replicas=2),
-        LevelWindow(51, 30.0, "rate", 111.0, 120.0, 30.0, role="verify_one_fewer", replicas=1),
+        LevelWindow(50, 30.0, Over.RATE, 101.0, 110.0, 30.0, role="verify", replicas=2),
+        LevelWindow(51, 30.0, Over.RATE, 111.0, 120.0, 30.0, role="verify_one_fewer", replicas=1),
     ]
     slo = SLOSpec.model_validate({"ttft": {"p95": 0.1}})
     _, evaluation = evaluate(

@@ -58,8 +58,13 @@ def test_a_line_over_the_limit_fails_without_reading_the_rest(pair):
     block = _chunk(b"x" * 65536)
     response = _response(pair, CHUNKED, _chunk(b"data: ok\n"), *([block] * 64))
     batches: list[list[bytearray]] = []
+
+    def keep(lines: list[bytearray], _arrived_ns: int) -> bool:
+        batches.append(lines)
+        return False
+
     with pytest.raises(LineTooLong, match=r"^line too long: over workload.max_line \(100 KiB\)$"):
-        read_lines(response, 100 * 1024, lambda lines, _: batches.append(lines) or False, READ_WITH[0])
+        read_lines(response, 100 * 1024, keep, READ_WITH[0])
     assert batches == [[b"data: ok"]]
     assert len(response._body_buffer) < 300 * 1024  # stopped near the limit, not at 4 MiB
     drop_connection(response)

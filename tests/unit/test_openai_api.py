@@ -1,5 +1,6 @@
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,8 +11,8 @@ from loadgen.wire.call import Call
 from loadgen.wire.openai_stream import StreamParser
 
 
-def _chunk(content=None, usage=None, text=None):
-    body = {"choices": []}
+def _chunk(content: str | None = None, usage: dict[str, int] | None = None, text: str | None = None) -> bytes:
+    body: dict[str, Any] = {"choices": []}
     if content is not None:
         body["choices"] = [{"index": 0, "delta": {"content": content}}]
     if text is not None:
@@ -84,20 +85,28 @@ def test_prompt_filler_is_the_documented_sequence(tokens, request_id):
     assert prompt_text(tokens, request_id) == " ".join([*head, *filler])
 
 
+class _Counting(StreamParser):
+    """A parser that counts the chunks that go the whole way through _take."""
+
+    taken = 0
+
+    def _take(self, chunk: Any, arrived_ns: int) -> None:
+        self.taken += 1
+        super()._take(chunk, arrived_ns)
+
+
 def _results_of(
     lines: list[bytes], shortcut: bool, think: str = "auto", together: bool = False
-) -> tuple[dict, int]:
+) -> tuple[dict[str, Any], int]:
     """The parser's result, and how many chunks went the whole way through _take. Each line
     is a receive of its own, or `together` all are one (arriving at 1000)."""
-    parser = StreamParser(think, calls=True)
+    parser = _Counting(think, calls=True)
     parser._plain = shortcut  # False: every chunk goes the whole way
-    whole, taken = parser._take, []
-    parser._take = lambda chunk, arrived_ns: taken.append(1) or whole(chunk, arrived_ns)
     if together:
         parser.feed_lines([bytearray(line) for line in lines], 1000)
     for number, line in enumerate([] if together else lines, start=1):
         parser.feed_lines([bytearray(line)], number * 1000)
-    return vars(parser.result), len(taken)
+    return vars(parser.result), parser.taken
 
 
 def test_the_plain_answer_shortcut_counts_as_the_whole_path_does():

@@ -21,7 +21,9 @@ def _answer(pair: tuple[socket.socket, socket.socket], *parts: bytes, close: boo
     """A response whose parts are sent 10 ms apart by another greenlet (then the server closes)."""
     client, server = pair
     send_apart(server, parts, close)
-    return _HeadUnread(client, None)  # what http_send.post(read_head=False) gives, without a pool
+    # What http_send.post(read_head=False) gives, without a pool: the response takes None (its
+    # _pool is optional) though its __init__ is annotated to want one.
+    return _HeadUnread(client, None)  # type: ignore[arg-type]
 
 
 def _read(response: _HeadUnread, limit: int = 64) -> tuple[list[list[bytes]], list[int], int]:

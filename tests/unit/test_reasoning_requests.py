@@ -4,6 +4,7 @@ it: each form the client reads is one the server writes, counted the same on bot
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -19,11 +20,11 @@ from servers.http.openai import SSE_DONE, ChatShape, Shape, SimulateReasoning, s
 MINIMAL = "name: r\nserver: {kind: simulated}\ntraffic: [{kind: constant, rate: 1, duration: 1s}]\n"
 
 
-def workload(reasoning: dict, api: str = "chat") -> Workload:
+def workload(reasoning: dict[str, Any], api: str = "chat") -> Workload:
     return Workload.model_validate({"api": api, "reasoning": reasoning})
 
 
-def reasoning_fields(spec: Workload, tokens: int) -> dict:
+def reasoning_fields(spec: Workload, tokens: int) -> dict[str, Any]:
     """The body fields the request's ask becomes (either OpenAI API: they share them)."""
     ask = reasoning_ask(spec, tokens)
     return feature_fields(
@@ -73,7 +74,7 @@ def test_a_completion_cannot_read_delta_fields() -> None:
 )
 def test_the_server_streams_what_the_client_counts(shape_type: type[Shape], form: str, think: str) -> None:
     reasoning, answer = 5, 3
-    shape = shape_type("m", SimulateReasoning(tokens=reasoning, format=form))  # type: ignore[arg-type]
+    shape = shape_type("m", SimulateReasoning(tokens=reasoning, format=form))
     lines = [sse(opening)] if (opening := shape.opening_chunk()) else []
     lines += [sse(shape.token_chunk(k, f" w{k}")) for k in range(reasoning + answer)]
     lines += [sse(shape.chunk("", "length")), sse(shape.usage_chunk(4, reasoning + answer)), SSE_DONE]
@@ -83,6 +84,7 @@ def test_the_server_streams_what_the_client_counts(shape_type: type[Shape], form
     result = parser.result
     assert result.done and result.error is None
     assert len(result.chunk_ns) == reasoning + answer and result.reasoning_chunks == reasoning
+    assert result.first_answer_ns is not None
     assert result.chunk_ns.index(result.first_answer_ns) == reasoning
     assert result.usage_reasoning_tokens == reasoning and result.output_tokens == reasoning + answer
 

@@ -85,10 +85,12 @@ def test_records_round_trip_exactly_through_either_file(tmp_path: Path, name: st
     assert skipped == SkippedLines()
     raw = list(iter_record_dicts(tmp_path / name))
     assert isinstance(raw[0][ITL_KEY], str) and "itl_ms" not in raw[0]
-    assert record_itl_array(raw[0]).tolist() == EDGE_GAPS  # type: ignore[union-attr]
+    packed = record_itl_array(raw[0])
+    assert packed is not None and packed.tolist() == EDGE_GAPS
     assert isinstance(raw[1]["itl_ms"], dict) and record_itl_array(raw[1]) is None  # a summary
     assert raw[1]["itl_ms"]["n"] == ITL_LIST_LIMIT + 10
-    assert raw[2][ITL_KEY] == "" and record_itl_array(raw[2]).size == 0  # type: ignore[union-attr]
+    empty = record_itl_array(raw[2])
+    assert raw[2][ITL_KEY] == "" and empty is not None and empty.size == 0
     assert raw[3]["itl_ms"] == [1.0001, 2.5]  # not whole µs: kept as written, never rounded
     assert raw[2]["sent_s"] is None and raw[2]["class"] == "batch"
 
@@ -187,9 +189,11 @@ def test_files_written_before_the_packed_gaps_still_read(tmp_path: Path):
     assert np.isnan(records[3].lag_ms)
     assert records[4].itl_ms == [3.25, 4.5]
     gaps = [record_itl_array(data) for data in iter_record_dicts(path)]
-    assert gaps[0].tolist() == [1.585, 2000.0, 0.001] and gaps[1] is None  # type: ignore[union-attr]
-    assert gaps[2].size == 0 and gaps[4].tolist() == [3.25, 4.5]  # type: ignore[union-attr]
-    assert itl_array([1.5, 2]).dtype == np.float64 and itl_array({"n": 1.0}) is None  # type: ignore[union-attr]
+    assert gaps[0] is not None and gaps[0].tolist() == [1.585, 2000.0, 0.001] and gaps[1] is None
+    assert gaps[2] is not None and gaps[2].size == 0
+    assert gaps[4] is not None and gaps[4].tolist() == [3.25, 4.5]
+    listed = itl_array([1.5, 2])
+    assert listed is not None and listed.dtype == np.float64 and itl_array({"n": 1.0}) is None
 
 
 def test_a_damaged_packed_value_is_an_unreadable_line(tmp_path: Path):

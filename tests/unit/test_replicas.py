@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -99,6 +100,6 @@ def test_capacity_spec() -> None:
         {"peak_rate": 10, "verify": True},
     ],
 )
-def test_capacity_spec_rejects_bad_input(data: dict) -> None:
+def test_capacity_spec_rejects_bad_input(data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         CapacitySpec.model_validate(data)

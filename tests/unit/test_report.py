@@ -216,6 +216,6 @@ def test_naive_started_at_is_utc() -> None:
         WINDOWS,
     )
     assert r.started_at == "2026-01-02T03:04:05Z"
-    cold = {"ready": None, "first_token": None, "samples": [], "p50": None, "max": None}
+    cold: dict[str, object] = {"ready": None, "first_token": None, "samples": [], "p50": None, "max": None}
     assert report_data(r)["server"]["cold_start_s"] == cold
     assert datetime.fromisoformat(r.started_at).tzinfo == UTC

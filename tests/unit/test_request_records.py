@@ -6,7 +6,7 @@ import json
 from email.utils import formatdate
 from pathlib import Path
 
-from loadgen.collect.records import RequestRecord, read_records
+from loadgen.collect.records import ErrorKind, RequestRecord, Status, read_records
 from loadgen.collect.stats import PhaseWindow, compute_metrics
 from loadgen.wire.http_answer import http_error_text, parse_retry_after
 from loadgen.wire.openai_stream import StreamParser
@@ -63,10 +63,10 @@ def test_records_written_before_the_new_fields_still_load(tmp_path: Path):
 
 
 def test_errors_by_kind_add_up_to_the_errors():
-    def record(i: int, status: str = "ok", kind: str | None = None) -> RequestRecord:
+    def record(i: int, status: Status = "ok", kind: ErrorKind | None = None) -> RequestRecord:
         return RequestRecord(
             id=i, phase=0, scheduled_s=0.1 * i, done_s=0.1 * i + 0.05, status=status, error_kind=kind
-        )  # type: ignore[arg-type]
+        )
 
     records = [
         record(0),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from loadgen.collect.columns import chunked_columns
-from loadgen.collect.records import RequestRecord
+from loadgen.collect.records import RequestRecord, Status
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.stats import compute_metrics
 from loadgen.collect.windows import PhaseWindow
@@ -22,7 +22,7 @@ def _records(count: int, seed: int = 3) -> list[RequestRecord]:
         sent = scheduled + float(rng.exponential(0.001))
         first = sent + float(rng.lognormal(np.log(0.05), 0.5))
         gaps = np.round(rng.lognormal(np.log(5.0), 0.3, 8), 3).tolist()
-        status = "ok" if i % 17 else ("timeout" if i % 34 else "error")
+        status: Status = "ok" if i % 17 else ("timeout" if i % 34 else "error")
         records.append(
             RequestRecord(
                 id=i,
@@ -33,7 +33,7 @@ def _records(count: int, seed: int = 3) -> list[RequestRecord]:
                 done_s=first + sum(gaps) / 1000,
                 output_tokens=9,
                 itl_ms=gaps,
-                status=status,  # type: ignore[arg-type]
+                status=status,
                 error_kind="http" if status == "error" else None,
                 request_class="chat" if i % 3 else "batch",
                 warmup=scheduled < 1.0,

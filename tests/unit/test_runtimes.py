@@ -50,7 +50,8 @@ def test_vllm_is_looked_for_in_its_own_python() -> None:
     )
     assert finder.asked == [(".venv-vllm/bin/python", "vllm")]
     default = SERVER.validate_python({"kind": "vllm"})
-    assert missing_runtime(default, Finder("vllm")).startswith("needs vLLM importable by this Python: ")
+    missing = missing_runtime(default, Finder("vllm"))
+    assert missing is not None and missing.startswith("needs vLLM importable by this Python: ")
     assert missing_runtime(default, Finder()) is None
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
+from servers.simulated import SimulatedServerConfig
 
 GOOD = """\
 name: demo
@@ -34,6 +35,7 @@ def _issues(text: str) -> list[str]:
 
 def test_good_scenario_parses_with_units():
     scenario = parse_scenario(GOOD)
+    assert isinstance(scenario.server, SimulatedServerConfig)
     assert scenario.server.kind == "simulated"
     assert scenario.server.ttft == pytest.approx(0.05)
     assert scenario.traffic[1].duration == 60

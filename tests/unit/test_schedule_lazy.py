@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -41,7 +42,7 @@ LARGE = 50_000  # example plans beyond this many requests are compared at one ch
 # generator (cancellations, prefixes, sessions, images) or read from a trace's rows (Mooncake blocks).
 # Their own tests check them (test_cancel_plan, test_prefix_plan, test_trace_blocks,
 # test_sessions, test_adapter_plan, test_image_plan); here they must leave every other field as it was.
-_OWN_STREAMS = {
+_OWN_STREAMS: dict[str, Any] = {
     "cancel": None,
     "prefix": None,
     "session": None,

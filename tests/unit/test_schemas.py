@@ -15,7 +15,15 @@ import pytest
 import yaml
 
 from loadgen.cli.main import main
-from loadgen.reference.schemas import REGENERATE, SCHEMA_NAMES, modeline, render, schema_path, stale
+from loadgen.reference.schemas import (
+    REGENERATE,
+    SCHEMA_NAMES,
+    SchemaName,
+    modeline,
+    render,
+    schema_path,
+    stale,
+)
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from tests.cli_helpers import ROOT
 
@@ -29,7 +37,7 @@ BASE: dict[str, Any] = {
 }
 
 
-def validator(name: str) -> Any:
+def validator(name: SchemaName) -> Any:
     schema = json.loads(schema_path(name, ROOT).read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)

@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.report.build import RunFacts
 from loadgen.report.junit_report import render_junit
 from loadgen.report.markdown_report import render_markdown
+from loadgen.report.model import Report
 from loadgen.report.search_report import build_search_report
 from loadgen.scenario.loader import parse_scenario
 from tests.unit.test_level_results import closed_loop_records, simulated_search
@@ -23,7 +25,9 @@ slo: {ttft: {p95: 100ms}}
 """
 
 
-def _report(windows: list[LevelWindow], records: list[Any], scenario_text: str = SCENARIO, **kw: Any):
+def _report(
+    windows: list[LevelWindow], records: list[Any], scenario_text: str = SCENARIO, **kw: Any
+) -> Report:
     facts = RunFacts(
         name="synthetic-search",
         started_at=datetime(2026, 11, 22, tzinfo=UTC),
@@ -46,8 +50,8 @@ def _with_verification(at_plan_ttft: float, one_fewer_ttft: float):
     records += closed_loop_records(50, 8, 100.0, 110.0, 0.2, at_plan_ttft, 900_000)
     records += closed_loop_records(51, 8, 110.0, 120.0, 0.2, one_fewer_ttft, 950_000)
     windows += [
-        LevelWindow(50, 60.0, "rate", 101.0, 110.0, 60.0, role="verify", replicas=2),
-        LevelWindow(51, 60.0, "rate", 111.0, 120.0, 60.0, role="verify_one_fewer", replicas=1),
+        LevelWindow(50, 60.0, Over.RATE, 101.0, 110.0, 60.0, role="verify", replicas=2),
+        LevelWindow(51, 60.0, Over.RATE, 111.0, 120.0, 60.0, role="verify_one_fewer", replicas=1),
     ]
     return records, windows
 
@@ -60,6 +64,7 @@ def test_a_held_plan_passes_with_the_operating_point_at_capacity() -> None:
     assert report.operating_point.model_dump() == {"level": 8, "over": "concurrency"}
     assert report.metrics.target_rate is None  # closed loop: no target rate
     assert report.metrics.ttft_ms.p95 == 50.0  # the operating point's latency
+    assert report.replicas is not None and report.replicas.verified is not None
     assert report.replicas.count == 2 and report.replicas.verified.one_fewer_passed is False
     assert {phase.role for phase in report.phases} == {"search", "verify", "verify_one_fewer"}
     assert "knee at concurrency 8" in report.reason and "plan 2 replicas" in report.reason
@@ -91,6 +96,7 @@ def test_no_level_holding_the_slos_fails_and_says_what_broke() -> None:
     report = _report(windows, records, strict, verify_setup={"skipped": "nothing to verify"})
     assert report.verdict == "fail"
     assert report.reason.startswith("no load level held every SLO (ttft p95")
+    assert report.capacity is not None and report.replicas is not None and report.operating_point is not None
     assert report.capacity.rate_rps == 0.0 and report.replicas.count is None
     assert report.operating_point.level == 1  # the lowest level stands for the run
     assert "No plan: capacity at SLO is 0" in render_markdown(report)

@@ -11,7 +11,7 @@ import pytest
 
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.capacity import capacity_at_slo
-from loadgen.evaluate.curve import LevelResult
+from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelWindow, level_result
 from loadgen.evaluate.plan import replica_plan
@@ -103,7 +103,7 @@ def test_a_session_in_a_level_is_cut_at_the_schedules_end_whatever_its_linger() 
 
 def _session_records(sessions_per_s: float, start: float, end: float) -> list[RequestRecord]:
     """Sessions of 3 turns every 1/rate s from `start` (turn 1 there, then 0.7 s apart)."""
-    records = []
+    records: list[RequestRecord] = []
     count = round((end - start) * sessions_per_s)
     for k in range(count):
         t0 = start + k / sessions_per_s
@@ -128,7 +128,7 @@ def _session_records(sessions_per_s: float, start: float, end: float) -> list[Re
 
 
 def test_a_level_result_gives_the_sessions_started_in_its_window_per_second() -> None:
-    window = LevelWindow(0, 5.0, "rate", 2.0, 8.0, 5.0)
+    window = LevelWindow(0, 5.0, Over.RATE, 2.0, 8.0, 5.0)
     records = _session_records(5.0, 2.0, 8.0)
     result, _ = level_result([window], records, SLOSpec(), max_drift=1.0)
     assert result.sessions_per_s == pytest.approx(5.0)
@@ -170,7 +170,7 @@ def _report() -> Report:
     capacity = capacity_at_slo(levels)
     plan = replica_plan(capacity, CapacitySpec(peak_rate=18, target_utilization=0.8), 18.0)
     return sample_report(
-        knee=find_knee(levels, "rate"),
+        knee=find_knee(levels, Over.RATE),
         capacity=capacity,
         replicas=plan,
         operating_point={"level": 8, "over": "rate"},

@@ -110,7 +110,7 @@ def test_turn_counts_are_clipped_to_the_bound() -> None:
         "sessions: {turns: {kind: normal, mean: 3, std: 1000}, think_time: {kind: fixed, value: 1s}}"
     )
     spec = scenario.workload.sessions
-    assert spec is not None
+    assert spec is not None and spec.turns is not None
     turns = sample(spec.turns, 2000, np.random.default_rng(1))
     assert turns.min() == 1 and turns.max() == MAX_TURNS
 

@@ -7,6 +7,7 @@ import gc
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import gevent
 import gevent.monkey
@@ -31,7 +32,7 @@ def watched(tmp_path: Path, *work, threshold_ms: float = 10.0):
     return summary, read_stalls(path)
 
 
-def of(lines, cause):
+def of(lines: list[dict[str, Any]], cause: str) -> list[dict[str, Any]]:
     return [line for line in lines if line["cause"] == cause]
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from loadgen.collect.records import RequestRecord
+from loadgen.collect.records import RequestRecord, Status, TokensSource
 from loadgen.collect.stats import (
     PERCENTILE_KEYS,
     PhaseWindow,
@@ -25,12 +27,12 @@ def rec(
     first: float | None = None,
     done: float | None = None,
     tokens: int = 0,
-    status: str = "ok",
+    status: Status = "ok",
     phase: int = 0,
     warmup: bool = False,
     itl: list[float] | dict[str, float] | None = None,
     lag: float = 0.0,
-    source: str = "usage",
+    source: TokensSource = "usage",
 ) -> RequestRecord:
     return RequestRecord(
         id=i,
@@ -40,16 +42,16 @@ def rec(
         first_token_s=first,
         done_s=done,
         output_tokens=tokens,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         warmup=warmup,
         itl_ms=[] if itl is None else itl,
         lag_ms=lag,
-        tokens_source=source,  # type: ignore[arg-type]
+        tokens_source=source,
     )
 
 
-def ok(i: int, sched: float, ttft_s: float, e2e_s: float, tokens: int = 11, **kw: object) -> RequestRecord:
-    return rec(i, sched=sched, first=sched + ttft_s, done=sched + e2e_s, tokens=tokens, **kw)  # type: ignore[arg-type]
+def ok(i: int, sched: float, ttft_s: float, e2e_s: float, tokens: int = 11, **kw: Any) -> RequestRecord:
+    return rec(i, sched=sched, first=sched + ttft_s, done=sched + e2e_s, tokens=tokens, **kw)
 
 
 def test_percentiles_linear_interpolation_exact() -> None:

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from loadgen.evaluate.replicas import busiest_window_rate
+from loadgen.inputs.trace_formats import TraceFormat
 from loadgen.inputs.traces import (
     TraceError,
     TraceRow,
@@ -101,9 +102,9 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def _error(path: Path, format: str) -> TraceError:
+def _error(path: Path, format: TraceFormat) -> TraceError:
     with pytest.raises(TraceError) as caught:
-        read_trace(path, format)  # type: ignore[arg-type]
+        read_trace(path, format)
     return caught.value
 
 

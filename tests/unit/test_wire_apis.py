@@ -3,6 +3,8 @@ request asks (in the tool's own terms), and the reader it gives for the answer."
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from loadgen.wire.apis import WIRE_APIS, request_body, wire_api
@@ -12,8 +14,8 @@ from loadgen.wire.openai_stream import StreamParser, TextStreamParser
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
 
 
-def _call(**asks: object) -> Call:
-    return Call(model="m", prompt="hi there", max_tokens=9, ignore_eos=True, stream=True, **asks)  # type: ignore[arg-type]
+def _call(**asks: Any) -> Call:
+    return Call(model="m", prompt="hi there", max_tokens=9, ignore_eos=True, stream=True, **asks)
 
 
 def test_each_api_is_found_by_its_name_and_measures_generation() -> None:

@@ -306,7 +306,7 @@ def test_one_class_adds_no_classes_section():
         records,
         [PhaseWindow(0, "constant", 5.0, 0.0, 1.0)],
     )
-    assert "classes" not in report and "## Workload classes" not in render_markdown(report)
+    assert "classes" not in report_data(report) and "## Workload classes" not in render_markdown(report)
 
 
 def test_trace_rows_keep_their_lengths_and_go_as_the_first_class():

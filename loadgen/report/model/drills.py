@@ -1,5 +1,5 @@
 """report.json's drills: `replicas.verified.drills`, one evaluated drill each (`verify.drills`:
-kill, rolling_restart, scale_up), as loadgen.evaluate.drills writes them. Times are seconds on the
+kill, rolling_restart, scale_up), as loadgen.evaluate.drill_verdict writes them. Times are seconds on the
 run clock (as in requests.jsonl); a drill's measured part excludes its warm-up."""
 
 from __future__ import annotations

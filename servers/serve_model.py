@@ -2,6 +2,7 @@
 
 Arguments, a fail-fast check of the model directory (a clear line in server.log and exit 2,
 instead of a server that never becomes ready), then the batching engine behind the HTTP front.
+It joins `servers.engines` to `servers.http`, so it lives above both, with the servers it runs.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Before each drill the fleet is made whole (every planned slot serving, in rotati
 open-loop traffic goes through the balancer; the disruption runs in its own greenlet on the run
 clock, and every move is an event (the balancer's list): kill, drain, terminate, start, ready,
 scale, and the balancer's own out/in. run.json keeps each drill's setup and events; every number
-the reports give is computed from the records and those events (loadgen.evaluate.drills).
+the reports give is computed from the records and those events (loadgen.evaluate.drill_verdict).
 
 Lives in the gevent world. Every wait has a deadline; a stop (Ctrl-C) kills the disruption's
 greenlets, and a replacement killed while starting stops its own server (Adapter.start).
@@ -25,9 +25,9 @@ import numpy as np
 from loadgen.evaluate.curve import Over
 from loadgen.run.fleet import Fleet, FleetError
 from loadgen.run.level_runner import LevelRunner
-from loadgen.scenario.drills import Drill, KillDrill, RollingRestartDrill, ScaleUpDrill
 from loadgen.scenario.model import Scenario, VerifySpec
 from loadgen.scenario.phases import Phase, RampPhase
+from loadgen.scenario.verify_spec import Drill, KillDrill, RollingRestartDrill, ScaleUpDrill
 from loadgen.traffic.arrivals import arrival_offsets
 from loadgen.traffic.balancer import Balancer
 from loadgen.traffic.level_behaviour import LevelBehaviour

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loadgen.collect.energy import kwh_per_million_tokens
+from loadgen.collect.energy_accounting import kwh_per_million_tokens
 from loadgen.evaluate.replicas import HOURS_PER_MONTH
 from loadgen.report.model import Report
 
@@ -159,7 +159,7 @@ def fill_energy(
     rows: list[dict[str, Any]], eligible: list[dict[str, Any]], price_per_kwh: float | None
 ) -> RankedOn | None:
     """Choose the energy basis over the eligible rows (all rows when none is) and fill every
-    row's energy columns; returns the basis (loadgen.environments.energy)."""
+    row's energy columns; returns the basis (loadgen.environments.energy_basis)."""
     ranked_on = choose_basis(eligible or rows)
     for row in rows:
         apply_basis(row, ranked_on if (row in eligible or not eligible) else "mixed", price_per_kwh)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loadgen.environments.confidence import Candidate, PlanTerms, cheapest_shares
-from loadgen.environments.energy import DeclaredPower, basis_words, energy_row, fill_energy
+from loadgen.environments.energy_basis import DeclaredPower, basis_words, energy_row, fill_energy
 from loadgen.environments.ranking import (
     RankBy,
     energy_change,

@@ -1,0 +1,73 @@
+"""One planned request and what it carries: its core, and a sub-record per feature.
+
+Pure data, made by the plan (loadgen.traffic.schedule) and read by the users who send it, the
+distributed split and the records. Each feature's field is None (0 for images) when it is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseConstants:
+    """What every request of one phase shares, looked up by its phase index (Schedule.phases)."""
+
+    max_concurrency: int  # the phase's concurrency cap (a distributed worker's share of it)
+    level: float | None = None  # the search level the phase is (search runs only)
+
+
+Phases = Mapping[int, PhaseConstants]
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """The client cancels the request (workload.cancel): this long after its send, or after this
+    many tokens."""
+
+    after_s: float | None = None
+    after_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """A shared prompt prefix (loadgen.traffic.prompts): the workload.prefix group the request
+    starts with, or a trace row's blocks (Mooncake hash_ids) of `block_tokens` words each."""
+
+    group: int | None = None
+    blocks: tuple[int, ...] | None = None
+    block_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStart:
+    """Turn 1 of a multi-turn session. `seed`: the scenario's seed, which seeds the session's own
+    draws (workload.sessions, loadgen.traffic.sessions). `script`: a session replayed from a
+    conversation trace, its later turns (think time s, prompt tokens, output tokens, prompt text
+    or None) given instead of drawn; on the request itself, not a side table, so a distributed
+    worker's share carries it."""
+
+    seed: int | None = None
+    script: tuple[tuple[float, int, int, str | None], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRequest:
+    """One request of the plan: its core, and a sub-record (or value) per feature, None (0 for
+    images) when the feature is off. Its phase's constants are in the plan's `phases`."""
+
+    id: int
+    phase: int
+    scheduled_s: float
+    prompt_tokens: int
+    output_tokens: int
+    warmup: bool
+    request_class: str = "default"  # the workload class it was drawn from
+    dataset_row: int | None = None  # index into its class's dataset entries (sent instead of prompt)
+    prompt: str | None = None  # text to send as is (a trace row's prompt); None: prompt_tokens words
+    cancel: Cancel | None = None
+    prefix: Prefix | None = None
+    session: SessionStart | None = None
+    adapter: str | None = None  # the LoRA adapter it names as its model (workload.adapters)
+    images: int = 0  # images its chat message carries (workload.images)
