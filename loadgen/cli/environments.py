@@ -48,7 +48,7 @@ def compare_environment_runs(
         by=recommend.by,
         price_per_kwh=recommend.price_per_kwh,
     )
-    if comparison["plan_basis"] is None:
+    if comparison.plan_basis is None:
         return fail("no run has a replica plan (capacity: peak_rate): nothing to size or price")
     try:
         written = write_comparison(comparison, out_dir)

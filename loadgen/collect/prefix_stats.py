@@ -23,22 +23,29 @@ so it holds every unprefixed request whichever chunk the first prefix arrived in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from loadgen.collect.columns import Columns
 from loadgen.collect.digest import Digest
-
-if TYPE_CHECKING:
-    from loadgen.collect.run_stats import GroupStats
+from loadgen.collect.feature_stats import (
+    ChunkValues,
+    FeatureStats,
+    Group,
+    count,
+    counts_of,
+    merge_counts,
+    seen_counts,
+    short,
+)
 
 PREFIXED, UNPREFIXED = "ttft_prefixed_ms", "ttft_unprefixed_ms"  # the tool's view
 HIT, MISS = "ttft_cache_hit_ms", "ttft_cache_miss_ms"  # the server's view
 PREFIXED_HIT, PREFIXED_MISS = "ttft_prefixed_hit_ms", "ttft_prefixed_miss_ms"  # both: like with like
 DIGESTS = (PREFIXED, UNPREFIXED, HIT, MISS, PREFIXED_HIT, PREFIXED_MISS)
-# prefix_counts keys: requests sent with a prefix; server-reported hits and misses; the cached and
-# prompt tokens of the requests whose server reported cached tokens.
+# its counts' keys (feature_counts["prefix_cache"]): requests sent with a prefix; server-reported
+# hits and misses; the cached and prompt tokens of the requests whose server reported cached tokens.
 COUNTS = (
     "prefixed",
     "cache_hits",
@@ -49,16 +56,19 @@ COUNTS = (
     "prompt_tokens",
 )
 
+KEY = "prefix_cache"  # its object under report.json's `metrics`, and its counts' name
 
-def add_prefix(group: GroupStats, cols: Columns, rows: np.ndarray, ttft_ms: np.ndarray) -> None:
-    """Take in the selected rows (`ttft_ms`: their TTFT, NaN where none), before the group's
-    `ttft_ms` digest takes this chunk (the copy below must hold earlier chunks only)."""
+
+def add_prefix(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues) -> None:
+    """Take in the selected rows, before the group's `ttft_ms` digest takes this chunk (the copy
+    below must hold earlier chunks only)."""
+    ttft_ms = chunk.latencies["ttft_ms"]
     prefixed = cols.prefixed[rows]
     cached = cols.cached_tokens[rows]
     told = ~np.isnan(cached)
     if not prefixed.any() and not told.any() and not _tracked(group):
         return
-    counts, digests = group.prefix_counts, group.digests
+    counts, digests = counts_of(group, KEY), group.digests
     has_ttft = ~np.isnan(ttft_ms)
     if prefixed.any() and PREFIXED not in digests:
         digests[UNPREFIXED] = digests["ttft_ms"].copy(group.budget)
@@ -66,25 +76,25 @@ def add_prefix(group: GroupStats, cols: Columns, rows: np.ndarray, ttft_ms: np.n
     if PREFIXED in digests:
         digests[PREFIXED].add(ttft_ms[has_ttft & prefixed])
         digests[UNPREFIXED].add(ttft_ms[has_ttft & ~prefixed])
-        _count(counts, "prefixed", int(prefixed.sum()))
+        count(counts, "prefixed", int(prefixed.sum()))
     if told.any():
         hit = told & (np.nan_to_num(cached) > 0)
         miss = told & ~hit
         digests.setdefault(HIT, Digest(group.budget)).add(ttft_ms[has_ttft & hit])
         digests.setdefault(MISS, Digest(group.budget)).add(ttft_ms[has_ttft & miss])
-        _count(counts, "cache_hits", int(hit.sum()))
-        _count(counts, "cache_misses", int(miss.sum()))
-        _count(counts, "cached_tokens", int(cached[told].sum()))
+        count(counts, "cache_hits", int(hit.sum()))
+        count(counts, "cache_misses", int(miss.sum()))
+        count(counts, "cached_tokens", int(cached[told].sum()))
         prompt = cols.prompt_tokens[rows][told]
-        _count(counts, "prompt_tokens", int(np.nan_to_num(prompt).sum()))
+        count(counts, "prompt_tokens", int(np.nan_to_num(prompt).sum()))
         if (told & prefixed).any():
             digests.setdefault(PREFIXED_HIT, Digest(group.budget)).add(ttft_ms[has_ttft & hit & prefixed])
             digests.setdefault(PREFIXED_MISS, Digest(group.budget)).add(ttft_ms[has_ttft & miss & prefixed])
-            _count(counts, "prefixed_hits", int((hit & prefixed).sum()))
-            _count(counts, "prefixed_misses", int((miss & prefixed).sum()))
+            count(counts, "prefixed_hits", int((hit & prefixed).sum()))
+            count(counts, "prefixed_misses", int((miss & prefixed).sum()))
 
 
-def merge_prefix(group: GroupStats, other: GroupStats) -> None:
+def merge_prefix(group: Group, other: Group) -> None:
     """Take in `other`'s prefix figures, before the group's `ttft_ms` digest takes other's."""
     mine, theirs = group.digests, other.digests
     if PREFIXED in theirs and PREFIXED not in mine:  # every request of mine so far was unprefixed
@@ -96,46 +106,38 @@ def merge_prefix(group: GroupStats, other: GroupStats) -> None:
     for name in (HIT, MISS, PREFIXED_HIT, PREFIXED_MISS):
         if name in theirs:
             mine.setdefault(name, Digest(group.budget)).merge(theirs[name])
-    for key, count in other.prefix_counts.items():
-        _count(group.prefix_counts, key, count)
+    merge_counts(group, other, KEY)
 
 
-def prefix_metrics(group: GroupStats) -> dict[str, Any] | None:
+def prefix_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     """`metrics.prefix_cache`; None when the group saw no prefix and no server cache report."""
     if not _tracked(group):
         return None
-    counts, digests = group.prefix_counts, group.digests
+    counts, digests = seen_counts(group, KEY), group.digests
     result: dict[str, Any] = {}
     if PREFIXED in digests:
         prefixed = counts.get("prefixed", 0)
         result["prefixed"] = prefixed
         result["unprefixed"] = group.requests - prefixed
-        result["ttft_prefixed_ms"] = _short(digests[PREFIXED])
-        result["ttft_unprefixed_ms"] = _short(digests[UNPREFIXED])
+        result["ttft_prefixed_ms"] = short(digests[PREFIXED])
+        result["ttft_unprefixed_ms"] = short(digests[UNPREFIXED])
     if HIT in digests:
         prompt = counts.get("prompt_tokens", 0)
         result["cache_hits"] = counts.get("cache_hits", 0)
         result["cache_misses"] = counts.get("cache_misses", 0)
         result["cached_token_share"] = counts.get("cached_tokens", 0) / prompt if prompt else None
-        result["ttft_cache_hit_ms"] = _short(digests[HIT])
-        result["ttft_cache_miss_ms"] = _short(digests[MISS])
+        result["ttft_cache_hit_ms"] = short(digests[HIT])
+        result["ttft_cache_miss_ms"] = short(digests[MISS])
     if PREFIXED_HIT in digests:
         result["prefixed_hits"] = counts.get("prefixed_hits", 0)
         result["prefixed_misses"] = counts.get("prefixed_misses", 0)
-        result["ttft_prefixed_hit_ms"] = _short(digests[PREFIXED_HIT])
-        result["ttft_prefixed_miss_ms"] = _short(digests[PREFIXED_MISS])
+        result["ttft_prefixed_hit_ms"] = short(digests[PREFIXED_HIT])
+        result["ttft_prefixed_miss_ms"] = short(digests[PREFIXED_MISS])
     return result
 
 
-def _tracked(group: GroupStats) -> bool:
+def _tracked(group: Group) -> bool:
     return PREFIXED in group.digests or HIT in group.digests
 
 
-def _short(digest: Digest) -> dict[str, float | None]:
-    """p50, p95, p99 of a digest (ms)."""
-    percentiles = digest.percentiles()
-    return {key: percentiles[key] for key in ("p50", "p95", "p99")}
-
-
-def _count(counts: dict[str, int], key: str, value: int) -> None:
-    counts[key] = counts.get(key, 0) + value
+PREFIX_STATS = FeatureStats(KEY, add_prefix, merge_prefix, prefix_metrics)

@@ -11,23 +11,31 @@ answer began with the first token, so the TTFAT digest starts as a copy of the T
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from loadgen.collect.columns import TIMEOUT, Columns
 from loadgen.collect.digest import Digest, Percentiles
-
-if TYPE_CHECKING:
-    from loadgen.collect.run_stats import GroupStats
+from loadgen.collect.feature_stats import (
+    ChunkValues,
+    FeatureStats,
+    Group,
+    count,
+    counts_of,
+    merge_counts,
+    seen_counts,
+)
 
 TTFAT, REASONING = "ttfat_ms", "reasoning_ms"
-# reasoning_counts keys: requests whose answer had reasoning, their reasoning tokens, and their
-# output tokens (reasoning included).
+# its counts' keys (feature_counts["reasoning"]): requests whose answer had reasoning, their
+# reasoning tokens, and their output tokens (reasoning included).
 COUNTS = ("requests", "reasoning_tokens", "output_tokens")
 
+KEY = "reasoning"  # its object under report.json's `metrics`, and its counts' name
 
-def add_reasoning(group: GroupStats, cols: Columns, rows: np.ndarray, status: np.ndarray) -> None:
+
+def add_reasoning(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues) -> None:
     """Take in the selected rows, before the group's `ttft_ms` digest takes this chunk (the copy
     below must hold earlier chunks only)."""
     answer, first = cols.first_answer[rows], cols.first_token[rows]
@@ -40,14 +48,14 @@ def add_reasoning(group: GroupStats, cols: Columns, rows: np.ndarray, status: np
             return
         digests[TTFAT] = digests["ttft_ms"].copy(group.budget)
         digests[REASONING] = Digest(group.budget)
-    ttfat = ttfat_values(cols, rows, status)
+    ttfat = ttfat_values(cols, rows, chunk.status)
     digests[TTFAT].add(ttfat[~np.isnan(ttfat)])
     thinking = cols.reasoning_ms[rows]
     digests[REASONING].add(thinking[~np.isnan(thinking)])
-    counts = group.reasoning_counts
-    _count(counts, "requests", int(shown.sum()))
-    _count(counts, "reasoning_tokens", int(reasoning[shown].sum()))
-    _count(counts, "output_tokens", int(cols.output_tokens[rows][shown].sum()))
+    counts = counts_of(group, KEY)
+    count(counts, "requests", int(shown.sum()))
+    count(counts, "reasoning_tokens", int(reasoning[shown].sum()))
+    count(counts, "output_tokens", int(cols.output_tokens[rows][shown].sum()))
 
 
 def ttfat_values(cols: Columns, rows: np.ndarray, status: np.ndarray) -> np.ndarray:
@@ -59,7 +67,7 @@ def ttfat_values(cols: Columns, rows: np.ndarray, status: np.ndarray) -> np.ndar
     return values
 
 
-def merge_reasoning(group: GroupStats, other: GroupStats) -> None:
+def merge_reasoning(group: Group, other: Group) -> None:
     """Take in `other`'s reasoning figures, before the group's `ttft_ms` digest takes other's."""
     mine, theirs = group.digests, other.digests
     if TTFAT not in mine and TTFAT not in theirs:
@@ -70,22 +78,21 @@ def merge_reasoning(group: GroupStats, other: GroupStats) -> None:
     mine[TTFAT].merge(theirs[TTFAT] if TTFAT in theirs else theirs["ttft_ms"])
     if REASONING in theirs:
         mine[REASONING].merge(theirs[REASONING])
-    for key, count in other.reasoning_counts.items():
-        _count(group.reasoning_counts, key, count)
+    merge_counts(group, other, KEY)
 
 
-def ttfat_percentiles(group: GroupStats, ttft: Percentiles) -> Percentiles:
+def ttfat_percentiles(group: Group, ttft: Percentiles) -> Percentiles:
     """`metrics.ttfat_ms`: TTFT's own figures in a run where every answer began with the first token."""
     digest = group.digests.get(TTFAT)
     return digest.percentiles() if digest is not None else dict(ttft)
 
 
-def reasoning_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | None:
+def reasoning_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     """`metrics.reasoning`; None when no request of the group showed reasoning (a run of tool
     calls tracks TTFAT without any)."""
-    if TTFAT not in group.digests or not group.reasoning_counts.get("requests"):
+    if TTFAT not in group.digests or not seen_counts(group, KEY).get("requests"):
         return None
-    counts = group.reasoning_counts
+    counts = seen_counts(group, KEY)
     reasoning = counts.get("reasoning_tokens", 0)
     return {
         "requests": counts.get("requests", 0),
@@ -98,5 +105,4 @@ def reasoning_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | N
     }
 
 
-def _count(counts: dict[str, int], key: str, value: int) -> None:
-    counts[key] = counts.get(key, 0) + value
+REASONING_STATS = FeatureStats(KEY, add_reasoning, merge_reasoning, reasoning_metrics)

@@ -29,16 +29,9 @@ import numpy as np
 
 from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Columns
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
-from loadgen.collect.image_stats import add_images, image_metrics, merge_images
-from loadgen.collect.prefix_stats import add_prefix, merge_prefix, prefix_metrics
-from loadgen.collect.reasoning_stats import (
-    add_reasoning,
-    merge_reasoning,
-    reasoning_metrics,
-    ttfat_percentiles,
-)
-from loadgen.collect.session_stats import add_sessions, later_sent, merge_sessions, session_metrics
-from loadgen.collect.tool_stats import add_tools, merge_tools, tool_metrics
+from loadgen.collect.feature_list import FEATURE_STATS
+from loadgen.collect.feature_stats import ChunkValues
+from loadgen.collect.reasoning_stats import ttfat_percentiles
 from loadgen.collect.windows import PhaseWindow, target_rate
 
 # The latency metrics of a `metrics` object, each a percentile dict.
@@ -69,16 +62,9 @@ class GroupStats:
     last_send: dict[int, float] = field(default_factory=dict)  # phase → latest send
     sources: set[int] = field(default_factory=set)  # tokens_source codes of records with tokens
     digests: dict[str, Digest] = field(default_factory=dict)
-    # Shared prefixes' counts (loadgen.collect.prefix_stats; its digests are in `digests`).
-    prefix_counts: dict[str, int] = field(default_factory=dict)
-    # Multi-turn sessions' counts (loadgen.collect.session_stats; its digests are in `digests`).
-    session_counts: dict[str, int] = field(default_factory=dict)
-    # Reasoning streams' counts (loadgen.collect.reasoning_stats; its digests are in `digests`).
-    reasoning_counts: dict[str, int] = field(default_factory=dict)
-    # Tools offered and called (loadgen.collect.tool_stats).
-    tool_counts: dict[str, int] = field(default_factory=dict)
-    # Image inputs' counts (loadgen.collect.image_stats; its digests are in `digests`).
-    image_counts: dict[str, int] = field(default_factory=dict)
+    # Each feature's counts, under its key (loadgen.collect.feature_list; its digests are in
+    # `digests`), made only once the feature is seen.
+    feature_counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.digests:
@@ -110,11 +96,9 @@ class GroupStats:
         told = (cols.output_tokens[rows] > 0) & ~cancelled  # a cancelled stream never gets its usage
         self.sources.update(np.unique(cols.source[rows][told]).tolist())
         latencies = latency_values(cols, rows, status)
-        add_prefix(self, cols, rows, latencies["ttft_ms"])  # before ttft_ms takes this chunk
-        add_reasoning(self, cols, rows, status)  # so does this
-        add_tools(self, cols, rows)
-        add_sessions(self, cols, rows, latencies)
-        add_images(self, cols, rows, latencies["ttft_ms"])
+        chunk = ChunkValues(status, latencies)
+        for feature in FEATURE_STATS:  # before the core's digests take this chunk
+            feature.add(self, cols, rows, chunk)
         for name, values in latencies.items():
             self.digests[name].add(values[~np.isnan(values)])
 
@@ -130,11 +114,8 @@ class GroupStats:
         for phase, latest in other.last_send.items():
             self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
         self.sources |= other.sources
-        merge_prefix(self, other)  # before ttft_ms takes other's
-        merge_reasoning(self, other)  # so does this
-        merge_tools(self, other)
-        merge_sessions(self, other)
-        merge_images(self, other)
+        for feature in FEATURE_STATS:  # before the core's digests take other's
+            feature.merge(self, other)
         for name in LATENCY_METRICS:
             self.digests[name].merge(other.digests[name])
 
@@ -152,8 +133,8 @@ class GroupStats:
             "cancelled": self.cancelled,
             "cancel_rate": self.cancelled / requests if requests else None,
             "target_rate": target_rate(windows),
-            # with sessions, sessions/s (as target_rate): turn 1's sends
-            "achieved_rate": (self.sent - later_sent(self)) / elapsed if elapsed > 0 else None,
+            # the sends the plan paced (with sessions, sessions/s, as target_rate: turn 1's)
+            "achieved_rate": (self.sent - self._unpaced_sent()) / elapsed if elapsed > 0 else None,
             "output_tokens_per_s": self.tokens / elapsed if elapsed > 0 else None,
         }
         for name in LATENCY_METRICS:
@@ -161,22 +142,14 @@ class GroupStats:
         metrics["ttfat_ms"] = ttfat_percentiles(self, metrics["ttft_ms"])
         metrics["tokens_source"] = self.tokens_source()
         metrics["percentile_method"] = self.method()
-        prefix = prefix_metrics(self)
-        if prefix is not None:  # only a run with shared prefixes or a server's cache reports
-            metrics["prefix_cache"] = prefix
-        reasoning = reasoning_metrics(self, elapsed)
-        if reasoning is not None:  # only a run with reasoning streams reports them
-            metrics["reasoning"] = reasoning
-        tools = tool_metrics(self, elapsed)
-        if tools is not None:  # only a run whose requests offered tools reports them
-            metrics["tools"] = tools
-        sessions = session_metrics(self, elapsed)
-        if sessions is not None:  # only a run with multi-turn sessions reports them
-            metrics["sessions"] = sessions
-        images = image_metrics(self)
-        if images is not None:  # only a run that sent images reports them
-            metrics["images"] = images
+        for feature in FEATURE_STATS:
+            figures = feature.metrics(self, elapsed)
+            if figures is not None:  # only a run that saw the feature reports it
+                metrics[feature.key] = figures
         return metrics
+
+    def _unpaced_sent(self) -> int:
+        return sum(feature.unpaced_sent(self) for feature in FEATURE_STATS)
 
     def measured_time_s(self, windows: Sequence[PhaseWindow]) -> float:
         """Sum over windows of max(end, last send in that phase) − start.

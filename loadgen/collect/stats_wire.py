@@ -94,8 +94,21 @@ def dump_group(group: GroupStats) -> dict[str, Any]:
     return data
 
 
+# Summaries written before the features' counts shared one field: each had its own.
+_LEGACY_COUNTS = {
+    "prefix_counts": "prefix_cache",
+    "session_counts": "sessions",
+    "reasoning_counts": "reasoning",
+    "tool_counts": "tools",
+    "image_counts": "images",
+}
+
+
 def load_group(data: dict[str, Any]) -> GroupStats:
     group = GroupStats(int(data["budget"]))
+    for old, key in _LEGACY_COUNTS.items():
+        if data.get(old):
+            group.feature_counts[key] = dict(data[old])
     for spec in fields(group):
         if spec.name not in data or spec.name == "budget":
             continue  # a field this summary predates keeps its default
@@ -104,6 +117,8 @@ def load_group(data: dict[str, Any]) -> GroupStats:
             value = {name: load_digest(digest) for name, digest in value.items()}
         elif isinstance(getattr(group, spec.name), set):
             value = set(value)
+        elif spec.name == "feature_counts":
+            value = {key: dict(counts) for key, counts in value.items()}
         elif isinstance(value, dict):
             value = dict(value)
         setattr(group, spec.name, value)

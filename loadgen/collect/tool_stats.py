@@ -1,42 +1,49 @@
 """Requests that offered tools (`workload.tools`): report.json's `metrics.tools`.
 
-Plain mergeable counts in a GroupStats' `tool_counts` (loadgen.collect.run_stats), made only once
+Plain mergeable counts in a GroupStats' `feature_counts["tools"]` (loadgen.collect.run_stats), made only once
 a record that offered tools is seen: requests that offered them, those answered with a call, the
 calls made and the calls whose arguments parse as a JSON object.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from loadgen.collect.columns import Columns
+from loadgen.collect.feature_stats import (
+    ChunkValues,
+    FeatureStats,
+    Group,
+    count,
+    counts_of,
+    merge_counts,
+    seen_counts,
+)
 
-if TYPE_CHECKING:
-    from loadgen.collect.run_stats import GroupStats
+KEY = "tools"  # its object under report.json's `metrics`, and its counts' name
 
 
-def add_tools(group: GroupStats, cols: Columns, rows: np.ndarray) -> None:
+def add_tools(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues) -> None:
     calls = cols.tool_calls[rows]
     offered = ~np.isnan(calls)
     if not offered.any():
         return
-    counts = group.tool_counts
-    _count(counts, "offered", int(offered.sum()))
-    _count(counts, "calling", int((calls[offered] > 0).sum()))
-    _count(counts, "calls", int(calls[offered].sum()))
-    _count(counts, "valid", int(np.nan_to_num(cols.tool_calls_valid[rows][offered]).sum()))
+    counts = counts_of(group, KEY)
+    count(counts, "offered", int(offered.sum()))
+    count(counts, "calling", int((calls[offered] > 0).sum()))
+    count(counts, "calls", int(calls[offered].sum()))
+    count(counts, "valid", int(np.nan_to_num(cols.tool_calls_valid[rows][offered]).sum()))
 
 
-def merge_tools(group: GroupStats, other: GroupStats) -> None:
-    for key, count in other.tool_counts.items():
-        _count(group.tool_counts, key, count)
+def merge_tools(group: Group, other: Group) -> None:
+    merge_counts(group, other, KEY)
 
 
-def tool_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | None:
+def tool_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     """`metrics.tools`; None when no request of the group offered tools."""
-    counts = group.tool_counts
+    counts = seen_counts(group, KEY)
     if not counts.get("offered"):
         return None
     offered, calls = counts["offered"], counts.get("calls", 0)
@@ -51,5 +58,4 @@ def tool_metrics(group: GroupStats, elapsed_s: float) -> dict[str, Any] | None:
     }
 
 
-def _count(counts: dict[str, int], key: str, value: int) -> None:
-    counts[key] = counts.get(key, 0) + value
+TOOL_STATS = FeatureStats(KEY, add_tools, merge_tools, tool_metrics)

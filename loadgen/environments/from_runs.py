@@ -18,7 +18,7 @@ from typing import Any
 import pydantic
 import yaml
 
-from loadgen.environments.energy_basis import DeclaredPower
+from loadgen.environments.model import EnvironmentMeta
 from loadgen.environments.recommend import EnvironmentRun
 from loadgen.report.json_report import load_report, why_not_a_report
 from loadgen.report.model import Report
@@ -77,18 +77,18 @@ def _one_run(path: Path) -> EnvironmentRun:
     if report.phases and all(phase.level is None for phase in report.phases):  # traffic phases, no levels
         raise RunsError(f"{run_dir}: report.json is not a search run's (environments compare capacity)")
     meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
-    environment = meta.get("environment") or {}
     scenario = _scenario_data(run_dir)
     capacity = scenario.get("capacity") if isinstance(scenario.get("capacity"), dict) else {}
-    cost = environment.get("cost_per_replica_hour", (capacity or {}).get("cost_per_replica_hour"))
+    default_cost = (capacity or {}).get("cost_per_replica_hour")  # the scenario's, where run.json has none
+    environment = EnvironmentMeta.read(meta.get("environment"), run_dir.name, default_cost)
     return EnvironmentRun(
-        name=str(environment.get("name") or run_dir.name),
+        name=environment.name,
         report=report,
-        cost_per_replica_hour=float(cost) if isinstance(cost, int | float) else None,
-        notes=str(environment.get("notes") or ""),
-        optional=bool(environment.get("optional", False)),
+        cost_per_replica_hour=environment.cost_per_replica_hour,
+        notes=environment.notes,
+        optional=environment.optional,
         run_dir=str(run_dir.resolve()),
-        power=DeclaredPower.of(environment.get("power")),
+        power=environment.power,
     )
 
 
@@ -105,17 +105,16 @@ def _environments_of(parent: Path, folders: Sequence[Path]) -> list[EnvironmentR
         if (folder / "report.json").exists():
             runs.append(_one_run(folder))
             continue
-        env = declared.get(folder.name, {})
-        cost = env.get("cost_per_replica_hour")
+        env = EnvironmentMeta.read(declared.get(folder.name), folder.name)
         runs.append(
             EnvironmentRun(
                 name=folder.name,
                 report=None,
-                cost_per_replica_hour=float(cost) if isinstance(cost, int | float) else None,
-                notes=str(env.get("notes") or ""),
-                optional=bool(env.get("optional", False)),
+                cost_per_replica_hour=env.cost_per_replica_hour,
+                notes=env.notes,
+                optional=env.optional,
                 error="the run did not get to this environment (no report.json)",
-                power=DeclaredPower.of(env.get("power")),
+                power=env.power,
             )
         )
     return runs

@@ -2,100 +2,99 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from loadgen.environments.energy_basis import labelled
+from loadgen.environments.model import Comparison, EnvironmentRow, RankBy, Status, Verdict
 from loadgen.environments.ranking import FIRST, money
 from loadgen.fmt import format_number
 
-_STATUS_STYLE = {
+_STATUS_STYLE: dict[Status, str] = {
     "recommended": "bold green",
     "meets": "",
     "fails": "red",
     "failed": "bold red",
     "left out": "dim",
 }
-_HEADLINE = {
+_HEADLINE: dict[Verdict, str] = {
     "recommend": "RECOMMENDATION",
     "none": "NO ENVIRONMENT MEETS THE SLOs",
     "error": "INCOMPLETE",
 }
 
 
-def _num(value: Any) -> str:
+def _num(value: float | None) -> str:
     """Three significant figures or so, for tables: 18.7, 299, 54.2, 0.82."""
-    if not isinstance(value, int | float):
+    if value is None:
         return "–"
     size = abs(float(value))
     digits = 0 if size >= 100 else 1 if size >= 10 else 2
     return format_number(round(float(value), digits))
 
 
-def _capacity(row: Mapping[str, Any]) -> str:
-    text = _num(row["capacity_rps"])
-    ci = row.get("capacity_ci95")
+def _capacity(row: EnvironmentRow) -> str:
+    text = _num(row.capacity_rps)
+    ci = row.capacity_ci95
     if ci:
         text += f" [{_num(ci[0])}, {_num(ci[1])}]"
     return text
 
 
-def _knee(row: Mapping[str, Any]) -> str:
-    return _num(row["knee_level"])
+def _knee(row: EnvironmentRow) -> str:
+    return _num(row.knee_level)
 
 
-def _replicas(row: Mapping[str, Any]) -> str:
+def _replicas(row: EnvironmentRow) -> str:
     """The planned count, with the point estimate's in brackets where it differs: '6 (5)'."""
-    text = _num(row["replicas"])
-    at_point = row.get("replicas_at_point")
-    if row.get("plan_on") == "lower" and at_point is not None and at_point != row["replicas"]:
+    text = _num(row.replicas)
+    at_point = row.replicas_at_point
+    if row.plan_on == "lower" and at_point is not None and at_point != row.replicas:
         text += f" ({at_point})"
     return text
 
 
-def _share(row: Mapping[str, Any]) -> str:
-    share = row.get("cheapest_share")
+def _share(row: EnvironmentRow) -> str:
+    share = row.cheapest_share
     return "–" if share is None else f"{share:.0%}"
 
 
-def _energy_cells(row: Mapping[str, Any]) -> list[str]:
+def _energy_cells(row: EnvironmentRow) -> list[str]:
     """kWh per million output tokens, labelled measured or declared, and the plan's energy a
     month (its cost where a price per kWh was given); tokens per joule are in energy_rows."""
-    energy = row.get("energy") or {}
-    basis = energy.get("basis")
+    energy = row.energy
     month = "–"
-    if energy.get("monthly_energy_cost") is not None:
-        month = money(energy["monthly_energy_cost"])
-    elif energy.get("monthly_kwh") is not None:
-        month = f"{energy['monthly_kwh']:,.0f} kWh"
-    return [labelled(energy.get("kwh_per_million_tokens"), basis), month]
+    if energy.monthly_energy_cost is not None:
+        month = money(energy.monthly_energy_cost)
+    elif energy.monthly_kwh is not None:
+        month = f"{energy.monthly_kwh:,.0f} kWh"
+    return [labelled(energy.kwh_per_million_tokens, energy.basis), month]
 
 
-def table_rows(comparison: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+def table_rows(comparison: Comparison) -> list[tuple[Status, list[str]]]:
     """(status, cells) per environment, in the comparison's order, for every text format."""
     rows = []
-    for row in comparison["environments"]:
+    for row in comparison.environments:
         cells = [
-            row["name"],
+            row.name,
             _capacity(row),
             _knee(row),
-            _num(row["output_tokens_per_s"]),
-            _num(row["ttft_p95_ms"]),
-            _num(row["itl_p95_ms"]),
-            _num(row["e2e_p95_ms"]),
-            _num(row["cold_start_s"]),
-            _num(row["memory_growth_mb_per_min"]),
+            _num(row.output_tokens_per_s),
+            _num(row.ttft_p95_ms),
+            _num(row.itl_p95_ms),
+            _num(row.e2e_p95_ms),
+            _num(row.cold_start_s),
+            _num(row.memory_growth_mb_per_min),
             _replicas(row),
-            money(row["monthly_cost"]),
-            money(row["cost_per_million_tokens"]),
+            money(row.monthly_cost),
+            money(row.cost_per_million_tokens),
             *_energy_cells(row),
             _share(row),
-            row["status"],
+            row.status,
         ]
-        rows.append((row["status"], cells))
+        rows.append((row.status, cells))
     return rows
 
 
@@ -118,17 +117,17 @@ COLUMNS: Sequence[str] = (
     "status",
 )
 # The share column says what the resamples rank by (`recommend.by`).
-_SHARE_HEADER = {
+_SHARE_HEADER: dict[RankBy, str] = {
     "cost": "cheapest in",
     "energy": "most efficient in",
     "cost_with_energy": "cheapest with energy in",
 }
 
 
-def columns(comparison: Mapping[str, Any]) -> list[str]:
+def columns(comparison: Comparison) -> list[str]:
     """The table's headers for this comparison (the share column follows `recommend.by`)."""
-    by = (comparison.get("ranking") or {}).get("by", "cost")
-    return [_SHARE_HEADER.get(by, "cheapest in") if name == "cheapest in" else name for name in COLUMNS]
+    share = _SHARE_HEADER[comparison.ranking.by]
+    return [share if name == "cheapest in" else name for name in COLUMNS]
 
 
 ENERGY_COLUMNS: Sequence[str] = (
@@ -143,36 +142,35 @@ ENERGY_COLUMNS: Sequence[str] = (
 )
 
 
-def _sig(value: Any) -> str:
+def _sig(value: float | None) -> str:
     """Three significant figures: energy per token spans orders of magnitude (0.0434, 0.105)."""
-    return f"{value:.3g}" if isinstance(value, int | float) else "–"
+    return "–" if value is None else f"{value:.3g}"
 
 
-def energy_rows(comparison: Mapping[str, Any]) -> list[list[str]]:
+def energy_rows(comparison: Comparison) -> list[list[str]]:
     """Each environment's measured and declared figures at capacity, side by side, never merged;
     a row without measured figures says why in their place."""
     rows = []
-    for row in comparison["environments"]:
-        energy = row.get("energy") or {}
-        measured, declared = energy.get("measured"), energy.get("declared")
+    for row in comparison.environments:
+        energy = row.energy
+        measured, declared = energy.measured, energy.declared
         if measured:
-            seen = [_sig(measured["kwh_per_million_tokens"]), _sig(measured["tokens_per_joule"])]
-            seen.append(_sig(measured["watts_per_replica"]))
+            seen = [_sig(measured.kwh_per_million_tokens), _sig(measured.tokens_per_joule)]
+            seen.append(_sig(measured.watts_per_replica))
         else:
-            seen = [str(energy.get("not_measured") or "not measured"), "–", "–"]
+            seen = [str(energy.not_measured or "not measured"), "–", "–"]
         said = ["–", "–", "–", "–"]
         if declared:
-            said = [_sig(declared[key]) for key in ("kwh_per_million_tokens", "tokens_per_joule")]
-            said += [_sig(declared["watts_per_replica"]), str(declared.get("source") or "")]
-        rows.append([row["name"], *seen, *said])
+            said = [_sig(declared.kwh_per_million_tokens), _sig(declared.tokens_per_joule)]
+            said += [_sig(declared.watts_per_replica), str(declared.source or "")]
+        rows.append([row.name, *seen, *said])
     return rows
 
 
-def ranking_line(comparison: Mapping[str, Any]) -> str:
+def ranking_line(comparison: Comparison) -> str:
     """What ranked the environments, and whether the energy figures are measured or declared."""
-    ranking = comparison.get("ranking") or {}
-    by, note = ranking.get("by", "cost"), ranking.get("energy_note", "")
-    price = ranking.get("price_per_kwh")
+    ranking = comparison.ranking
+    by, note, price = ranking.by, ranking.energy_note, ranking.price_per_kwh
     if by == "energy":
         what = "energy per million output tokens at capacity (recommend.by: energy)"
     elif by == "cost_with_energy":
@@ -185,32 +183,32 @@ def ranking_line(comparison: Mapping[str, Any]) -> str:
     return f"ranked by {what}; {note}" if note else f"ranked by {what}"
 
 
-def _reasons(comparison: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _reasons(comparison: Comparison) -> list[tuple[str, str]]:
     """(environment, why it lost) for every environment but the recommendation."""
     return [
-        (row["name"], row["lost_because"])
-        for row in comparison["environments"]
-        if row["status"] != "recommended" and row.get("lost_because")
+        (row.name, row.lost_because)
+        for row in comparison.environments
+        if row.status != "recommended" and row.lost_because
     ]
 
 
-def _basis_line(comparison: Mapping[str, Any]) -> str:
-    basis = comparison.get("plan_basis")
-    by = (comparison.get("ranking") or {}).get("by", "cost")
-    if not basis:
+def _basis_line(comparison: Comparison) -> str:
+    basis = comparison.plan_basis
+    by = comparison.ranking.by
+    if basis is None:
         return "no replica plan: no run had a capacity: section"
-    spare = f" + {basis['redundancy']} spare" if basis["redundancy"] else ""
+    spare = f" + {basis.redundancy} spare" if basis.redundancy else ""
     sized = (
         "sized on the lower bound of each capacity's 95% interval (in brackets: at the point estimate)"
-        if basis.get("plan_on", "lower") == "lower"
+        if basis.plan_on == "lower"
         else "sized on each capacity's point estimate"
     )
     return (
-        f"plans for a peak of {format_number(basis['peak_rate'])} {basis.get('unit', 'req/s')} at "
-        f"{format_number(basis['target_utilization'] * 100)}% target utilisation{spare}, {sized}; "
+        f"plans for a peak of {format_number(basis.peak_rate)} {basis.unit} at "
+        f"{format_number(basis.target_utilization * 100)}% target utilisation{spare}, {sized}; "
         "capacity and latencies at SLO (the highest load level at which every SLO held); "
-        f"{_SHARE_HEADER.get(by, 'cheapest in')}: the share of resamples of the capacities in which "
-        f"that plan is {FIRST.get(by, 'the cheapest')}"
+        f"{_SHARE_HEADER[by]}: the share of resamples of the capacities in which "
+        f"that plan is {FIRST[by]}"
     )
 
 
@@ -239,8 +237,8 @@ def _terminal_cells(cells: Sequence[str]) -> list[str]:
     return [name, capacity, knee, tokens, latency, cold, memory, replicas, cost, kwh, share, status]
 
 
-def print_environments(comparison: Mapping[str, Any], console: Console) -> None:
-    table = Table(title=f"environments: {comparison['name']}", title_justify="left")
+def print_environments(comparison: Comparison, console: Console) -> None:
+    table = Table(title=f"environments: {comparison.name}", title_justify="left")
     last = len(_TERMINAL_COLUMNS) - 1
     for index, column in enumerate(_TERMINAL_COLUMNS):
         table.add_column(
@@ -253,15 +251,15 @@ def print_environments(comparison: Mapping[str, Any], console: Console) -> None:
     console.print(ranking_line(comparison), markup=False, soft_wrap=True)
     for name, why in _reasons(comparison):
         console.print(f"  {name}: {why}", markup=False, soft_wrap=True)
-    headline = _HEADLINE[str(comparison["verdict"])]
-    console.print(f"{headline}: {comparison['reason']}", markup=False, soft_wrap=True)
+    headline = _HEADLINE[comparison.verdict]
+    console.print(f"{headline}: {comparison.reason}", markup=False, soft_wrap=True)
 
 
-def render_markdown(comparison: Mapping[str, Any]) -> str:
+def render_markdown(comparison: Comparison) -> str:
     lines = [
-        f"# Environments: {comparison['name']}",
+        f"# Environments: {comparison.name}",
         "",
-        f"**{_HEADLINE[str(comparison['verdict'])]}**: {comparison['reason']}",
+        f"**{_HEADLINE[comparison.verdict]}**: {comparison.reason}",
         "",
         _basis_line(comparison) + ".",
         "",
@@ -291,13 +289,13 @@ def render_markdown(comparison: Mapping[str, Any]) -> str:
         "| " + " | ".join(["---"] * len(ENERGY_COLUMNS)) + " |",
         *("| " + " | ".join(cells) + " |" for cells in energy_rows(comparison)),
     ]
-    notes = [(row["name"], row["notes"]) for row in comparison["environments"] if row.get("notes")]
+    notes = [(row.name, row.notes) for row in comparison.environments if row.notes]
     if notes:
         lines += ["", "## Environments", ""]
         lines += [f"- **{name}**: {text}" for name, text in notes]
-    if comparison.get("slo"):
+    if comparison.slo:
         lines += ["", "## SLOs", ""]
-        for slo in comparison["slo"]:
-            unit = slo.get("unit") or ""
-            lines.append(f"- {slo['name']} {slo.get('op', '<=')} {_num(slo['threshold'])} {unit}".rstrip())
+        for slo in comparison.slo:
+            unit = slo.unit or ""
+            lines.append(f"- {slo.name} {slo.op} {_num(slo.threshold)} {unit}".rstrip())
     return "\n".join(lines) + "\n"

@@ -7,14 +7,13 @@ Lives in the gevent world (import only after monkey-patching), like loadgen.run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import gevent.event
 from rich.console import Console
 
-from loadgen.environments.energy_basis import DeclaredPower
+from loadgen.environments.model import Comparison, DeclaredPower, EnvironmentMeta
 from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import print_environments
 from loadgen.environments.write import write_comparison
@@ -31,19 +30,20 @@ from loadgen.scenario.model import Scenario
 @dataclass(frozen=True)
 class EnvironmentsResult:
     run_dir: Path
-    comparison: dict[str, Any]
+    comparison: Comparison
     exit_code: int
 
 
-def environment_meta(environment: Environment) -> dict[str, Any]:
+def environment_meta(environment: Environment) -> EnvironmentMeta:
     """What run.json keeps of the environment a run measured (compare reads it back)."""
-    return {
-        "name": environment.name,
-        "notes": environment.notes,
-        "cost_per_replica_hour": environment.cost_per_replica_hour,
-        "optional": environment.optional,
-        "power": None if environment.power is None else environment.power.model_dump(),
-    }
+    power = environment.power
+    return EnvironmentMeta(
+        name=environment.name,
+        notes=environment.notes,
+        cost_per_replica_hour=environment.cost_per_replica_hour,
+        optional=environment.optional,
+        power=None if power is None else DeclaredPower(float(power.watts_per_replica), str(power.source)),
+    )
 
 
 def plan_basis(scenario: Scenario) -> PlanBasis | None:
@@ -96,7 +96,7 @@ def run_environments(
             run_dir=parent / environment.name,
             stop=stop,
             observers=observers,
-            environment=meta,
+            environment=meta.to_dict(),
         )
         report = result.report
         print_line(f"environment {environment.name}: {report.verdict}: {report.reason}")
@@ -108,7 +108,7 @@ def run_environments(
                 notes=environment.notes,
                 optional=environment.optional,
                 run_dir=environment.name,
-                power=DeclaredPower.of(environment.power),
+                power=meta.power,
             )
         )
     recommend = scenario.recommend or RecommendSpec()
@@ -121,13 +121,12 @@ def run_environments(
         price_per_kwh=recommend.price_per_kwh,
     )
     if stop.is_set():
-        comparison["verdict"] = "error"
-        comparison["reason"] = "interrupted: " + comparison["reason"]
+        comparison = replace(comparison, verdict="error", reason="interrupted: " + comparison.reason)
     finish_comparison(comparison, parent, console)
     return EnvironmentsResult(parent, comparison, exit_code(comparison))
 
 
-def finish_comparison(comparison: dict[str, Any], out_dir: Path, console: Console) -> Sequence[Path]:
+def finish_comparison(comparison: Comparison, out_dir: Path, console: Console) -> Sequence[Path]:
     """Write comparison.json/md/html into `out_dir` and print the table and the verdict."""
     written = write_comparison(comparison, out_dir)
     print_environments(comparison, console)
@@ -142,5 +141,5 @@ def _not_run(environment: Environment, why: str) -> EnvironmentRun:
         notes=environment.notes,
         optional=environment.optional,
         error=why,
-        power=DeclaredPower.of(environment.power),
+        power=environment_meta(environment).power,
     )

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from loadgen.environments.model import Comparison
 from loadgen.environments.render import render_markdown
 
 
-def write_comparison(comparison: Mapping[str, Any], out_dir: Path) -> list[Path]:
+def write_comparison(comparison: Comparison, out_dir: Path) -> list[Path]:
     """comparison.json and comparison.md (and comparison.html) in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "comparison.json"
-    text = json.dumps(comparison, indent=2, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
     json_path.write_text(text + "\n", encoding="utf-8")
     md_path = out_dir / "comparison.md"
     md_path.write_text(render_markdown(comparison), encoding="utf-8")

@@ -3,10 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.fmt import format_number
+
+
+@dataclass(frozen=True)
+class GridStep:
+    """report.json's `capacity.grid`: the step from the capacity level to the next level run above
+    it, relative to the capacity level, and whether it is within the search's precision."""
+
+    next_level: float
+    step: float
+    within_precision: bool
+    note: str | None  # why the step cannot get finer (a concurrency step of one user)
+
+
+@dataclass(frozen=True)
+class CapacityAtSLO:
+    """report.json's `capacity` (see `capacity_at_slo`)."""
+
+    rate_rps: float
+    output_tokens_per_s: float
+    ci95: tuple[float, ...] | None
+    precision: float | None
+    trials: int | None
+    batch_rps: tuple[float, ...]
+    limiting_slo: str | None
+    level: float | None
+    # With sessions the levels are session arrival rates: capacity in sessions/s too
+    sessions_per_s: float | None
+    sessions_ci95: tuple[float, ...] | None
+    grid: GridStep | None
 
 
 def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, LevelResult | None]:
@@ -34,7 +63,7 @@ def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, Level
 
 def capacity_at_slo(
     levels: Sequence[LevelResult], over: Over = Over.CONCURRENCY, precision: float | None = None
-) -> dict[str, Any] | None:
+) -> CapacityAtSLO | None:
     """report.json's `capacity` object, or None when no level was measured.
 
     `ci95`: the capacity level's goodput interval (batch means over its trials, precision.py),
@@ -53,42 +82,41 @@ def capacity_at_slo(
     if failing is not None and (failing.failed_slos or failing.unresolved_slos):
         limiting = (failing.failed_slos or failing.unresolved_slos)[0]
     if best is None:
-        return {
-            "rate_rps": 0.0,
-            "output_tokens_per_s": 0.0,
-            "ci95": None,
-            "precision": None,
-            "trials": None,
-            "batch_rps": [],
-            "limiting_slo": limiting,
-            "level": None,
-            "sessions_per_s": 0.0 if sessions else None,
-            "sessions_ci95": None,
-            "grid": None,
-        }
-    ci = list(best.ci95) if best.ci95 is not None else None
+        return CapacityAtSLO(
+            rate_rps=0.0,
+            output_tokens_per_s=0.0,
+            ci95=None,
+            precision=None,
+            trials=None,
+            batch_rps=(),
+            limiting_slo=limiting,
+            level=None,
+            sessions_per_s=0.0 if sessions else None,
+            sessions_ci95=None,
+            grid=None,
+        )
+    ci = best.ci95
     session_ci = None
     if ci is not None and best.sessions_per_s is not None and best.throughput_rps > 0:
-        session_ci = [bound / best.throughput_rps * best.sessions_per_s for bound in ci]
-    return {
-        "rate_rps": best.throughput_rps,
-        "output_tokens_per_s": best.output_tokens_per_s,
-        "ci95": ci,
-        "precision": best.precision,
-        "trials": best.trials,
-        "batch_rps": list(best.batch_rps),
-        "limiting_slo": limiting,
-        "level": best.level,
-        # With sessions the levels are session arrival rates: capacity in sessions/s too
-        "sessions_per_s": best.sessions_per_s,
-        "sessions_ci95": session_ci,
-        "grid": _grid(levels, best.level, over, precision),
-    }
+        session_ci = tuple(bound / best.throughput_rps * best.sessions_per_s for bound in ci)
+    return CapacityAtSLO(
+        rate_rps=best.throughput_rps,
+        output_tokens_per_s=best.output_tokens_per_s,
+        ci95=ci,
+        precision=best.precision,
+        trials=best.trials,
+        batch_rps=best.batch_rps,
+        limiting_slo=limiting,
+        level=best.level,
+        sessions_per_s=best.sessions_per_s,
+        sessions_ci95=session_ci,
+        grid=_grid(levels, best.level, over, precision),
+    )
 
 
 def _grid(
     levels: Sequence[LevelResult], level: float, over: Over, precision: float | None
-) -> dict[str, Any] | None:
+) -> GridStep | None:
     """The step from the capacity level to the next level run above it (relative to the
     capacity level), and whether it is within the precision; a concurrency step of one user
     cannot get finer, which the note says. None when no level above was run."""
@@ -105,7 +133,7 @@ def _grid(
             f"{format_number(upper)} users ({step:.1%}) cannot get finer than the "
             f"{precision:.0%} precision"
         )
-    return {"next_level": upper, "step": step, "within_precision": within, "note": note}
+    return GridStep(next_level=upper, step=step, within_precision=within, note=note)
 
 
 def rate_unit(sessions: bool) -> str:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import ClassVar
 
 
 class Over(StrEnum):
@@ -48,7 +48,10 @@ FLAT_EFFICIENCY = 0.5
 
 @dataclass(frozen=True)
 class LevelResult:
-    """What one load level measured. Latency dicts are ms keyed by percentile (p50, p95, ...)."""
+    """What one load level measured. Latency dicts are ms keyed by percentile (p50, p95, ...).
+    Written out (parts.json_data) it is one entry of report.json's `knee.levels`."""
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("precision", "slo_verdict")
 
     level: float
     throughput_rps: float
@@ -90,31 +93,6 @@ class LevelResult:
         if self.slo_passed:
             return "held"
         return "unresolved" if self.unresolved_slos and not self.failed_slos else "failed"
-
-    def to_dict(self) -> dict[str, Any]:
-        """One entry of report.json's `knee.levels`."""
-        return {
-            "level": self.level,
-            "throughput_rps": self.throughput_rps,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "ttft_ms": dict(self.ttft_ms),
-            "itl_ms": dict(self.itl_ms),
-            "e2e_ms": dict(self.e2e_ms),
-            "error_rate": self.error_rate,
-            "slo_passed": self.slo_passed,
-            "failed_slos": list(self.failed_slos),
-            "trial_rps": list(self.trial_rps),
-            "drift": self.drift,
-            "steady": self.steady,
-            "requests": self.requests,
-            "sessions_per_s": self.sessions_per_s,
-            "ci95": None if self.ci95 is None else list(self.ci95),
-            "precision": self.precision,
-            "trials": self.trials,
-            "batch_rps": list(self.batch_rps),
-            "slo_verdict": self.slo_verdict,
-            "unresolved_slos": list(self.unresolved_slos),
-        }
 
 
 def elasticity(a: LevelResult, b: LevelResult, metric: str = "e2e_ms", key: str = "p95") -> float:

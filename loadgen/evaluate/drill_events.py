@@ -1,6 +1,7 @@
 """What a drill's fleet events say: when the disruption ran, when the balancer noticed, how many
 replicas were up, ready and in rotation, which requests the disruption cost and the scaler's
-delays. Events are run.json's meta.verify["drills"][i]["events"] (the drill contract). Pure.
+delays. Events are run.json's meta.verify["drills"][i]["events"] (the drill contract), read with
+the rest of the drill's setup (`DrillSetup`). Pure.
 """
 
 from __future__ import annotations
@@ -38,20 +39,60 @@ class Event:
     in_flight: int | None = None
     detail: str | None = None
 
+
+@dataclass(frozen=True)
+class DrillSetup:
+    """One drill as run.json's meta.verify["drills"][i] gives it (the drill contract: written by
+    loadgen.run.drill_levels), read once (`of`): its phase's bounds and rate, the plan's replicas,
+    its budget, what was released, the fleet at its start and its events by time."""
+
+    kind: str
+    name: str  # the drill's name, its kind by default
+    phase: int
+    start_s: float
+    end_s: float
+    rate: float
+    replicas: int | None
+    from_replicas: int | None
+    max_violation_s: float
+    planned_requests: int
+    unfinished: str | None  # why the disruption did not finish within the drill
+    initial: Mapping[str, Sequence[int]]  # slots up, ready and in rotation at the start
+    events: tuple[Event, ...]  # by time (stable: equal times keep the runtime's order)
+    replacement_cold_start_s: tuple[float, ...]  # each timed start of a replacement or added replica
+
     @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Event:
-        return cls(
-            float(data["t_s"]),
-            data.get("replica"),
-            str(data["event"]),
-            data.get("in_flight"),
-            data.get("detail"),
+    def of(cls, data: Mapping[str, Any]) -> DrillSetup:
+        kind = str(data["kind"])
+        events = (
+            Event(
+                float(event["t_s"]),
+                event.get("replica"),
+                str(event["event"]),
+                event.get("in_flight"),
+                event.get("detail"),
+            )
+            for event in data.get("events") or []
         )
-
-
-def events_of(setup: Mapping[str, Any]) -> list[Event]:
-    """The drill's events by time (stable: equal times keep the runtime's order)."""
-    return sorted((Event.of(data) for data in setup.get("events") or []), key=lambda event: event.t_s)
+        starts = data.get("replica_starts") or []
+        return cls(
+            kind=kind,
+            name=data.get("name") or kind,
+            phase=int(data["phase"]),
+            start_s=float(data["start_s"]),
+            end_s=float(data["end_s"]),
+            rate=float(data.get("rate") or 0.0),
+            replicas=data.get("replicas"),
+            from_replicas=data.get("from_replicas"),
+            max_violation_s=float(data.get("max_violation_s") or 0.0),
+            planned_requests=int(data.get("planned_requests") or 0),
+            unfinished=data.get("unfinished"),
+            initial=data.get("initial") or {},
+            events=tuple(sorted(events, key=lambda event: event.t_s)),
+            replacement_cold_start_s=tuple(
+                float(start["cold_start_s"]) for start in starts if start.get("cold_start_s") is not None
+            ),
+        )
 
 
 def find(
@@ -82,9 +123,20 @@ def disruption(kind: str, events: Sequence[Event], start_s: float) -> tuple[floa
     return begin, max(ins) if ins else None
 
 
-def fleet(
-    initial: Mapping[str, Sequence[int]], events: Sequence[Event], start_s: float
-) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FleetCounts:
+    """One step of a drill's `fleet` in report.json: the slots up, ready and in rotation from `t_s` on."""
+
+    t_s: float
+    up: int
+    ready: int
+    in_rotation: int
+
+    def counts(self) -> tuple[int, int, int]:
+        return self.up, self.ready, self.in_rotation
+
+
+def fleet(initial: Mapping[str, Sequence[int]], events: Sequence[Event], start_s: float) -> list[FleetCounts]:
     """Counts of slots up, ready and in rotation: a step series, one point per change (events at
     the same time give one point, their end state)."""
     sets = {name: set(initial.get(name) or ()) for name in _FLEET_SETS}
@@ -98,19 +150,15 @@ def fleet(
         for name in added:
             sets[name].add(event.replica)
         point = _point(event.t_s, sets)
-        if points[-1]["t_s"] == point["t_s"]:
+        if points[-1].t_s == point.t_s:
             points.pop()
-        if not points or _counts(points[-1]) != _counts(point):
+        if not points or points[-1].counts() != point.counts():
             points.append(point)
     return points
 
 
-def _point(t_s: float, sets: Mapping[str, set[int]]) -> dict[str, Any]:
-    return {"t_s": t_s, **{name: len(sets[name]) for name in _FLEET_SETS}}
-
-
-def _counts(point: Mapping[str, Any]) -> tuple[int, ...]:
-    return tuple(point[name] for name in _FLEET_SETS)
+def _point(t_s: float, sets: Mapping[str, set[int]]) -> FleetCounts:
+    return FleetCounts(t_s, len(sets["up"]), len(sets["ready"]), len(sets["in_rotation"]))
 
 
 def down_intervals(events: Sequence[Event], end_s: float) -> list[tuple[int, float, float]]:
@@ -159,18 +207,32 @@ def _lost_around(
     return in_flight, sum(1 for record in failed if t_s <= record_time(record) < until_s)
 
 
-def lost_to_kill(records: Sequence[RequestRecord], events: Sequence[Event]) -> dict[str, int] | None:
+@dataclass(frozen=True)
+class LostRequests:
+    """A drill's `lost` in report.json: failed requests routed to the disrupted slot."""
+
+    in_flight: int  # in flight on the slot at the kill (a drain: failed while draining)
+    before_detection: int  # sent to it after the kill, before the balancer took it out
+    total: int
+
+    @classmethod
+    def of(cls, in_flight: int, before_detection: int) -> LostRequests:
+        return cls(in_flight, before_detection, in_flight + before_detection)
+
+
+def lost_to_kill(records: Sequence[RequestRecord], events: Sequence[Event]) -> LostRequests | None:
     """Failed requests on the killed slot: in flight at the kill, and sent after it before the
     balancer took the slot out (without an "out": before the replacement came in)."""
     kill = find(events, "kill")
     if kill is None:
         return None
     out = find(events, "out", kill.replica, kill.t_s) or find(events, "in", kill.replica, kill.t_s)
-    in_flight, before = _lost_around(records, kill.replica, kill.t_s, math.inf if out is None else out.t_s)
-    return {"in_flight": in_flight, "before_detection": before, "total": in_flight + before}
+    return LostRequests.of(
+        *_lost_around(records, kill.replica, kill.t_s, math.inf if out is None else out.t_s)
+    )
 
 
-def lost_to_restarts(records: Sequence[RequestRecord], events: Sequence[Event]) -> dict[str, int]:
+def lost_to_restarts(records: Sequence[RequestRecord], events: Sequence[Event]) -> LostRequests:
     """Failed requests on each drained slot (there should be none): in flight at its drain (the
     drain grace did not let them finish), and sent to it while it was out of rotation."""
     in_flight = before = 0
@@ -178,10 +240,19 @@ def lost_to_restarts(records: Sequence[RequestRecord], events: Sequence[Event]) 
         back = find(events, "in", drain.replica, drain.t_s)
         lost = _lost_around(records, drain.replica, drain.t_s, math.inf if back is None else back.t_s)
         in_flight, before = in_flight + lost[0], before + lost[1]
-    return {"in_flight": in_flight, "before_detection": before, "total": in_flight + before}
+    return LostRequests.of(in_flight, before)
 
 
-def scale_steps(events: Sequence[Event], initial: Mapping[str, Sequence[int]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ScaleStep:
+    """One entry of a scale_up drill's `scale` in report.json: a scaler decision → its slot serving."""
+
+    decided_s: float
+    serving_s: float | None
+    decision_to_serving_s: float | None
+
+
+def scale_steps(events: Sequence[Event], initial: Mapping[str, Sequence[int]]) -> list[ScaleStep]:
     """Each scaler decision → the new slot in rotation. A decision that names no slot takes the
     first slot new to the rotation that came in after it."""
     taken = set(initial.get("in_rotation") or ())
@@ -192,11 +263,11 @@ def scale_steps(events: Sequence[Event], initial: Mapping[str, Sequence[int]]) -
             taken.add(serving.replica)
         serving_s = None if serving is None else serving.t_s
         steps.append(
-            {
-                "decided_s": decision.t_s,
-                "serving_s": serving_s,
-                "decision_to_serving_s": None if serving_s is None else round(serving_s - decision.t_s, 6),
-            }
+            ScaleStep(
+                decided_s=decision.t_s,
+                serving_s=serving_s,
+                decision_to_serving_s=None if serving_s is None else round(serving_s - decision.t_s, 6),
+            )
         )
     return steps
 

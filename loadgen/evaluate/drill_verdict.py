@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.drill_events import (
+    DrillSetup,
     Event,
+    FleetCounts,
+    LostRequests,
+    ScaleStep,
     disruption,
     down_intervals,
-    events_of,
     find,
     fleet,
     lost_to_kill,
@@ -26,37 +29,97 @@ from loadgen.evaluate.drill_events import (
     survivor_records,
 )
 from loadgen.evaluate.drill_windows import (
+    SecondPoint,
     Span,
+    WindowVerdict,
     judged_windows,
     record_time,
     series,
     time_to_recover,
     violation_s,
 )
-from loadgen.evaluate.slo import SLOSpec
+from loadgen.evaluate.slo import SLOResult, SLOSpec
 from loadgen.fmt import format_number
 
 
+@dataclass(frozen=True)
+class TtftP95:
+    """A drill's `ttft_p95_ms`: TTFT p95 of the verification level (no disruption) and over the
+    disruption, ms."""
+
+    steady: float | None
+    disruption: float | None
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """A drill's `disruption` on the run clock; `end_s` None when the fleet never came back."""
+
+    start_s: float
+    end_s: float | None
+
+
+@dataclass(frozen=True)
+class Survivors:
+    """A drill's `survivors`: the level SLOs on the other slots' requests while one was out of
+    rotation (`held` None when none was)."""
+
+    held: bool | None
+    checks: tuple[SLOResult, ...]
+
+
+@dataclass(frozen=True)
+class DrillResult:
+    """One drill's evaluation (the drill contract's "Evaluation" object): one entry of report.json's
+    `replicas.verified.drills`."""
+
+    name: str
+    kind: str
+    replicas: int | None
+    from_replicas: int | None
+    passed: bool
+    reason: str | None
+    violation_s: float
+    violation_s_after_detection: float
+    max_violation_s: float
+    windows: tuple[WindowVerdict, ...]
+    merged_windows: int
+    errors: Mapping[str, int]
+    lost: LostRequests | None
+    in_flight_at_kill: int | None
+    ttft_p95_ms: TtftP95
+    disruption: Disruption | None
+    time_to_detect_s: float | None
+    time_to_recover_s: float | None
+    replacement_cold_start_s: tuple[float, ...]
+    survivors: Survivors
+    scale: tuple[ScaleStep, ...] | None
+    unaccounted: int
+    unfinished: str | None
+    fleet: tuple[FleetCounts, ...]
+    per_replica: Mapping[str, int]
+    series: tuple[SecondPoint, ...]
+
+
 def evaluate_drills(
-    setups: Sequence[Mapping[str, Any]],
+    setups: Sequence[DrillSetup],
     records: Sequence[RequestRecord],
     slo: SLOSpec,
     steady_ttft_p95_ms: float | None,
-) -> list[dict[str, Any]]:
+) -> list[DrillResult]:
     """Every drill's evaluation, in the setups' order."""
     return [evaluate_drill(setup, records, slo, steady_ttft_p95_ms) for setup in setups]
 
 
 def evaluate_drill(
-    setup: Mapping[str, Any],
+    setup: DrillSetup,
     records: Sequence[RequestRecord],
     slo: SLOSpec,
     steady_ttft_p95_ms: float | None,
-) -> dict[str, Any]:
+) -> DrillResult:
     """One drill's evaluation (the drill contract's "Evaluation" object)."""
-    span = Span.of(setup, slo)
-    kind = str(setup["kind"])
-    events = events_of(setup)
+    span = Span.of(setup.phase, setup.start_s, setup.end_s, setup.rate, slo)
+    kind, events = setup.kind, setup.events
     phase_records = [record for record in records if record.phase == span.phase]
     measured = [record for record in phase_records if not record.warmup]
     detected = _detection(kind, events)
@@ -67,41 +130,39 @@ def evaluate_drill(
     total_s = violation_s(windows)
     # A kill nobody detected forgives nothing: every violating second counts.
     after_s = total_s if kind != "kill" or detected is None else violation_s(windows, detected.t_s)
-    unaccounted = int(setup.get("planned_requests") or 0) - len(phase_records)
-    unfinished: str | None = setup.get("unfinished")
-    max_s = float(setup.get("max_violation_s") or 0.0)
-    reason = _reason(setup, kind, after_s, max_s, unaccounted, unfinished)
+    unaccounted = setup.planned_requests - len(phase_records)
+    max_s = setup.max_violation_s
+    reason = _reason(setup, after_s, unaccounted)
     kill = find(events, "kill") if kind == "kill" else None
-    initial: Mapping[str, Sequence[int]] = setup.get("initial") or {}
-    return {
-        "name": setup.get("name") or kind,
-        "kind": kind,
-        "replicas": setup.get("replicas"),
-        "from_replicas": setup.get("from_replicas"),
-        "passed": reason is None,
-        "reason": reason,
-        "violation_s": total_s,
-        "violation_s_after_detection": after_s,
-        "max_violation_s": max_s,
-        "windows": [judged.to_dict() for judged in windows],
-        "merged_windows": sum(1 for judged in windows if judged.window.merged),
-        "errors": _errors(measured, span),
+    return DrillResult(
+        name=setup.name,
+        kind=kind,
+        replicas=setup.replicas,
+        from_replicas=setup.from_replicas,
+        passed=reason is None,
+        reason=reason,
+        violation_s=total_s,
+        violation_s_after_detection=after_s,
+        max_violation_s=max_s,
+        windows=tuple(judged.verdict() for judged in windows),
+        merged_windows=sum(1 for judged in windows if judged.window.merged),
+        errors=_errors(measured, span),
         # Every record of the phase, warm-up too: what was in flight at a kill is what it cost.
-        "lost": _lost(kind, phase_records, events),
-        "in_flight_at_kill": None if kill is None else kill.in_flight,
-        "ttft_p95_ms": {"steady": steady_ttft_p95_ms, "disruption": _disruption_ttft(measured, span, bounds)},
-        "disruption": None if bounds is None else {"start_s": bounds[0], "end_s": bounds[1]},
-        "time_to_detect_s": None if kill is None or detected is None else round(detected.t_s - kill.t_s, 6),
-        "time_to_recover_s": time_to_recover(windows, None if bounds is None else bounds[0]),
-        "replacement_cold_start_s": _cold_starts(setup),
-        "survivors": _survivors(measured, events, span),
-        "scale": scale_steps(events, initial) if kind == "scale_up" else None,
-        "unaccounted": unaccounted,
-        "unfinished": unfinished,
-        "fleet": fleet(initial, events, span.start_s),
-        "per_replica": _per_replica(measured),
-        "series": series(measured, span),
-    }
+        lost=_lost(kind, phase_records, events),
+        in_flight_at_kill=None if kill is None else kill.in_flight,
+        ttft_p95_ms=TtftP95(steady=steady_ttft_p95_ms, disruption=_disruption_ttft(measured, span, bounds)),
+        disruption=None if bounds is None else Disruption(start_s=bounds[0], end_s=bounds[1]),
+        time_to_detect_s=None if kill is None or detected is None else round(detected.t_s - kill.t_s, 6),
+        time_to_recover_s=time_to_recover(windows, None if bounds is None else bounds[0]),
+        replacement_cold_start_s=setup.replacement_cold_start_s,
+        survivors=_survivors(measured, events, span),
+        scale=tuple(scale_steps(events, setup.initial)) if kind == "scale_up" else None,
+        unaccounted=unaccounted,
+        unfinished=setup.unfinished,
+        fleet=tuple(fleet(setup.initial, events, span.start_s)),
+        per_replica=_per_replica(measured),
+        series=tuple(series(measured, span)),
+    )
 
 
 def _detection(kind: str, events: Sequence[Event]) -> Event | None:
@@ -110,26 +171,20 @@ def _detection(kind: str, events: Sequence[Event]) -> Event | None:
     return None if kill is None else find(events, "out", kill.replica, kill.t_s)
 
 
-def _reason(
-    setup: Mapping[str, Any],
-    kind: str,
-    after_s: float,
-    max_s: float,
-    unaccounted: int,
-    unfinished: str | None,
-) -> str | None:
+def _reason(setup: DrillSetup, after_s: float, unaccounted: int) -> str | None:
     """One line naming the drill and each number that failed it; None when it passed."""
     parts = []
-    if unfinished:
-        parts.append(unfinished)
+    if setup.unfinished:
+        parts.append(setup.unfinished)
+    max_s = setup.max_violation_s
     if after_s > max_s:
-        since = " after detection" if kind == "kill" else ""
+        since = " after detection" if setup.kind == "kill" else ""
         parts.append(f"{format_number(after_s)} s over the SLO{since} (max {format_number(max_s)} s)")
     if unaccounted > 0:
         parts.append(f"{unaccounted} request{'s' if unaccounted != 1 else ''} unaccounted for")
     elif unaccounted < 0:
         parts.append(f"{-unaccounted} more record{'s' if unaccounted != -1 else ''} than requests released")
-    return f"drill {setup.get('name') or kind}: {'; '.join(parts)}" if parts else None
+    return f"drill {setup.name}: {'; '.join(parts)}" if parts else None
 
 
 def _errors(measured: Sequence[RequestRecord], span: Span) -> dict[str, int]:
@@ -139,7 +194,7 @@ def _errors(measured: Sequence[RequestRecord], span: Span) -> dict[str, int]:
     return by_kind
 
 
-def _lost(kind: str, records: Sequence[RequestRecord], events: Sequence[Event]) -> dict[str, int] | None:
+def _lost(kind: str, records: Sequence[RequestRecord], events: Sequence[Event]) -> LostRequests | None:
     if kind == "kill":
         return lost_to_kill(records, events)
     return lost_to_restarts(records, events) if kind == "rolling_restart" else None
@@ -159,22 +214,17 @@ def _disruption_ttft(
     return p95
 
 
-def _cold_starts(setup: Mapping[str, Any]) -> list[float]:
-    starts = setup.get("replica_starts") or []
-    return [float(start["cold_start_s"]) for start in starts if start.get("cold_start_s") is not None]
-
-
-def _survivors(measured: Sequence[RequestRecord], events: Sequence[Event], span: Span) -> dict[str, Any]:
+def _survivors(measured: Sequence[RequestRecord], events: Sequence[Event], span: Span) -> Survivors:
     """The level SLOs on the requests the other slots served while one was out of rotation:
     held None when no slot was out (or nothing was sent meanwhile)."""
     intervals = down_intervals(events, span.end_s)
     kept = survivor_records(measured, intervals)
     if not kept:
-        return {"held": None, "checks": []}
+        return Survivors(held=None, checks=())
     start = max(span.start_s, min(interval[1] for interval in intervals))
     end = min(span.end_s, max(interval[2] for interval in intervals))
     checks = span.checks(span.metrics(kept, start, max(start, end)))
-    return {"held": all(check.passed for check in checks), "checks": [check.to_dict() for check in checks]}
+    return Survivors(held=all(check.passed for check in checks), checks=tuple(checks))
 
 
 def _per_replica(measured: Sequence[RequestRecord]) -> dict[str, int]:

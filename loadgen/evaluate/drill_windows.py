@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, compute_metrics
 from loadgen.evaluate.level_results import level_slo_spec
+from loadgen.evaluate.parts import Measured
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 
 MIN_WINDOW_REQUESTS = 10
@@ -42,18 +42,16 @@ class Span:
     level_slo: SLOSpec
 
     @classmethod
-    def of(cls, setup: Mapping[str, Any], slo: SLOSpec) -> Span:
-        rate = float(setup.get("rate") or 0.0)
+    def of(cls, phase: int, start_s: float, end_s: float, rate: float, slo: SLOSpec) -> Span:
         # The run's bounds only: a class's or an adapter's share of a 1-s window is too few
         # requests to judge on its own (a search level or a verification judges them).
-        level_slo = level_slo_spec(slo, groups=False)
-        return cls(int(setup["phase"]), float(setup["start_s"]), float(setup["end_s"]), rate, level_slo)
+        return cls(phase, start_s, end_s, rate, level_slo_spec(slo, groups=False))
 
-    def metrics(self, records: Iterable[RequestRecord], start_s: float, end_s: float) -> dict[str, Any]:
+    def metrics(self, records: Iterable[RequestRecord], start_s: float, end_s: float) -> Measured:
         """report.json's `metrics` of `records` (already picked by time) over [start_s, end_s)."""
         return compute_metrics(records, [PhaseWindow(self.phase, "rate", self.rate, start_s, end_s)])
 
-    def checks(self, metrics: Mapping[str, Any]) -> list[SLOResult]:
+    def checks(self, metrics: Measured) -> list[SLOResult]:
         """The level SLOs on one set of metrics, as a load level is judged (level_results.py)."""
         return check_slos(self.level_slo, metrics, {})
 
@@ -77,6 +75,20 @@ class Window:
 
 
 @dataclass(frozen=True)
+class WindowVerdict:
+    """One entry of a drill's `windows` in report.json: a judged window, its bounds rounded."""
+
+    start_s: float
+    end_s: float
+    requests: int
+    violated: bool
+    failed: tuple[str, ...]
+    merged: bool
+    ttft_p95_ms: float | None
+    errors: int
+
+
+@dataclass(frozen=True)
 class JudgedWindow:
     window: Window
     failed: tuple[str, ...]
@@ -87,17 +99,17 @@ class JudgedWindow:
     def violated(self) -> bool:
         return bool(self.failed)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "start_s": round(self.window.start_s, _DIGITS),
-            "end_s": round(self.window.end_s, _DIGITS),
-            "requests": len(self.window.records),
-            "violated": self.violated,
-            "failed": list(self.failed),
-            "merged": self.window.merged,
-            "ttft_p95_ms": self.ttft_p95_ms,
-            "errors": self.errors,
-        }
+    def verdict(self) -> WindowVerdict:
+        return WindowVerdict(
+            start_s=round(self.window.start_s, _DIGITS),
+            end_s=round(self.window.end_s, _DIGITS),
+            requests=len(self.window.records),
+            violated=self.violated,
+            failed=self.failed,
+            merged=self.window.merged,
+            ttft_p95_ms=self.ttft_p95_ms,
+            errors=self.errors,
+        )
 
 
 def second_edges(span: Span, anchor_s: float | None = None) -> list[float]:
@@ -189,18 +201,28 @@ def time_to_recover(windows: Sequence[JudgedWindow], start_s: float | None) -> f
     return round(max(0.0, violating[-1].window.end_s - start_s), _DIGITS)
 
 
-def series(records: Sequence[RequestRecord], span: Span) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SecondPoint:
+    """One entry of a drill's `series` in report.json: one second, never merged."""
+
+    t_s: float
+    ttft_p95_ms: float | None
+    errors: int
+    requests: int
+
+
+def series(records: Sequence[RequestRecord], span: Span) -> list[SecondPoint]:
     """Per 1-s window, never merged (charts show what happened each second)."""
     edges = second_edges(span)
     points = []
     for index, own in enumerate(seconds_of(records, edges)):
         metrics = span.metrics(own, edges[index], edges[index + 1]) if own else None
         points.append(
-            {
-                "t_s": round(edges[index], _DIGITS),
-                "ttft_p95_ms": None if metrics is None else metrics["ttft_ms"].get("p95"),
-                "errors": 0 if metrics is None else metrics["errors"],
-                "requests": len(own),
-            }
+            SecondPoint(
+                t_s=round(edges[index], _DIGITS),
+                ttft_p95_ms=None if metrics is None else metrics["ttft_ms"].get("p95"),
+                errors=0 if metrics is None else metrics["errors"],
+                requests=len(own),
+            )
         )
     return points

@@ -16,10 +16,27 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Literal
 
 from loadgen.evaluate.curve import FLAT_EFFICIENCY, LevelResult, Over, by_level, past_knee
+
+
+@dataclass(frozen=True)
+class KneeResult:
+    """report.json's `knee`: the elasticity rule's knee (`level` None when none was found), kneed's
+    cross-check, and every searched level by level."""
+
+    over: Over
+    level: float | None
+    throughput_rps: float | None
+    latency: str  # the latency the elasticity uses, e.g. "e2e p95"
+    kneed_level: float | None
+    agree: bool
+    levels: tuple[LevelResult, ...]
+    method: Literal["elasticity"] = "elasticity"
+    kneed_on: str = "throughput_rps vs level (concave, increasing)"
 
 
 def elasticity_knee(
@@ -57,20 +74,18 @@ def find_knee(
     metric: str = "e2e_ms",
     key: str = "p95",
     flat_efficiency: float = 0.5,
-) -> dict[str, Any]:
+) -> KneeResult:
     """report.json's `knee` object. `level` is None when no knee was found."""
     knee = elasticity_knee(levels, metric, key, flat_efficiency)
     kneed_level = kneed_knee(levels)
     if kneed_level is not None and over.closed_loop:
         kneed_level = int(kneed_level)
-    return {
-        "over": over,
-        "level": None if knee is None else knee.level,
-        "throughput_rps": None if knee is None else knee.throughput_rps,
-        "method": "elasticity",
-        "latency": f"{metric.removesuffix('_ms')} {key}",
-        "kneed_level": kneed_level,
-        "kneed_on": "throughput_rps vs level (concave, increasing)",
-        "agree": knee is not None and kneed_level is not None and float(knee.level) == kneed_level,
-        "levels": [result.to_dict() for result in by_level(levels)],
-    }
+    return KneeResult(
+        over=over,
+        level=None if knee is None else knee.level,
+        throughput_rps=None if knee is None else knee.throughput_rps,
+        latency=f"{metric.removesuffix('_ms')} {key}",
+        kneed_level=kneed_level,
+        agree=knee is not None and kneed_level is not None and float(knee.level) == kneed_level,
+        levels=tuple(by_level(levels)),
+    )

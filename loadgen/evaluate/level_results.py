@@ -8,13 +8,15 @@ picks the next level from them) and `loadtest report` (which recomputes them fro
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
+from kernel.strict import StrictModel
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import PhaseWindow, counted_records, run_stats
 from loadgen.evaluate.curve import LevelResult, Over
+from loadgen.evaluate.parts import Measured
 from loadgen.evaluate.precision import Batches, check_statuses, mean_interval, median_life_s, slo_intervals
 from loadgen.evaluate.slo import ClassSLOSpec, SLOResult, SLOSpec, check_slos
 from loadgen.evaluate.throughput import goodput, served
@@ -25,7 +27,7 @@ MIN_DRIFT_COMPLETIONS = 20
 # SLOs that judge one load level. The rest judge the whole run: tokens/s and request-rate floors
 # would fail every low level by design; memory growth and cold start belong to the server.
 _LEVEL_SLO_FIELDS = ("ttft", "ttfat", "itl", "tpot", "e2e", "error_rate", "cancel_rate")
-GroupMetrics = dict[str, dict[str, Any]]  # each class's (or adapter's) report.json metrics
+GroupMetrics = Mapping[str, Measured]  # each class's (or adapter's) report.json metrics
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,12 @@ class LevelWindow:
         return PhaseWindow(self.index, self.over, self.target_rate or 0.0, self.start_s, self.end_s)
 
     def to_dict(self) -> dict[str, Any]:
+        """One entry of run.json's `levels`."""
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LevelWindow:
+    def from_dict(cls, data: Mapping[str, Any]) -> LevelWindow:
+        """An entry of run.json's `levels` read back (keys it does not know are left out)."""
         known = cls.__dataclass_fields__
         return cls(**{key: value for key, value in data.items() if key in known})
 
@@ -76,16 +80,18 @@ def level_slo_spec(spec: SLOSpec, groups: bool = True) -> SLOSpec:
     """The part of the scenario's SLOs that one load level is judged by: the latency and rate
     bounds, and (`groups`) those of each class and LoRA adapter on its own requests."""
 
-    def kept(section: ClassSLOSpec) -> dict[str, Any]:
+    def kept(section: ClassSLOSpec) -> dict[str, StrictModel]:
         return {name: value for name in _LEVEL_SLO_FIELDS if (value := getattr(section, name)) is not None}
 
-    def kept_each(sections: dict[str, ClassSLOSpec]) -> dict[str, dict[str, Any]]:
+    def kept_each(sections: Mapping[str, ClassSLOSpec]) -> dict[str, dict[str, StrictModel]]:
         return {name: bounds for name, section in sections.items() if (bounds := kept(section))}
 
-    level: dict[str, Any] = kept(spec)
-    if groups:
-        level |= {"classes": kept_each(spec.classes), "adapters": kept_each(spec.adapters)}
-    return SLOSpec.model_validate(level)
+    level = kept(spec)
+    if not groups:
+        return SLOSpec.model_validate(level)
+    return SLOSpec.model_validate(
+        {**level, "classes": kept_each(spec.classes), "adapters": kept_each(spec.adapters)}
+    )
 
 
 def completion_drift(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float | None, bool]:
@@ -110,9 +116,9 @@ def is_drifting(records: Iterable[RequestRecord], window: PhaseWindow, max_drift
     return drift is not None and significant and drift > max_drift
 
 
-def _percentile_subset(values: dict[str, Any]) -> dict[str, float]:
+def _percentile_subset(values: Mapping[str, float | None]) -> dict[str, float]:
     keys = ("p50", "p90", "p95", "p99", "mean", "max")
-    return {key: values[key] for key in keys if values.get(key) is not None}
+    return {key: value for key in keys if (value := values.get(key)) is not None}
 
 
 def level_result(

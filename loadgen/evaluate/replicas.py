@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
@@ -107,6 +108,22 @@ def replica_count(peak_rate: float, capacity_rps: float, target_utilization: flo
     return math.ceil(needed) + redundancy
 
 
+@dataclass(frozen=True)
+class ReplicaCount:
+    """The replicas for a peak on one capacity, with the arithmetic and the costs (`plan_replicas`):
+    these keys of report.json's `replicas` (loadgen.evaluate.plan adds what it was sized on)."""
+
+    peak_rate: float
+    unit: str
+    capacity_rps: float
+    target_utilization: float
+    redundancy: int
+    count: int
+    formula: str
+    cost_per_million_tokens: float | None
+    monthly_cost: float | None
+
+
 def plan_replicas(
     peak_rate: float,
     capacity_rps: float,
@@ -115,9 +132,9 @@ def plan_replicas(
     output_tokens_per_s: float | None = None,
     cost_per_replica_hour: float | None = None,
     unit: str = "req/s",
-) -> dict[str, Any]:
-    """report.json's `replicas` object (without `verified`, which comes from running the plan).
-    `unit`: what the peak and the capacity count (req/s, or sessions/s for sessions).
+) -> ReplicaCount:
+    """The count of report.json's `replicas` object, its formula and costs. `unit`: what the peak
+    and the capacity count (req/s, or sessions/s for sessions).
 
     Costs, when a price is given: per million output tokens of one replica running at capacity,
     cost/h ÷ (tokens/s × 3600) × 10⁶; per month, replicas × cost/h × 730 h.
@@ -133,14 +150,14 @@ def plan_replicas(
         monthly = round(count * cost_per_replica_hour * HOURS_PER_MONTH, 2)
         if output_tokens_per_s:
             per_million = round(cost_per_replica_hour / (output_tokens_per_s * 3600.0) * 1e6, 4)
-    return {
-        "peak_rate": peak_rate,
-        "unit": unit,
-        "capacity_rps": capacity_rps,
-        "target_utilization": target_utilization,
-        "redundancy": redundancy,
-        "count": count,
-        "formula": formula,
-        "cost_per_million_tokens": per_million,
-        "monthly_cost": monthly,
-    }
+    return ReplicaCount(
+        peak_rate=peak_rate,
+        unit=unit,
+        capacity_rps=capacity_rps,
+        target_utilization=target_utilization,
+        redundancy=redundancy,
+        count=count,
+        formula=formula,
+        cost_per_million_tokens=per_million,
+        monthly_cost=monthly,
+    )

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from kernel.strict import StrictModel
 from kernel.units import Duration, Fraction, GrowthRate
+from loadgen.evaluate.parts import Measured
 from loadgen.fmt import format_number
 
 Comparison = Literal["<=", ">="]
@@ -125,6 +126,7 @@ class SLOResult:
         return f"{self.name} = {self._with_unit(self.observed)} {shown} {self._with_unit(self.threshold)}"
 
     def to_dict(self) -> dict[str, Any]:
+        """One entry of report.json's `slo` (loadgen.report.build); parts.json_data writes the same."""
         return {
             "name": self.name,
             "threshold": self.threshold,
@@ -145,7 +147,7 @@ def _check(
     return SLOResult(name, threshold, observed, unit, passed=passed, op=op)
 
 
-def _get(data: Mapping[str, Any] | None, *path: str) -> Any:
+def _get(data: Measured | None, *path: str) -> Any:
     for key in path:
         if not isinstance(data, Mapping):
             return None
@@ -177,7 +179,7 @@ def latency_limits(spec: ClassSLOSpec) -> list[LatencyLimit]:
     return limits
 
 
-def _latency_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
+def _latency_checks(spec: ClassSLOSpec, metrics: Measured) -> list[SLOResult]:
     return [
         _check(limit.name, limit.threshold_ms, _get(metrics, *limit.metric.split("."), limit.key), "ms")
         for limit in latency_limits(spec)
@@ -190,10 +192,10 @@ def _percent(value: float | None) -> float | None:
 
 def check_slos(
     spec: SLOSpec,
-    metrics: Mapping[str, Any],
-    server: Mapping[str, Any],
-    class_metrics: Mapping[str, Mapping[str, Any]] | None = None,
-    adapter_metrics: Mapping[str, Mapping[str, Any]] | None = None,
+    metrics: Measured,
+    server: Measured,
+    class_metrics: Mapping[str, Measured] | None = None,
+    adapter_metrics: Mapping[str, Measured] | None = None,
 ) -> list[SLOResult]:
     """One result per SLO entry. `metrics` is report.json's `metrics`; `server` its `server`;
     `class_metrics` the metrics of each class's requests (a class without any: not measured)."""
@@ -224,7 +226,7 @@ def adapter_prefix(name: str) -> str:
     return f"adapter {name}: "
 
 
-def _request_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOResult]:
+def _request_checks(spec: ClassSLOSpec, metrics: Measured) -> list[SLOResult]:
     """The checks computed from request records (latency, errors, rates)."""
     results = _latency_checks(spec, metrics)
     if spec.error_rate is not None:
@@ -242,7 +244,7 @@ def _request_checks(spec: ClassSLOSpec, metrics: Mapping[str, Any]) -> list[SLOR
     return results
 
 
-def _cold_start_check(threshold: float, server: Mapping[str, Any]) -> SLOResult:
+def _cold_start_check(threshold: float, server: Measured) -> SLOResult:
     """The worst start gates a deployment: `max` over every start (`cold_starts: N`), each
     timed spawn → first token, or spawn → ready where no first token was timed. Reports
     without `max` (older runs) fall back to `first_token`, then `ready`."""

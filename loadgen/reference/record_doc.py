@@ -9,6 +9,7 @@ what lies between them and tests/unit/test_docs.py fails when it is stale.
 from __future__ import annotations
 
 from loadgen.collect.request_record import key_rows
+from loadgen.reference.report_doc import between_markers
 
 BEGIN = "<!-- BEGIN GENERATED from loadgen/collect/request_record.py by `python -m loadgen.reference` -->"
 END = "<!-- END GENERATED -->"
@@ -22,8 +23,4 @@ def record_table() -> str:
 
 def with_record_table(page: str) -> str:
     """`page` with the text between its markers replaced by the current table."""
-    head, begin, rest = page.partition(BEGIN)
-    _, end, tail = rest.partition(END)
-    if not begin or not end:
-        raise ValueError(f"the page lacks the marker lines {BEGIN!r} … {END!r}")
-    return f"{head}{BEGIN}\n\n{record_table()}\n{END}{tail}"
+    return between_markers(page, BEGIN, END, record_table())

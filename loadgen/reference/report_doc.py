@@ -103,8 +103,13 @@ def generated_tables() -> str:
 
 def with_tables(page: str) -> str:
     """`page` with the text between its markers replaced by the current tables."""
-    head, begin, rest = page.partition(BEGIN)
-    _, end, tail = rest.partition(END)
-    if not begin or not end:
-        raise ValueError(f"the page lacks the marker lines {BEGIN!r} … {END!r}")
-    return f"{head}{BEGIN}\n\n{generated_tables()}\n{END}{tail}"
+    return between_markers(page, BEGIN, END, generated_tables())
+
+
+def between_markers(page: str, begin: str, end: str, text: str) -> str:
+    """`page` with what lies between its `begin` and `end` lines replaced by `text`."""
+    head, found_begin, rest = page.partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not found_begin or not found_end:
+        raise ValueError(f"the page lacks the marker lines {begin!r} … {end!r}")
+    return f"{head}{begin}\n\n{text}\n{end}{tail}"

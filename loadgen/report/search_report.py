@@ -16,6 +16,7 @@ from loadgen.collect.records import RequestRecord
 from loadgen.collect.stats import phase_metrics
 from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured, search_results
+from loadgen.evaluate.parts import json_data
 from loadgen.evaluate.plan import evaluate, judge_curve
 from loadgen.evaluate.search import SearchSpec
 from loadgen.fmt import format_number
@@ -121,7 +122,7 @@ def curve_answers(
         windows, records, scenario.slo, search.max_drift, search.precision is not None, scenario.seed
     )
     curve = judge_curve(results, search.over, search.precision)
-    capacity = None if curve.capacity is None else curve.capacity.get("level")
+    capacity = None if curve.capacity is None else curve.capacity.level
     knee = curve.knee_level
     return {
         "knee": "no knee" if knee is None else f"the knee is at {format_number(knee)}",
@@ -157,8 +158,11 @@ def build_search_report(
         verify_setup,
         scenario.seed,
     )
-    # The evaluation's parts come from loadgen.evaluate as dicts: typed here, once.
-    knee, capacity, replicas = (round_floats(evaluation[key]) for key in ("knee", "capacity", "replicas"))
+    # The evaluation's parts come from loadgen.evaluate as dataclasses: written out as JSON data,
+    # rounded and validated here, once.
+    knee, capacity, replicas = (
+        round_floats(json_data(part)) for part in (evaluation.knee, evaluation.capacity, evaluation.replicas)
+    )
     operating = _operating_windows(windows, None if capacity is None else Capacity.model_validate(capacity))
     server = facts.server
     if server_metrics is not None and operating:

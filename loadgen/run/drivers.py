@@ -18,7 +18,7 @@ from typing import Protocol
 
 from loadgen.distributed.protocol import DistributedOptions, max_worker_cpu
 from loadgen.evaluate.level_results import LevelWindow
-from loadgen.evaluate.plan import judge_curve, replica_plan
+from loadgen.evaluate.plan import judge_curve, plan_on_capacity
 from loadgen.run.context import RunContext
 from loadgen.run.fleet import Fleet
 from loadgen.run.level_runner import LevelRunner
@@ -119,7 +119,7 @@ class SearchDriver:
             curve = judge_curve(results, search.over, search.precision)  # as the report judges it
             ctx.observers.evaluation(curve.knee_level, curve.capacity_rps)
             if isinstance(mode, VerifyMode) and not ctx.stop.is_set():
-                plan = replica_plan(curve.capacity, mode.capacity, ctx.meta.peak_rate)
+                plan = plan_on_capacity(curve.capacity, mode.capacity, ctx.meta.peak_rate)
                 fleet = _fleet(ctx, mode.verify)
                 ctx.meta.verify = verify_plan(
                     levels,

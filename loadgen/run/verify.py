@@ -8,12 +8,13 @@ from the records (loadgen.evaluate.plan.verification), like every other number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gevent.event
 
 from loadgen.evaluate.curve import Over
+from loadgen.evaluate.plan import Plan, ReplicaPlan
 from loadgen.fmt import format_number
 from loadgen.run.drill_levels import DrillRun, run_drills
 from loadgen.run.fleet import Fleet, FleetError
@@ -30,7 +31,7 @@ def verify_plan(
     levels: LevelRunner,
     scenario: Scenario,
     spec: VerifySpec,
-    plan: Mapping[str, Any] | None,
+    plan: Plan | None,
     start_replica: StartReplica,
     say: Callable[[str], None],
     *,
@@ -41,11 +42,10 @@ def verify_plan(
 ) -> dict[str, Any]:
     """Run the plan; `start_replica(n)` starts replica n (2, 3, …) and returns its endpoint.
     `fleet` drives the drills (`before_drills` first: deaths from here on are theirs)."""
-    if plan is None or plan.get("count") is None:
-        reason = (plan or {}).get("error") or "no replica plan was made"
+    if not isinstance(plan, ReplicaPlan):
+        reason = (None if plan is None else plan.error) or "no replica plan was made"
         return {"skipped": f"nothing to verify: {reason}"}
-    count = int(plan["count"])
-    peak = float(plan["peak_rate"])
+    count, peak = plan.sized.count, plan.sized.peak_rate
     if count > spec.max_replicas:
         return {
             "replicas": count,
@@ -63,7 +63,7 @@ def verify_plan(
     duration = spec.duration if spec.duration is not None else levels.spec.level_duration
     warmup = spec.warmup if spec.warmup is not None else levels.spec.level_warmup
     replicas = _replicas(levels, spec, count, starts, start_replica, say, fleet)
-    unit = str(plan.get("unit", "req/s"))  # sessions/s when the levels' arrivals are sessions
+    unit = plan.sized.unit  # sessions/s when the levels' arrivals are sessions
     setup: dict[str, Any] = {
         "replicas": count,
         "peak_rate": peak,
@@ -91,7 +91,7 @@ def verify_plan(
             fleet=fleet,
             balancer=balancer,
             count=count,
-            redundancy=int(plan.get("redundancy") or 0),
+            redundancy=plan.sized.redundancy,
             peak=peak,
             unit=unit,
             duration_s=duration,

@@ -38,6 +38,7 @@ from loadgen.scenario.workload import NormalLength as NormalLength
 from loadgen.scenario.workload import UniformLength as UniformLength
 from loadgen.scenario.workload import Workload as Workload
 from loadgen.scenario.workload import WorkloadField, workload_classes
+from loadgen.wire.apis import apis_carrying, carries
 from servers.cpus import CpuSetting
 from servers.registry import ServerConfig
 
@@ -199,8 +200,9 @@ class Scenario(StrictModel):
             raise field_error("verify", message, None)
         self._external_drills_drivable()
         conversations = any(getattr(phase, "format", None) == "conversation" for phase in self.traffic)
-        if conversations and self.classes[0][2].api != "chat":  # a trace's rows are the first class's
-            message = "a conversation trace replays sessions: its workload class needs api: chat"
+        if conversations and not carries(self.classes[0][2].api, "messages"):  # the first class's rows
+            needs = apis_carrying("messages")
+            message = f"a conversation trace replays sessions: its workload class needs api: {needs}"
             raise field_error("traffic", message, None)
         return self
 

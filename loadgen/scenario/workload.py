@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -49,6 +49,7 @@ from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.reasoning import ReasoningSpec
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.tools import ToolsSpec
+from loadgen.wire.apis import ApiName, apis_carrying, carries
 
 DEFAULT_CLASS = "default"
 DATASET_MAX_LINES = 1_000_000
@@ -92,16 +93,17 @@ def _entry(line: str, api: str, folder: Path) -> DatasetEntry:
         images = named_images(data, folder)
     except ValueError as exc:
         raise DatasetError(str(exc)) from None
-    if images and api != "chat":
-        raise DatasetError('"image" needs api: chat (images are content parts of a chat message)')
+    if images and not carries(api, "images"):
+        needs = apis_carrying("images")
+        raise DatasetError(f'"image" needs api: {needs} (images are content parts of a chat message)')
     if "prompt" in data:
         if not isinstance(data["prompt"], str) or not data["prompt"].strip():
             raise DatasetError('"prompt" must be a non-empty string')
         prompt = without_placeholders(data["prompt"]) if images else data["prompt"]
         return DatasetEntry(prompt=prompt, messages=None, tokens=None, images=images)
     messages = data["messages"]
-    if api != "chat":
-        raise DatasetError('"messages" needs api: chat (completions take a "prompt")')
+    if not carries(api, "messages"):
+        raise DatasetError(f'"messages" needs api: {apis_carrying("messages")} (api: {api} takes a "prompt")')
     if not isinstance(messages, list) or not messages:
         raise DatasetError('"messages" must be a non-empty list')
     parts = 0
@@ -140,7 +142,7 @@ _DEFAULT_PROMPT_TOKENS = FixedLength(kind="fixed", value=128)
 
 
 class Workload(StrictModel):
-    api: Literal["chat", "completions"] = "chat"
+    api: ApiName = "chat"
     stream: bool = True
     prompt_tokens: Length = _DEFAULT_PROMPT_TOKENS
     output_tokens: Length = FixedLength(kind="fixed", value=64)
@@ -214,8 +216,9 @@ class Workload(StrictModel):
     def _sessions_need_chat(self) -> Workload:
         if self.sessions is None:
             return self
-        if self.api != "chat":
-            raise field_error("sessions", "sessions need api: chat (a history is a list of messages)", None)
+        if not carries(self.api, "messages"):
+            message = f"sessions need api: {apis_carrying('messages')} (a history is a list of messages)"
+            raise field_error("sessions", message, None)
         if self.dataset is not None and not self.conversations:
             message = "sessions send prompt_tokens words or replay a ShareGPT dataset: give no other dataset:"
             raise field_error("sessions", message, None)
@@ -245,8 +248,9 @@ class Workload(StrictModel):
 
     @model_validator(mode="after")
     def _tools_need_chat(self) -> Workload:
-        if self.tools is not None and self.api != "chat":
-            raise field_error("tools", "tools need api: chat (a completion cannot call one)", None)
+        if self.tools is not None and not carries(self.api, "tools"):
+            message = f"tools need api: {apis_carrying('tools')} (api: {self.api} cannot call one)"
+            raise field_error("tools", message, None)
         if self.sessions is not None and self.sessions.agent is not None and self.tools is None:
             message = "an agent loop answers tool calls: give workload.tools"
             raise field_error(("sessions", "agent"), message, None)
@@ -256,8 +260,8 @@ class Workload(StrictModel):
     def _images_need_chat(self) -> Workload:
         if self.images is None:
             return self
-        if self.api != "chat":
-            message = "images need api: chat (they are content parts of a chat message)"
+        if not carries(self.api, "images"):
+            message = f"images need api: {apis_carrying('images')} (they are content parts of a chat message)"
             raise field_error("images", message, None)
         if self.sessions is not None:
             message = "images are not sent with sessions: (a history would send them again each turn)"

@@ -14,6 +14,9 @@ from typing import Literal, Protocol
 # What a request's answer is measured by: "generation", a stream of tokens (TTFT, TTFAT, ITL,
 # tokens/s, e2e: DESIGN's definitions); "latency", one answer of items (e2e, items/s).
 Metrics = Literal["generation", "latency"]
+# What a request can carry beyond a prompt: a conversation (sessions, conversation traces, a
+# dataset's messages), images, tools to call. A scenario that asks for one checks its API has it.
+Part = Literal["messages", "images", "tools"]
 
 
 @dataclass

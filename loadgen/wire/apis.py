@@ -1,13 +1,14 @@
 """The wire APIs by name (`workload.api`), and the interface each one keeps.
 
-A new API is one module with a class like loadgen.wire.chat.ChatApi and one line in WIRE_APIS.
+A new API is one module with a class like loadgen.wire.chat.ChatApi, its name in ApiName (the
+scenario's `workload.api`) and one line in WIRE_APIS.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
-from loadgen.wire.answer import AnswerReader, Metrics
+from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import Call
 from loadgen.wire.chat import ChatApi
 from loadgen.wire.completions import CompletionsApi
@@ -22,6 +23,11 @@ class WireApi(Protocol):
     @property
     def metrics(self) -> Metrics: ...
 
+    @property
+    def carries(self) -> frozenset[Part]:
+        """What its requests can carry beyond a prompt."""
+        ...
+
     def request(self, call: Call) -> tuple[str, dict[str, Any]]:
         """The path and JSON body (ValueError: the call asks what this API cannot carry)."""
         ...
@@ -32,7 +38,19 @@ class WireApi(Protocol):
         ...
 
 
+ApiName = Literal["chat", "completions"]
 WIRE_APIS: dict[str, WireApi] = {api.name: api for api in (ChatApi(), CompletionsApi())}
+if set(WIRE_APIS) != set(get_args(ApiName)):  # one list of names: a scenario cannot name a missing API
+    raise RuntimeError(f"ApiName {get_args(ApiName)} and WIRE_APIS {sorted(WIRE_APIS)} differ")
+
+
+def carries(api: str, part: Part) -> bool:
+    return part in WIRE_APIS[api].carries
+
+
+def apis_carrying(part: Part) -> str:
+    """The APIs that carry `part`, as an error names them ("chat", "chat or responses")."""
+    return " or ".join(name for name, api in WIRE_APIS.items() if part in api.carries)
 
 
 def wire_api(name: str) -> WireApi:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from loadgen.wire.answer import AnswerReader, Metrics
+from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import Call
 from loadgen.wire.openai_body import shared_fields
 from loadgen.wire.openai_stream import openai_reader
@@ -16,6 +16,7 @@ class ChatApi:
     name = "chat"
     path = "/v1/chat/completions"
     metrics: Metrics = "generation"
+    carries: frozenset[Part] = frozenset({"messages", "images", "tools"})
 
     def request(self, call: Call) -> tuple[str, dict[str, Any]]:
         body = shared_fields(call)

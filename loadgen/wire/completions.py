@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.wire.answer import AnswerReader, Metrics
+from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import Call
 from loadgen.wire.openai_body import shared_fields
 from loadgen.wire.openai_stream import openai_reader
@@ -15,6 +15,7 @@ class CompletionsApi:
     name = "completions"
     path = "/v1/completions"
     metrics: Metrics = "generation"
+    carries: frozenset[Part] = frozenset()
 
     def request(self, call: Call) -> tuple[str, dict[str, Any]]:
         if call.messages or call.images:

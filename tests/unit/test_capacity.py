@@ -6,6 +6,7 @@ import pytest
 
 from loadgen.evaluate.capacity import capacity_at_slo
 from loadgen.evaluate.curve import LevelResult, Over
+from loadgen.evaluate.parts import json_data
 from loadgen.evaluate.search import SearchSpec
 from loadgen.run.search import search
 from tests import simulated_curve
@@ -35,7 +36,7 @@ def level(
 def test_highest_passing_level_and_the_slo_that_broke_next() -> None:
     levels = [level(4, True), level(16, False, ("ttft p95", "e2e p99")), level(8, True), level(12, True)]
     cap = capacity_at_slo(levels)
-    assert cap == {
+    assert json_data(cap) == {
         "rate_rps": 12,
         "output_tokens_per_s": 384,
         "ci95": None,
@@ -54,15 +55,15 @@ def test_a_pass_above_a_failure_is_not_sustained_capacity() -> None:
     levels = [level(4, True), level(8, False, ("itl p95",)), level(10, True)]
     cap = capacity_at_slo(levels)
     assert cap is not None
-    assert (cap["rate_rps"], cap["limiting_slo"]) == (4, "itl p95")
+    assert (cap.rate_rps, cap.limiting_slo) == (4, "itl p95")
 
 
 def test_nothing_failed_and_nothing_passed() -> None:
     held = capacity_at_slo([level(2, True), level(4, True)])
-    assert held is not None and held["limiting_slo"] is None
+    assert held is not None and held.limiting_slo is None
     none = capacity_at_slo([level(2, False, ("error_rate",))])
     assert none is not None
-    assert (none["rate_rps"], none["limiting_slo"], none["level"]) == (0.0, "error_rate", None)
+    assert (none.rate_rps, none.limiting_slo, none.level) == (0.0, "error_rate", None)
     assert capacity_at_slo([]) is None
 
 
@@ -74,22 +75,23 @@ def test_the_capacity_carries_its_levels_interval_and_an_unresolved_level_is_not
     ]
     cap = capacity_at_slo(levels, Over.RATE, precision=0.05)
     assert cap is not None
-    assert (cap["rate_rps"], cap["ci95"], cap["limiting_slo"]) == (20, [19.0, 21.0], "ttft p95")
-    assert cap["precision"] == pytest.approx(0.05)
-    assert cap["grid"]["step"] == pytest.approx(0.2) and cap["grid"]["within_precision"] is False
-    assert cap["grid"]["note"] is None  # a rate grid could be finer: the search's to refine
+    assert (cap.rate_rps, json_data(cap.ci95), cap.limiting_slo) == (20, [19.0, 21.0], "ttft p95")
+    assert cap.precision == pytest.approx(0.05)
+    assert cap.grid is not None
+    assert cap.grid.step == pytest.approx(0.2) and cap.grid.within_precision is False
+    assert cap.grid.note is None  # a rate grid could be finer: the search's to refine
 
 
 def test_a_concurrency_step_of_one_user_is_said_to_be_as_fine_as_it_gets() -> None:
     cap = capacity_at_slo([level(8, True), level(9, False, ("ttft p95",))], Over.CONCURRENCY, precision=0.05)
-    assert cap is not None
-    assert cap["grid"]["within_precision"] is False
-    assert cap["grid"]["note"] == (
+    assert cap is not None and cap.grid is not None
+    assert cap.grid.within_precision is False
+    assert cap.grid.note == (
         "concurrency is a whole number: the step from 8 to 9 users (12.5%) cannot get finer than the "
         "5% precision"
     )
     within = capacity_at_slo([level(40, True), level(42, False, ("ttft p95",))], Over.CONCURRENCY, 0.05)
-    assert within is not None and within["grid"]["within_precision"] is True
+    assert within is not None and within.grid is not None and within.grid.within_precision is True
 
 
 def test_simulated_capacity_formula() -> None:
@@ -113,8 +115,8 @@ def test_search_on_the_simulated_curve_measures_the_formula(slots, ttft, itl, to
     cap = capacity_at_slo(results)
     expected_rate, expected_tokens = simulated_curve.capacity(slots, ttft, itl, tokens, slo)
     assert cap is not None
-    assert cap["rate_rps"] == pytest.approx(expected_rate)
-    assert cap["output_tokens_per_s"] == pytest.approx(expected_tokens)
+    assert cap.rate_rps == pytest.approx(expected_rate)
+    assert cap.output_tokens_per_s == pytest.approx(expected_tokens)
 
 
 def test_closed_loop_model_follows_littles_law() -> None:
@@ -138,8 +140,8 @@ def test_on_a_plateau_the_capacity_is_the_lowest_level_within_the_best_ones_inte
     ]
     cap = capacity_at_slo(levels, Over.CONCURRENCY, precision=0.05)
     assert cap is not None
-    assert (cap["level"], cap["rate_rps"], cap["limiting_slo"]) == (9, 39.9, "ttft p95")
-    assert cap["grid"]["next_level"] == 10
+    assert (cap.level, cap.rate_rps, cap.limiting_slo) == (9, 39.9, "ttft p95")
+    assert cap.grid is not None and cap.grid.next_level == 10
 
 
 def test_a_wide_interval_on_the_highest_reading_does_not_pull_the_capacity_down() -> None:
@@ -152,4 +154,4 @@ def test_a_wide_interval_on_the_highest_reading_does_not_pull_the_capacity_down(
         LevelResult(32, 46.3, 1482, ci95=(25.1, 67.5), trials=1),
     ]
     cap = capacity_at_slo(levels, Over.CONCURRENCY, precision=0.05)
-    assert cap is not None and (cap["level"], cap["rate_rps"]) == (16, 37.3)
+    assert cap is not None and (cap.level, cap.rate_rps) == (16, 37.3)

@@ -10,10 +10,12 @@ import pytest
 
 from loadgen.collect.records import ErrorKind, RequestRecord
 from loadgen.evaluate.curve import Over
+from loadgen.evaluate.drill_events import DrillSetup
 from loadgen.evaluate.drill_verdict import evaluate_drill, evaluate_drills
 from loadgen.evaluate.drill_windows import MIN_WINDOW_REQUESTS
 from loadgen.evaluate.level_results import LevelWindow
-from loadgen.evaluate.plan import verification
+from loadgen.evaluate.parts import json_data
+from loadgen.evaluate.plan import VerifySetup, verification
 from loadgen.evaluate.slo import SLOSpec
 
 SLO = SLOSpec.model_validate(
@@ -96,6 +98,18 @@ def setup(kind: str, records: Records, events: list[dict[str, Any]], **extra: An
     return {**base, **extra}
 
 
+def judged(
+    setup: dict[str, Any], records: list[RequestRecord], slo: SLOSpec, steady_ttft_p95_ms: float | None
+) -> Any:
+    """The drill's evaluation from its setup as run.json holds it, as report.json writes it."""
+    return json_data(evaluate_drill(DrillSetup.of(setup), records, slo, steady_ttft_p95_ms))
+
+
+def verified_by(windows: list[LevelWindow], records: list[RequestRecord], setup: dict[str, Any]) -> Any:
+    """`replicas.verified` from run.json's meta.verify, as report.json writes it."""
+    return json_data(verification(windows, records, SLO, VerifySetup.of(setup)))
+
+
 KILL_EVENTS = [
     {"t_s": 50.0, "replica": 3, "event": "kill", "in_flight": 4},
     {"t_s": 50.2, "replica": 3, "event": "start"},
@@ -123,7 +137,7 @@ def kill_records(slow: tuple[float, float] | None = None) -> Records:
 
 def test_a_kill_loses_the_requests_in_flight_and_those_sent_before_detection() -> None:
     records = kill_records()
-    drill = evaluate_drill(setup("kill", records, KILL_EVENTS), records.records, SLO, 40.0)
+    drill = judged(setup("kill", records, KILL_EVENTS), records.records, SLO, 40.0)
     assert drill["lost"] == {"in_flight": 4, "before_detection": 2, "total": 6}
     assert drill["in_flight_at_kill"] == 4
     assert drill["errors"] == {"connection": 6}
@@ -148,7 +162,7 @@ def test_a_kill_loses_the_requests_in_flight_and_those_sent_before_detection() -
 
 def test_violation_after_detection_decides_the_kill() -> None:
     records = kill_records(slow=(52.0, 55.0))  # TTFT 0.5 s (SLO 0.2 s) on slots 1, 2 for 3 s
-    drill = evaluate_drill(setup("kill", records, KILL_EVENTS), records.records, SLO, None)
+    drill = judged(setup("kill", records, KILL_EVENTS), records.records, SLO, None)
     # 3 slow seconds (52–55) on the detection's grid touch 4 windows: 51.5 … 54.5.
     assert [w["start_s"] for w in drill["windows"] if w["violated"]] == [49.5, 51.5, 52.5, 53.5, 54.5]
     by_start = {w["start_s"]: w for w in drill["windows"]}
@@ -159,16 +173,14 @@ def test_violation_after_detection_decides_the_kill() -> None:
     assert drill["reason"] == "drill kill: 4 s over the SLO after detection (max 0 s)"
     assert drill["time_to_recover_s"] == pytest.approx(5.5)  # 50 → 55.5
     assert drill["survivors"]["held"] is False  # a third of [50, 53)'s survivor requests slow
-    allowed = evaluate_drill(
-        setup("kill", records, KILL_EVENTS, max_violation_s=4.0), records.records, SLO, None
-    )
+    allowed = judged(setup("kill", records, KILL_EVENTS, max_violation_s=4.0), records.records, SLO, None)
     assert allowed["passed"] is True and allowed["reason"] is None
 
 
 def test_an_undetected_kill_forgives_nothing() -> None:
     records = kill_records()
     events = [event for event in KILL_EVENTS if event["event"] != "out"]
-    drill = evaluate_drill(setup("kill", records, events), records.records, SLO, None)
+    drill = judged(setup("kill", records, events), records.records, SLO, None)
     assert drill["time_to_detect_s"] is None
     assert drill["violation_s_after_detection"] == drill["violation_s"] == 2.0
     assert drill["passed"] is False
@@ -178,14 +190,14 @@ def test_an_undetected_kill_forgives_nothing() -> None:
 
 def test_a_last_violating_window_means_no_recovery() -> None:
     records = kill_records(slow=(58.0, 60.0))
-    drill = evaluate_drill(setup("kill", records, KILL_EVENTS), records.records, SLO, None)
+    drill = judged(setup("kill", records, KILL_EVENTS), records.records, SLO, None)
     assert drill["windows"][-1]["violated"] is True
     assert drill["time_to_recover_s"] is None
 
 
 def test_the_fleet_is_a_step_series_of_initial_and_events() -> None:
     records = kill_records()
-    drill = evaluate_drill(setup("kill", records, KILL_EVENTS), records.records, SLO, None)
+    drill = judged(setup("kill", records, KILL_EVENTS), records.records, SLO, None)
     steps = [(p["t_s"], p["up"], p["ready"], p["in_rotation"]) for p in drill["fleet"]]
     assert steps == [
         (40.0, 3, 3, 3),
@@ -200,7 +212,7 @@ def test_the_fleet_is_a_step_series_of_initial_and_events() -> None:
 def test_sparse_seconds_merge_and_count_their_full_length() -> None:
     records = Records()
     steady(records, START, END, 5, [1, 2], slow=(44.0, 46.0))  # 5 a second: 2-s windows
-    drill = evaluate_drill(setup("rolling_restart", records, []), records.records, SLO, None)
+    drill = judged(setup("rolling_restart", records, []), records.records, SLO, None)
     windows = drill["windows"]
     assert len(windows) == 10 and drill["merged_windows"] == 10
     assert all(w["merged"] and w["requests"] == MIN_WINDOW_REQUESTS for w in windows)
@@ -215,7 +227,7 @@ def test_a_trailing_remainder_joins_the_window_before() -> None:
     steady(records, START, 61.0, 5, [1])
     for k in range(10):  # 5 more in each of the first two seconds: 10 each, not merged
         records.ok(40.1 + 0.2 * k, 2)
-    drill = evaluate_drill(setup("rolling_restart", records, [], end_s=61.0), records.records, SLO, None)
+    drill = judged(setup("rolling_restart", records, [], end_s=61.0), records.records, SLO, None)
     windows = drill["windows"]
     assert [(w["start_s"], w["end_s"], w["merged"]) for w in windows[:2]] == [
         (40.0, 41.0, False),
@@ -228,7 +240,7 @@ def test_a_trailing_remainder_joins_the_window_before() -> None:
 def test_unaccounted_requests_fail_the_drill() -> None:
     records = Records()
     steady(records, START, END, 20, [1, 2, 3])
-    drill = evaluate_drill(
+    drill = judged(
         setup("rolling_restart", records, [], planned_requests=len(records.records) + 2),
         records.records,
         SLO,
@@ -248,9 +260,7 @@ def test_warm_up_records_count_as_accounted_for_but_are_not_judged() -> None:
         record.warmup = True
         record.id += 10_000
     every = records.records + warm.records
-    drill = evaluate_drill(
-        setup("rolling_restart", records, [], planned_requests=len(every)), every, SLO, None
-    )
+    drill = judged(setup("rolling_restart", records, [], planned_requests=len(every)), every, SLO, None)
     assert drill["unaccounted"] == 0 and drill["violation_s"] == 0.0 and drill["passed"] is True
     assert sum(drill["per_replica"].values()) == len(records.records)
 
@@ -279,7 +289,7 @@ def test_an_unfinished_rolling_restart_fails_and_counts_what_its_drains_lost() -
     steady(records, 51.5, END, 20, [1, 2, 3])
     records.failed(44.9, 1, done_s=46.0)  # outlived the drain: SIGTERM took it
     starts = [{"replica": 1, "started_s": 46.0, "ready_s": 48.0, "cold_start_s": 2.0}]
-    drill = evaluate_drill(
+    drill = judged(
         setup("rolling_restart", records, ROLLING_EVENTS, unfinished=UNFINISHED, replica_starts=starts),
         records.records,
         SLO,
@@ -314,7 +324,7 @@ def test_scale_up_times_each_decision_to_serving() -> None:
     steady(records, 48.0, 53.2, 20, [1, 2, 3])
     steady(records, 53.2, END, 20, [1, 2, 3, 4])
     two = {"up": [1, 2], "ready": [1, 2], "in_rotation": [1, 2]}
-    drill = evaluate_drill(
+    drill = judged(
         setup("scale_up", records, SCALE_EVENTS, replicas=4, from_replicas=2, initial=two),
         records.records,
         SLO,
@@ -352,15 +362,18 @@ def test_drills_join_the_verification() -> None:
         LevelWindow(PHASE, 20.0, Over.RATE, START, END, 20.0, role="drill", replicas=3),
     ]
     drills = [setup("kill", records, KILL_EVENTS)]
-    verified = verification(windows, every, SLO, {"replicas": 3, "drills": drills})
+    verified = verified_by(windows, every, {"replicas": 3, "drills": drills})
     assert verified is not None and verified["passed"] is True
     assert verified["drills_passed"] is False
-    assert verified["drills"] == evaluate_drills(drills, every, SLO, verified["at_plan"]["ttft_ms"]["p95"])
+    setups = [DrillSetup.of(drill) for drill in drills]
+    assert verified["drills"] == json_data(
+        evaluate_drills(setups, every, SLO, verified["at_plan"]["ttft_ms"]["p95"])
+    )
     assert verified["drills"][0]["ttft_p95_ms"]["steady"] == pytest.approx(50.0)
     # Without drills nothing changes; without the plan's level the drills are still judged.
-    plain = verification(windows, every, SLO, {"replicas": 3})
+    plain = verified_by(windows, every, {"replicas": 3})
     assert plain is not None and "drills" not in plain and "drills_passed" not in plain
-    alone = verification(windows[1:], every, SLO, {"replicas": 3, "drills": drills})
+    alone = verified_by(windows[1:], every, {"replicas": 3, "drills": drills})
     assert alone is not None and alone["passed"] is None and alone["drills_passed"] is False
     assert alone["drills"][0]["ttft_p95_ms"]["steady"] is None
-    assert verification(windows[1:], every, SLO, {"replicas": 3}) is None
+    assert verified_by(windows[1:], every, {"replicas": 3}) is None

@@ -5,6 +5,7 @@ hand-built evaluations of tests/unit/drill_fixtures.py, in the contract's exact 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pydantic
@@ -14,7 +15,7 @@ from loadgen.environments.recommend import EnvironmentRun, compare_environments
 from loadgen.environments.render import render_markdown as render_comparison
 from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow
-from loadgen.evaluate.plan import evaluate
+from loadgen.evaluate.plan import Verification, evaluate
 from loadgen.report import drill_facts, search_report
 from loadgen.report.build import exit_code
 from loadgen.report.evaluation_markdown import evaluation_lines
@@ -47,10 +48,14 @@ def _search_run(monkeypatch: pytest.MonkeyPatch, drills: list[dict[str, Any]]) -
 
     def with_drills(*args: Any, **kwargs: Any) -> Any:
         results, evaluation = evaluate(*args, **kwargs)
-        verified = evaluation["replicas"]["verified"]
-        verified["drills"] = drills
-        verified["drills_passed"] = all(drill["passed"] for drill in drills)
-        return results, evaluation
+        plan = evaluation.replicas
+        assert plan is not None and isinstance(plan.verified, Verification)
+        # The fixtures are the contract's JSON, which the evaluation writes out as it is.
+        fixtures: Any = tuple(drills)
+        verified = replace(
+            plan.verified, drills=fixtures, drills_passed=all(drill["passed"] for drill in drills)
+        )
+        return results, replace(evaluation, replicas=replace(plan, verified=verified))
 
     monkeypatch.setattr(search_report, "evaluate", with_drills)
     records, windows = _with_verification(0.05, 0.5)
@@ -239,7 +244,7 @@ def test_an_environment_that_fails_a_drill_is_not_recommended() -> None:
     comparison = compare_environments(runs, BASIS)
     rows = by_name(comparison)
     # Without the drill, cheap (2 replicas) would beat sturdy (3).
-    assert comparison["recommendation"]["environment"] == "sturdy"
+    assert comparison.to_dict()["recommendation"]["environment"] == "sturdy"
     assert rows["cheap"]["status"] == "fails"
     assert rows["cheap"]["lost_because"] == "fails a drill (kill: 3 s over the SLO after detection)"
     assert "- **cheap**: fails a drill (kill: 3 s over the SLO after detection)" in render_comparison(
@@ -257,4 +262,4 @@ def test_an_environment_failing_two_drills_names_both() -> None:
     assert by_name(comparison)["a"]["lost_because"] == (
         "fails 2 drills (kill: 3 s over the SLO after detection; rolling_restart: 3 s over the SLO)"
     )
-    assert comparison["verdict"] == "none"
+    assert comparison.verdict == "none"

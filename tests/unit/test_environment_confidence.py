@@ -105,17 +105,18 @@ def test_the_comparison_says_too_close_to_call_and_names_both() -> None:
         EnvironmentRun("b", measured(41.2, 0.10), cost_per_replica_hour=1.0),
     ]
     comparison = compare_environments(runs, BASIS)
-    recommendation = comparison["recommendation"]
-    assert comparison["verdict"] == "recommend"  # exit 0 still: a plan either way
+    doc = comparison.to_dict()
+    recommendation = doc["recommendation"]
+    assert doc["verdict"] == "recommend"  # exit 0 still: a plan either way
     assert recommendation["too_close"] is True and recommendation["required_confidence"] == 0.9
     winner, other = recommendation["environment"], recommendation["runner_up"]
     assert {winner, other} == {"a", "b"}
     assert recommendation["confidence"] + recommendation["runner_up_share"] == pytest.approx(1.0)
-    assert comparison["reason"].startswith(f"too close to call: {winner} or {other} (")
+    assert doc["reason"].startswith(f"too close to call: {winner} or {other} (")
     assert "too close to call" in render_markdown(comparison)
     # A lower bar accepts the same evidence.
     relaxed = compare_environments(runs, BASIS, confidence=min(recommendation["confidence"], 0.5))
-    assert relaxed["recommendation"]["too_close"] is False
+    assert relaxed.to_dict()["recommendation"]["too_close"] is False
 
 
 def test_a_clear_winner_is_recommended_with_its_confidence_and_replica_range() -> None:
@@ -124,15 +125,16 @@ def test_a_clear_winner_is_recommended_with_its_confidence_and_replica_range() -
         EnvironmentRun("b", measured(60.0, 0.10), cost_per_replica_hour=1.0),
     ]
     comparison = compare_environments(runs, BASIS)
-    recommendation = comparison["recommendation"]
+    doc = comparison.to_dict()
+    recommendation = doc["recommendation"]
     assert (recommendation["environment"], recommendation["too_close"]) == ("b", False)
     assert recommendation["confidence"] > 0.99
-    assert comparison["reason"].startswith("b is the cheapest in 100% of resamples; deploy on b:")
-    rows = {row["name"]: row for row in comparison["environments"]}
+    assert doc["reason"].startswith("b is the cheapest in 100% of resamples; deploy on b:")
+    rows = {row["name"]: row for row in doc["environments"]}
     b = rows["b"]
     # Planned on the interval's lower bound; the point estimate's count beside it.
     low = b["capacity_ci95"][0]
     assert b["replicas"] == int(np.ceil(1000 / (low * 0.8))) > b["replicas_at_point"] == 21
     assert b["monthly_cost_at_point"] == pytest.approx(21 * 730.0)
-    assert f"{b['replicas']} replicas (21 at the point estimate)" in comparison["reason"]
+    assert f"{b['replicas']} replicas (21 at the point estimate)" in doc["reason"]
     assert rows["a"]["cheapest_share"] < 0.01

@@ -79,6 +79,7 @@ def pair(
 
 def test_declared_power_gives_labelled_figures_at_capacity() -> None:
     comparison = compare_environments(pair(), BASIS)
+    doc = comparison.to_dict()
     rows = by_name(comparison)
     small = rows["small"]["energy"]
     # 120 W ÷ 320 tok/s = 0.375 J per token = 0.1042 kWh per million tokens.
@@ -91,14 +92,14 @@ def test_declared_power_gives_labelled_figures_at_capacity() -> None:
     # small's plan: ceil(60 / 16) + 1 = 5 replicas × 120 W × 730 h = 438 kWh a month; no price given.
     assert rows["small"]["replicas"] == 5 and small["monthly_kwh"] == pytest.approx(438.0)
     assert small["monthly_energy_cost"] is None
-    assert comparison["ranking"] == {
+    assert doc["ranking"] == {
         "by": "cost",
         "price_per_kwh": None,
         "energy_basis": "declared",
         "energy_note": "energy figures are all declared",
     }
     # By cost (the default) energy is shown, not ranked: small (5 × 1.0) beats big (2 × 4.0).
-    recommendation = comparison["recommendation"]
+    recommendation = doc["recommendation"]
     assert recommendation["environment"] == "small" and recommendation["energy_changed_ranking"] is None
     assert recommendation["kwh_per_million_tokens"] == pytest.approx(0.1042, abs=1e-4)
     assert recommendation["energy_basis"] == "declared"
@@ -114,8 +115,9 @@ def test_declared_power_gives_labelled_figures_at_capacity() -> None:
 
 def test_ranking_by_energy_changes_the_winner_and_says_so() -> None:
     comparison = compare_environments(pair(), BASIS, by="energy")
+    doc = comparison.to_dict()
     rows = by_name(comparison)
-    recommendation = comparison["recommendation"]
+    recommendation = doc["recommendation"]
     # big: 200 W ÷ 1280 tok/s = 0.156 J per token, against small's 0.375: 140% more.
     assert recommendation["environment"] == "big" and recommendation["energy_changed_ranking"] is True
     assert rows["small"]["lost_because"] == (
@@ -140,13 +142,13 @@ def test_cost_with_energy_adds_the_energy_bill_and_needs_it_to_matter() -> None:
     assert rows["small"]["energy"]["monthly_energy_cost"] == pytest.approx(65.7)
     assert rows["small"]["energy"]["monthly_cost_with_energy"] == pytest.approx(3715.7)
     assert rows["big"]["energy"]["monthly_cost_with_energy"] == pytest.approx(5883.8)
-    assert cheap_power["recommendation"]["environment"] == "small"
-    assert cheap_power["recommendation"]["energy_changed_ranking"] is False
+    assert cheap_power.to_dict()["recommendation"]["environment"] == "small"
+    assert cheap_power.to_dict()["recommendation"]["energy_changed_ranking"] is False
     assert rows["big"]["lost_because"].startswith("dearer by 58% with energy: 5,883.80 a month")
     # At 20 a kWh the energy outweighs the replicas: small 3650 + 8760, big 5840 + 5840.
     dear_power = compare_environments(pair(), BASIS, by="cost_with_energy", price_per_kwh=20.0)
-    assert dear_power["recommendation"]["environment"] == "big"
-    assert dear_power["recommendation"]["energy_changed_ranking"] is True
+    assert dear_power.to_dict()["recommendation"]["environment"] == "big"
+    assert dear_power.to_dict()["recommendation"]["energy_changed_ranking"] is True
     assert by_name(dear_power)["small"]["lost_because"].startswith(
         "the first by replica cost alone, but dearer by 6% with energy"
     )
@@ -156,10 +158,11 @@ def test_measured_figures_win_where_every_environment_has_them_and_stay_apart_fr
     small = measured(search_report(20.0), joules_per_token=0.1, watts=32.0)
     big = measured(search_report(80.0), joules_per_token=0.2, watts=256.0)
     comparison = compare_environments(pair(small, big), BASIS, by="energy")
+    doc = comparison.to_dict()
     rows = by_name(comparison)
-    assert comparison["ranking"]["energy_basis"] == "measured"
+    assert doc["ranking"]["energy_basis"] == "measured"
     # Measured, small uses half big's energy per token: the declared TDPs said the opposite.
-    assert comparison["recommendation"]["environment"] == "small"
+    assert doc["recommendation"]["environment"] == "small"
     assert rows["small"]["energy"]["basis"] == "measured"
     assert rows["small"]["energy"]["measured"]["watts_per_replica"] == 32.0
     assert rows["small"]["energy"]["declared"]["watts_per_replica"] == 120.0  # kept, not merged
@@ -171,16 +174,16 @@ def test_like_with_like_then_mixed_and_said() -> None:
     # small measured and declared, big declared only: both ranked on their declared figures.
     small = measured(search_report(20.0), joules_per_token=0.1, watts=32.0)
     like = compare_environments(pair(small), BASIS, by="energy")
-    assert like["ranking"]["energy_basis"] == "declared"
-    assert {row["energy"]["basis"] for row in like["environments"]} == {"declared"}
-    assert like["recommendation"]["environment"] == "big"
+    assert like.to_dict()["ranking"]["energy_basis"] == "declared"
+    assert {row["energy"]["basis"] for row in like.to_dict()["environments"]} == {"declared"}
+    assert like.to_dict()["recommendation"]["environment"] == "big"
     # small measured only, big declared only: mixed, and every format says so.
     runs = pair(measured(search_report(20.0), 0.1, 32.0), declared=False)
     runs[1] = EnvironmentRun("big", unmeasured(search_report(80.0)), 4.0, power=BIG_POWER)
     mixed = compare_environments(runs, BASIS, by="energy")
-    assert mixed["ranking"]["energy_basis"] == "mixed"
+    assert mixed.to_dict()["ranking"]["energy_basis"] == "mixed"
     assert [by_name(mixed)[name]["energy"]["basis"] for name in ("small", "big")] == ["measured", "declared"]
-    assert mixed["recommendation"]["environment"] == "small"
+    assert mixed.to_dict()["recommendation"]["environment"] == "small"
     assert "energy figures are MIXED" in render_markdown(mixed)
     assert "energy figures are MIXED" in render_comparison_html(mixed, Path("."))
 
@@ -189,13 +192,17 @@ def test_an_environment_without_any_figure_ranks_last_by_energy_and_says_why() -
     runs = pair(declared=False)
     runs[0] = EnvironmentRun("small", unmeasured(search_report(20.0)), 1.0, power=SMALL_POWER)
     comparison = compare_environments(runs, BASIS, by="energy")
-    assert comparison["recommendation"]["environment"] == "small"
+    doc = comparison.to_dict()
+    assert doc["recommendation"]["environment"] == "small"
     assert by_name(comparison)["big"]["lost_because"] == (
         "no energy figure to rank by (not measured (no NVML device, no RAPL); no power: declared)"
     )
     nothing = compare_environments(pair(declared=False), BASIS)
-    assert nothing["ranking"]["energy_basis"] is None
-    assert nothing["ranking"]["energy_note"] == "no energy figures: nothing measured and no power: declared"
+    assert nothing.to_dict()["ranking"]["energy_basis"] is None
+    assert (
+        nothing.to_dict()["ranking"]["energy_note"]
+        == "no energy figures: nothing measured and no power: declared"
+    )
 
 
 def test_declared_power_travels_through_run_json(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from loadgen.environments.model import Comparison
 from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments, exit_code
 from loadgen.environments.render import render_markdown
 from loadgen.report.json_report import report_data
@@ -74,8 +75,9 @@ def search_report(
     )
 
 
-def by_name(comparison: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {row["name"]: row for row in comparison["environments"]}
+def by_name(comparison: Comparison) -> dict[str, dict[str, Any]]:
+    """The comparison's rows as comparison.json has them, by environment."""
+    return {row["name"]: row for row in comparison.to_dict()["environments"]}
 
 
 def test_the_cheapest_plan_that_meets_every_slo_wins_and_each_loser_says_why():
@@ -92,14 +94,15 @@ def test_the_cheapest_plan_that_meets_every_slo_wins_and_each_loser_says_why():
         ),
     ]
     comparison = compare_environments(runs, BASIS, name="t")
+    doc = comparison.to_dict()
     rows = by_name(comparison)
     # small: ceil(60 / (40 × 0.8)) + 1 = 3 replicas → 3 × 1.0 × 730 = 2190 a month.
     assert rows["small"]["replicas"] == 3 and rows["small"]["monthly_cost"] == pytest.approx(2190.0)
     # big: ceil(60 / (80 × 0.8)) + 1 = 2 replicas → 2 × 3.0 × 730 = 4380 a month: dearer by 100%.
     assert rows["big"]["replicas"] == 2 and rows["big"]["monthly_cost"] == pytest.approx(4380.0)
-    assert comparison["verdict"] == "recommend" and exit_code(comparison) == 0
-    assert comparison["recommendation"]["environment"] == "small"
-    assert comparison["recommendation"]["replicas"] == 3
+    assert doc["verdict"] == "recommend" and exit_code(comparison) == 0
+    assert doc["recommendation"]["environment"] == "small"
+    assert doc["recommendation"]["replicas"] == 3
     assert rows["small"]["status"] == "recommended" and rows["small"]["lost_because"] is None
     assert rows["big"]["status"] == "meets"
     assert rows["big"]["lost_because"].startswith("dearer by 100%")
@@ -108,7 +111,7 @@ def test_the_cheapest_plan_that_meets_every_slo_wins_and_each_loser_says_why():
     # Cost per million output tokens: 1.0 / (640 tok/s × 3600) × 1e6 = 0.434.
     assert rows["small"]["cost_per_million_tokens"] == pytest.approx(0.434, abs=1e-3)
     # The recommendation comes first, then the others that meet the SLOs, then the rest.
-    assert [row["name"] for row in comparison["environments"]][:2] == ["small", "big"]
+    assert [row["name"] for row in doc["environments"]][:2] == ["small", "big"]
     text = render_markdown(comparison)
     assert "**small**" in text and "dearer by 100%" in text
 
@@ -116,9 +119,10 @@ def test_the_cheapest_plan_that_meets_every_slo_wins_and_each_loser_says_why():
 def test_without_prices_the_fewest_replicas_win():
     runs = [EnvironmentRun("a", search_report(40.0)), EnvironmentRun("b", search_report(80.0))]
     comparison = compare_environments(runs, BASIS)
-    assert comparison["recommendation"]["environment"] == "b"
+    doc = comparison.to_dict()
+    assert doc["recommendation"]["environment"] == "b"
     assert by_name(comparison)["a"]["lost_because"] == "needs 3 replicas against 2"
-    assert comparison["recommendation"]["monthly_cost"] is None
+    assert doc["recommendation"]["monthly_cost"] is None
 
 
 def test_memory_growth_and_a_failed_verification_are_reasons():
@@ -139,13 +143,14 @@ def test_memory_growth_and_a_failed_verification_are_reasons():
         EnvironmentRun("unverified", search_report(50.0, verdict="fail", verified=plan_failed)),
     ]
     comparison = compare_environments(runs, BASIS)
+    doc = comparison.to_dict()
     rows = by_name(comparison)
     assert rows["leaky"]["lost_because"] == "leaks: memory grows 58.2 MB/min > 10 MB/min"
     assert rows["unverified"]["lost_because"] == (
         "the plan of 3 replicas did not hold at the peak (ttft p95 failed)"
     )
-    assert comparison["verdict"] == "none" and exit_code(comparison) == 1
-    assert comparison["recommendation"] is None
+    assert doc["verdict"] == "none" and exit_code(comparison) == 1
+    assert doc["recommendation"] is None
 
 
 def test_a_failed_run_makes_the_comparison_an_error_unless_the_environment_is_optional():
@@ -155,12 +160,14 @@ def test_a_failed_run_makes_the_comparison_an_error_unless_the_environment_is_op
         EnvironmentRun("vllm", failed, optional=True),
     ]
     comparison = compare_environments(optional, BASIS)
-    assert comparison["verdict"] == "recommend" and exit_code(comparison) == 0
+    doc = comparison.to_dict()
+    assert doc["verdict"] == "recommend" and exit_code(comparison) == 0
     assert by_name(comparison)["vllm"]["status"] == "left out"
     required = [optional[0], EnvironmentRun("vllm", None, error="interrupted before it started")]
     comparison = compare_environments(required, BASIS)
-    assert comparison["verdict"] == "error" and exit_code(comparison) == 2
-    assert "vllm" in comparison["reason"] and "deploy on ok" in comparison["reason"]
+    doc = comparison.to_dict()
+    assert doc["verdict"] == "error" and exit_code(comparison) == 2
+    assert "vllm" in doc["reason"] and "deploy on ok" in doc["reason"]
     assert by_name(comparison)["vllm"]["lost_because"] == "run failed: interrupted before it started"
 
 
@@ -170,14 +177,15 @@ def test_every_plan_uses_one_basis_even_when_the_runs_planned_for_other_peaks():
         EnvironmentRun("second", search_report(40.0, peak_rate=600.0)),
     ]
     comparison = compare_environments(runs)  # the basis comes from the first report
-    assert comparison["plan_basis"] == {
+    doc = comparison.to_dict()
+    assert doc["plan_basis"] == {
         "peak_rate": 60.0,
         "target_utilization": 0.8,
         "redundancy": 1,
         "unit": "req/s",
         "plan_on": "lower",
     }
-    assert {row["replicas"] for row in comparison["environments"]} == {3}
+    assert {row["replicas"] for row in doc["environments"]} == {3}
 
 
 def test_a_plan_for_sessions_divides_by_the_capacity_in_sessions():
@@ -186,10 +194,11 @@ def test_a_plan_for_sessions_divides_by_the_capacity_in_sessions():
     report.capacity.sessions_per_s = 8.0  # …which started 8 sessions/s (5 turns each)
     report.replicas.unit = "sessions/s"
     comparison = compare_environments([EnvironmentRun("only", report)])
-    assert comparison["plan_basis"]["unit"] == "sessions/s"
-    row = comparison["environments"][0]
+    doc = comparison.to_dict()
+    assert doc["plan_basis"]["unit"] == "sessions/s"
+    row = doc["environments"][0]
     assert row["replicas"] == 2 + 1  # ceil(10 / (8 × 0.8)) + 1 spare, not ceil(10 / (40 × 0.8)) + 1
-    assert "10 sessions/s" in comparison["reason"] and row["capacity_rps"] == 40.0
+    assert "10 sessions/s" in doc["reason"] and row["capacity_rps"] == 40.0
 
 
 SEARCH = """

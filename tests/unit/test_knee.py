@@ -9,6 +9,7 @@ import pytest
 
 from loadgen.evaluate.curve import LevelResult, Over, elasticity
 from loadgen.evaluate.knee import elasticity_knee, find_knee, kneed_knee
+from loadgen.evaluate.parts import json_data
 from tests.simulated_curve import closed_loop
 
 
@@ -31,12 +32,12 @@ def test_elasticity_of_a_pair() -> None:
 
 def test_knee_of_the_slot_curve_is_the_slot_count() -> None:
     knee = find_knee(slots_curve([1, 2, 4, 8, 16, 32]), Over.CONCURRENCY)
-    assert knee["level"] == 8
-    assert knee["throughput_rps"] == pytest.approx(8 / 0.68)
-    assert knee["method"] == "elasticity"
-    assert knee["kneed_level"] == 8 and knee["agree"] is True
-    assert [entry["level"] for entry in knee["levels"]] == [1, 2, 4, 8, 16, 32]
-    assert set(knee["levels"][0]) >= {
+    assert knee.level == 8
+    assert knee.throughput_rps == pytest.approx(8 / 0.68)
+    assert knee.method == "elasticity"
+    assert knee.kneed_level == 8 and knee.agree is True
+    assert [entry.level for entry in knee.levels] == [1, 2, 4, 8, 16, 32]
+    assert set(json_data(knee)["levels"][0]) >= {
         "level",
         "throughput_rps",
         "output_tokens_per_s",
@@ -50,21 +51,21 @@ def test_knee_of_the_slot_curve_is_the_slot_count() -> None:
 
 @pytest.mark.parametrize("slots", [3, 5, 12])
 def test_knee_tracks_slots_on_a_fine_grid(slots: int) -> None:
-    assert find_knee(slots_curve(list(range(1, 25)), slots), Over.CONCURRENCY)["level"] == slots
+    assert find_knee(slots_curve(list(range(1, 25)), slots), Over.CONCURRENCY).level == slots
 
 
 def test_levels_are_sorted_before_pairing() -> None:
     # The search visits 16 before 12, 10, 9: the knee still comes from neighbouring levels.
     knee = find_knee(slots_curve([1, 2, 4, 8, 16, 12, 10, 9]), Over.CONCURRENCY)
-    assert knee["level"] == 8
-    assert [entry["level"] for entry in knee["levels"]] == [1, 2, 4, 8, 9, 10, 12, 16]
+    assert knee.level == 8
+    assert [entry.level for entry in knee.levels] == [1, 2, 4, 8, 9, 10, 12, 16]
 
 
 def test_no_knee_on_a_curve_that_keeps_scaling() -> None:
     curve = [level(c, 3.0 * c, 100.0) for c in (1, 2, 4, 8, 16)]
     knee = find_knee(curve, Over.CONCURRENCY)
-    assert knee["level"] is None and knee["throughput_rps"] is None
-    assert knee["kneed_level"] is None and knee["agree"] is False
+    assert knee.level is None and knee.throughput_rps is None
+    assert knee.kneed_level is None and knee.agree is False
 
 
 def test_sublinear_scaling_with_moderate_latency_growth_is_not_a_knee() -> None:
@@ -99,21 +100,21 @@ def test_noisy_curve_finds_the_knee() -> None:
         for r in clean
     ]
     knee = find_knee(noisy, Over.CONCURRENCY)
-    assert abs(knee["level"] - 10) <= 2
-    assert knee["kneed_level"] is not None and abs(knee["kneed_level"] - 10) <= 2
+    assert knee.level is not None and abs(knee.level - 10) <= 2
+    assert knee.kneed_level is not None and abs(knee.kneed_level - 10) <= 2
 
 
 def test_single_level_and_empty() -> None:
     for levels in ([], [level(4, 10, 100)]):
         knee = find_knee(levels, Over.RATE)
-        assert knee["level"] is None and knee["kneed_level"] is None
-        assert len(knee["levels"]) == len(levels)
+        assert knee.level is None and knee.kneed_level is None
+        assert len(knee.levels) == len(levels)
 
 
 def test_zero_throughput_levels_do_not_crash() -> None:
     curve = [level(1, 0.0, 0.0), level(2, 0.0, 0.0), level(4, 8.0, 100), level(8, 8.0, 250)]
     knee = find_knee(curve, Over.RATE)
-    assert knee["level"] == 4
+    assert knee.level == 4
 
 
 def test_kneed_on_throughput_vs_level() -> None:
@@ -133,6 +134,6 @@ def test_reports_both_when_methods_differ() -> None:
         level(32, 8, 330),
     ]
     knee = find_knee(curve, Over.CONCURRENCY)
-    assert knee["level"] == 4
-    assert knee["kneed_level"] is not None and knee["kneed_level"] != 4
-    assert knee["agree"] is False
+    assert knee.level == 4
+    assert knee.kneed_level is not None and knee.kneed_level != 4
+    assert knee.agree is False

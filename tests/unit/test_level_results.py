@@ -21,7 +21,8 @@ from loadgen.evaluate.level_results import (
     level_slo_spec,
     mark_unmeasured,
 )
-from loadgen.evaluate.plan import evaluate, replica_plan
+from loadgen.evaluate.parts import json_data
+from loadgen.evaluate.plan import ReplicaPlan, evaluate, replica_plan
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.search import SearchSpec
 from loadgen.evaluate.slo import SLOSpec
@@ -236,14 +237,16 @@ def test_evaluate_builds_knee_capacity_and_plan_from_level_runs() -> None:
     slo = SLOSpec.model_validate({"ttft": {"p95": 0.1}})
     results, evaluation = evaluate(windows, records, spec, slo, capacity_spec, peak_rate=100.0)
     assert [r.level for r in results] == [1, 2, 4, 8, 16, 12, 10, 9]
-    capacity = evaluation["capacity"]
-    assert capacity["rate_rps"] == pytest.approx(40.0, rel=0.05) and capacity["level"] == 8
-    assert capacity["limiting_slo"] == "ttft p95"
-    replicas = evaluation["replicas"]
+    capacity = evaluation.capacity
+    assert capacity is not None
+    assert capacity.rate_rps == pytest.approx(40.0, rel=0.05) and capacity.level == 8
+    assert capacity.limiting_slo == "ttft p95"
+    replicas = evaluation.replicas
+    assert isinstance(replicas, ReplicaPlan)
     # ceil(100 / (capacity × 0.8)) + 1, with capacity measured close to 40: ceil(3.125..) + 1 = 5
-    assert replicas["count"] == math.ceil(round(100 / (capacity["rate_rps"] * 0.8), 9)) + 1 == 5
-    assert replicas["monthly_cost"] == pytest.approx(5 * 2.0 * 730)
-    assert "verified" not in replicas  # no verification windows
+    assert replicas.sized.count == math.ceil(round(100 / (capacity.rate_rps * 0.8), 9)) + 1 == 5
+    assert replicas.sized.monthly_cost == pytest.approx(5 * 2.0 * 730)
+    assert "verified" not in json_data(replicas)  # no verification windows
 
 
 def test_replica_plan_without_capacity_says_why() -> None:
@@ -265,10 +268,11 @@ def test_verification_reads_the_verify_windows() -> None:
     _, evaluation = evaluate(
         windows, records + held + broke, SearchSpec(), slo, CapacitySpec(peak_rate=30), 30.0, {"replicas": 2}
     )
-    verified = evaluation["replicas"]["verified"]
+    verified = json_data(evaluation.replicas)["verified"]
     assert verified["replicas"] == 2 and verified["passed"] is True and verified["one_fewer_passed"] is False
     assert verified["one_fewer"]["ttft_ms"]["p95"] == pytest.approx(500.0, abs=0.01)
     _, skipped = evaluate(
         windows[:8], records, SearchSpec(), slo, CapacitySpec(peak_rate=30), 30.0, {"skipped": "too many"}
     )
-    assert skipped["replicas"]["verified"] == {"replicas": None, "passed": None, "skipped": "too many"}
+    verified = json_data(skipped.replicas)["verified"]
+    assert verified == {"replicas": None, "passed": None, "skipped": "too many"}

@@ -43,18 +43,18 @@ def test_impossible_plans_raise() -> None:
 
 def test_plan_matches_the_report_example() -> None:
     plan = plan_replicas(400, 21.5, 0.8, 1, output_tokens_per_s=688.0, cost_per_replica_hour=2.5)
-    assert plan["count"] == 25
-    assert plan["formula"] == "ceil(400 / (21.5 × 0.8)) + 1 = 25"
-    assert plan["cost_per_million_tokens"] == pytest.approx(2.5 / (688 * 3600) * 1e6, abs=1e-4)
-    assert round(plan["cost_per_million_tokens"], 2) == 1.01
-    assert plan["monthly_cost"] == 45625.0  # 25 × 2.5 × 730 h
-    assert (plan["peak_rate"], plan["target_utilization"], plan["redundancy"]) == (400, 0.8, 1)
+    assert plan.count == 25
+    assert plan.formula == "ceil(400 / (21.5 × 0.8)) + 1 = 25"
+    assert plan.cost_per_million_tokens == pytest.approx(2.5 / (688 * 3600) * 1e6, abs=1e-4)
+    assert plan.cost_per_million_tokens is not None and round(plan.cost_per_million_tokens, 2) == 1.01
+    assert plan.monthly_cost == 45625.0  # 25 × 2.5 × 730 h
+    assert (plan.peak_rate, plan.target_utilization, plan.redundancy) == (400, 0.8, 1)
 
 
 def test_plan_without_price_has_no_costs() -> None:
     plan = plan_replicas(50, 12.5, 1.0, 0)
-    assert (plan["count"], plan["cost_per_million_tokens"], plan["monthly_cost"]) == (4, None, None)
-    assert plan["formula"] == "ceil(50 / (12.5 × 1)) + 0 = 4"
+    assert (plan.count, plan.cost_per_million_tokens, plan.monthly_cost) == (4, None, None)
+    assert plan.formula == "ceil(50 / (12.5 × 1)) + 0 = 4"
 
 
 def test_busiest_window() -> None:

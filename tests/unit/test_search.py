@@ -57,8 +57,8 @@ def test_concurrency_search_finds_the_slot_count_within_nine_levels() -> None:
     assert visited == [1, 2, 4, 8, 16, 32, 12, 10, 9]
     assert len(visited) <= 9
     knee = find_knee(results, Over.CONCURRENCY)
-    assert abs(knee["level"] - SLOTS) <= 1
-    assert knee["throughput_rps"] == pytest.approx(SLOTS / 0.68)
+    assert knee.level is not None and abs(knee.level - SLOTS) <= 1
+    assert knee.throughput_rps == pytest.approx(SLOTS / 0.68)
 
 
 def test_max_levels_bounds_the_search_and_each_level_says_one_line() -> None:
@@ -178,7 +178,8 @@ def test_throughput_flattening_without_slo_break_triggers_bisection() -> None:
     results = run_search(SearchSpec(max=64), saturating)
     # 4 → 8: latency outgrew throughput; 16 confirms it (against 4); then bisection in [4, 8].
     assert [r.level for r in results] == [1, 2, 4, 8, 16, 6, 7]
-    assert abs(find_knee(results, Over.CONCURRENCY)["level"] - 5) <= 1
+    knee = find_knee(results, Over.CONCURRENCY).level
+    assert knee is not None and abs(knee - 5) <= 1
 
 
 def test_latency_growing_with_throughput_at_low_load_does_not_stop_the_search() -> None:
@@ -192,7 +193,7 @@ def test_latency_growing_with_throughput_at_low_load_does_not_stop_the_search() 
     results = run_search(SearchSpec(max=64, precision=None), batching)
     visited = [r.level for r in results]
     assert visited[:5] == [1, 2, 4, 8, 16], visited
-    assert find_knee(results, Over.CONCURRENCY)["level"] == 8
+    assert find_knee(results, Over.CONCURRENCY).level == 8
 
 
 def test_fixed_grid_is_run_as_given_and_capped_at_max() -> None:
@@ -222,7 +223,7 @@ def test_one_slow_level_does_not_end_the_search() -> None:
     results = run_search(SearchSpec(max=64, precision=None), noisy)
     visited = [r.level for r in results]
     assert visited[:6] == [1, 2, 4, 8, 16, 32], visited
-    assert find_knee(results, Over.CONCURRENCY)["level"] == 16
+    assert find_knee(results, Over.CONCURRENCY).level == 16
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,8 @@ from loadgen.evaluate.capacity import capacity_at_slo
 from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.level_results import LevelWindow, level_result
-from loadgen.evaluate.plan import replica_plan
+from loadgen.evaluate.parts import json_data
+from loadgen.evaluate.plan import NoPlan, ReplicaPlan, plan_on_capacity
 from loadgen.evaluate.replicas import CapacitySpec
 from loadgen.evaluate.slo import SLOSpec
 from loadgen.report.evaluation_markdown import evaluation_lines
@@ -150,29 +151,30 @@ def _levels(*points: tuple[float, float, bool]) -> list[LevelResult]:
 def test_capacity_and_the_plan_count_sessions_when_the_levels_do() -> None:
     capacity = capacity_at_slo(_levels((4, 4.0, True), (8, 7.9, True), (16, 15.8, False)))
     assert capacity is not None
-    assert (capacity["level"], capacity["sessions_per_s"], capacity["rate_rps"]) == (8, 7.9, 24)
+    assert (capacity.level, capacity.sessions_per_s, capacity.rate_rps) == (8, 7.9, 24)
     spec = CapacitySpec(peak_rate=18, target_utilization=0.8)
-    plan = replica_plan(capacity, spec, 18.0)
-    assert plan is not None and plan["unit"] == "sessions/s"
-    assert plan["count"] == math.ceil(18 / (7.9 * 0.8)) == 3  # in requests/s it would be 1
+    plan = plan_on_capacity(capacity, spec, 18.0)
+    assert isinstance(plan, ReplicaPlan) and plan.sized.unit == "sessions/s"
+    assert plan.sized.count == math.ceil(18 / (7.9 * 0.8)) == 3  # in requests/s it would be 1
     plain = capacity_at_slo([LevelResult(8, 24, 240)])
-    plain_plan = replica_plan(plain, spec, 18.0)
-    assert plain is not None and plain["sessions_per_s"] is None
-    assert plain_plan is not None and (plain_plan["unit"], plain_plan["count"]) == ("req/s", 1)
+    plain_plan = plan_on_capacity(plain, spec, 18.0)
+    assert plain is not None and plain.sessions_per_s is None
+    assert isinstance(plain_plan, ReplicaPlan)
+    assert (plain_plan.sized.unit, plain_plan.sized.count) == ("req/s", 1)
     none_held = capacity_at_slo(_levels((4, 4.0, False)))
-    assert none_held is not None and none_held["sessions_per_s"] == 0.0
-    failed = replica_plan(none_held, spec, 18.0)
-    assert failed is not None and failed["count"] is None and failed["unit"] == "sessions/s"
+    assert none_held is not None and none_held.sessions_per_s == 0.0
+    failed = plan_on_capacity(none_held, spec, 18.0)
+    assert isinstance(failed, NoPlan) and failed.count is None and failed.unit == "sessions/s"
 
 
 def _report() -> Report:
     levels = _levels((4, 4.0, True), (8, 7.9, True), (16, 15.8, False))
     capacity = capacity_at_slo(levels)
-    plan = replica_plan(capacity, CapacitySpec(peak_rate=18, target_utilization=0.8), 18.0)
+    plan = plan_on_capacity(capacity, CapacitySpec(peak_rate=18, target_utilization=0.8), 18.0)
     return sample_report(
-        knee=find_knee(levels, Over.RATE),
-        capacity=capacity,
-        replicas=plan,
+        knee=json_data(find_knee(levels, Over.RATE)),
+        capacity=json_data(capacity),
+        replicas=json_data(plan),
         operating_point={"level": 8, "over": "rate"},
     )
 

@@ -90,3 +90,21 @@ def test_the_reader_keeps_the_text_only_when_asked() -> None:
         assert isinstance(kept, TextStreamParser)
         kept.feed_lines([b'data: {"choices": [{"delta": {"content": "yes"}, "text": "yes"}]}\n'], 5)
         assert kept.text == "yes" and kept.result.chunk_ns == [5]
+
+
+def test_the_scenario_names_the_apis_there_are_and_checks_what_each_carries() -> None:
+    from typing import get_args
+
+    from loadgen.scenario.workload import Workload
+    from loadgen.wire.apis import WIRE_APIS, ApiName, apis_carrying, carries
+
+    assert set(get_args(ApiName)) == set(WIRE_APIS)
+    assert get_args(Workload.model_fields["api"].annotation) == get_args(ApiName)
+    assert apis_carrying("tools") == "chat" and not carries("completions", "tools")
+    for name in WIRE_APIS:
+        spec = {"api": name, "tools": {"count": 2}}
+        if carries(name, "tools"):
+            Workload.model_validate(spec)
+        else:
+            with pytest.raises(ValueError, match=f"tools need api: chat \\(api: {name} cannot call one\\)"):
+                Workload.model_validate(spec)
