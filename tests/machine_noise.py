@@ -6,10 +6,10 @@ to 31 ms, and four tests that pass on a quiet machine failed. The product tells 
 stalls from the client's with a reference timer (loadgen.collect.machine_watch); so do the tests:
 one timer per core runs through each attempt of such a test, and an attempt that fails while the
 machine stalled (a stall of NOISY_STALL_MS or more, or NOISY_STEAL_PERCENT of steal over at least
-STEAL_MIN_S: /proc/stat counts in 10-ms ticks, too coarse for less) is run again,
-at most RERUNS times. An attempt that fails on a quiet machine fails the test at once: a test
-that fails by itself is never retried, and every rerun is listed at the end with what the timers
-saw, so a machine that is always noisy shows.
+STEAL_MIN_S: /proc/stat counts in 10-ms ticks, too coarse for less) is run again, at most
+RERUNS times, its module's fixtures made again. An attempt that fails on a quiet machine fails
+the test at once: a test that fails by itself is never retried, and every rerun is listed at the
+end with what the timers saw, so a machine that is always noisy shows.
 """
 
 from __future__ import annotations
@@ -96,8 +96,10 @@ def _attempt(item: pytest.Item) -> tuple[list[pytest.TestReport], Noise, bool]:
 
 
 def _teardown(item: pytest.Item, nextitem: pytest.Item | pytest.Collector | None) -> pytest.TestReport:
-    """The item's teardown down to what `nextitem` shares with it (its parent: the item's own
-    fixtures go, its module's and session's stay for the next attempt)."""
+    """The item's teardown down to what `nextitem` shares with it (before a rerun, the session:
+    the item's own, its class's and its module's fixtures go and are made again, since a module
+    fixture is often the measurement itself, one run the module's tests read, and would fail the
+    same way; the session's stay)."""
     if item.session.shouldfail or item.session.shouldstop:
         nextitem = None
     try:
@@ -118,7 +120,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         reports, noise, retry = _attempt(item)
         if retry and attempt <= RERUNS:
             failures.append(f"attempt {attempt} failed while {noise.words()}")
-            _teardown(item, item.parent)
+            _teardown(item, item.session)
             continue
         reports.append(_teardown(item, nextitem))
         break

@@ -78,7 +78,11 @@ def test_every_form_is_counted_exactly_and_timed_from_its_first_reasoning_token(
     # tier) adds to one record's reasoning time; once 16 ms. Few may be off, none early.
     off = [error for error in errors_ms if abs(error) > 10.0]
     assert len(off) <= len(errors_ms) // 20, off
-    assert min(errors_ms) >= -10.0, "a reasoning time shorter than the server's gaps allow"
+    # None early, unless its first token came that much late: the server sends on an absolute
+    # schedule, so a stall of its core before the first token sends the backlog at once and the
+    # reasoning time shrinks by the stall (CI: -19.9 ms in a run the machine stalled up to 19.7 ms).
+    early = [(e, t) for e, t in zip(errors_ms, ttfts_ms, strict=True) if e < -10.0 and t - TTFT_MS < -e - 5]
+    assert not early, f"reasoning times shorter than the server's gaps allow (error, TTFT ms): {early}"
 
 
 def test_the_report_counts_reasoning_apart_and_judges_ttfat(run) -> None:
