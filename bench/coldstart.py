@@ -113,7 +113,7 @@ def main() -> int:
     if time.get_clock_info("perf_counter").implementation != time.get_clock_info("monotonic").implementation:
         raise SystemExit("perf_counter and monotonic are different clocks here: the comparison needs one")
     from kernel.units import parse_duration
-    from servers.base import ProcessAdapter
+    from servers.adapter import ProcessAdapter
 
     cpus = [0] if args.same_core else None
     if cpus is not None:

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from servers.engines.base import GenerationRequest
 from servers.engines.batching import BatchingEngine
+from servers.engines.engine import GenerationRequest
 from servers.engines.kvbatch import KVBatch
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.engines.tokenizer import TextTokenizer

@@ -32,7 +32,7 @@ from pydantic import Field, field_validator, model_validator
 from kernel.redact import register_secret
 from kernel.strict import StrictModel
 from kernel.units import Duration
-from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
+from servers.adapter import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.cpus import CpuSetting
 from servers.energy_setting import EnergySetting
 

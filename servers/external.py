@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 from kernel.redact import register_secret
 from kernel.strict import StrictModel
 from kernel.units import Duration, format_duration
-from servers.base import Adapter, Endpoint, ServerStartError, first_model_id
+from servers.adapter import Adapter, Endpoint, ServerStartError, first_model_id
 from servers.direct_http import http_get
 from servers.energy_setting import EnergySetting
 

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from kernel.strict import StrictModel
 from kernel.units import Duration
-from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
+from servers.adapter import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.cpus import CpuSetting
 from servers.energy_setting import EnergySetting
 from servers.engines.modeldir import BUNDLED_MODEL

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from servers.base import Adapter
+from servers.adapter import Adapter
 from servers.command import CommandAdapter, CommandServerConfig
 from servers.external import ExternalAdapter, ExternalServerConfig
 from servers.ort import OrtAdapter, OrtServerConfig

@@ -15,7 +15,7 @@ from pydantic.fields import FieldInfo
 
 from kernel.strict import StrictModel
 from kernel.units import Duration, PositiveDuration, Size
-from servers.base import LaunchSpec, ProcessAdapter, module_server_spec
+from servers.adapter import LaunchSpec, ProcessAdapter, module_server_spec
 from servers.cpus import CpuSetting
 from servers.energy_setting import EnergySetting
 

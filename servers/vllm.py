@@ -42,7 +42,7 @@ from pydantic import Field
 
 from kernel.strict import StrictModel
 from kernel.units import Duration
-from servers.base import LaunchSpec, ProcessAdapter, ServerStartError, free_port
+from servers.adapter import LaunchSpec, ProcessAdapter, ServerStartError, free_port
 from servers.cpus import CpuSetting, ServerCpus, format_cpu_list
 from servers.energy_setting import EnergySetting
 from servers.models import TINY_MODEL_DIR

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from servers.base import Adapter, Endpoint
+from servers.adapter import Adapter, Endpoint
 from tests.cli_helpers import CliRun
 
 # Hooks: a timing test that failed while the machine stalled runs again (tests/machine_noise.py).

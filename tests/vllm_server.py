@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from servers.base import Adapter, Endpoint
+from servers.adapter import Adapter, Endpoint
 from servers.models import TINY_MODEL_DIR
 from servers.models.build_lora import ADAPTERS, LORA_DIR
 from servers.registry import make_adapter

@@ -1,5 +1,5 @@
 """`loadtest ab BASELINE.yaml CANDIDATE.yaml --rounds N`: run the two scenarios in turn (A, B, A,
-B, …: loadgen.run.ab), pool each side's rounds (loadgen.compare.compare_inputs.load_pooled) and
+B, …: loadgen.run.ab_rounds), pool each side's rounds (loadgen.compare.compare_inputs.load_pooled) and
 judge them as `loadtest compare` does: compare.json and compare.html in the ab folder, the table
 on the terminal, exit 0 no regression, 1 regression, 3 inconclusive, 2 a failed run, bad input or
 Ctrl-C."""
@@ -21,7 +21,7 @@ from loadgen.scenario.mode import SearchMode
 
 if TYPE_CHECKING:
     from loadgen.compare.gate import Settings
-    from loadgen.run.ab import AbRounds
+    from loadgen.run.ab_rounds import AbRounds
     from loadgen.scenario.model import Scenario
 
 MAX_ROUNDS = 20
@@ -88,7 +88,7 @@ def handle(options: argparse.Namespace, load: Callable[[Path, int], Scenario | N
         scenarios.append(scenario)
     stop = gevent_world.enter()  # the gevent world starts here (Locust needs a patched stdlib)
     from loadgen.live.wiring import LiveOptions
-    from loadgen.run.ab import run_ab
+    from loadgen.run.ab_rounds import run_ab
     from loadgen.rundir.disk import DiskError
 
     show = options.progress == "always" or (options.progress == "auto" and sys.stdout.isatty())

@@ -54,7 +54,7 @@ def add_parser(subparsers: Any) -> None:
 def handle(options: argparse.Namespace) -> int:
     if getattr(options, "dashboards_action", None) != "push":
         return fail("say what to do: `loadtest dashboards push --grafana-url URL --token-env NAME`")
-    from loadgen.grafana.client import GrafanaSetupError, close, connect, describe_error, read_token
+    from loadgen.grafana.connection import GrafanaSetupError, close, connect, describe_error, read_token
     from loadgen.grafana.push import DashboardFileError, load_dashboard, push_dashboard
 
     url: str = options.grafana_url

@@ -12,11 +12,11 @@ from rich.console import Console
 
 from loadgen.cli.common import fail
 from loadgen.collect.record_files import records_file
+from loadgen.environments.comparison_text import print_environments
 from loadgen.environments.from_runs import RunsError, comparison_name, environment_folders, load_runs
 from loadgen.environments.recommend import PlanBasis, compare_environments, exit_code
-from loadgen.environments.render import print_environments
 from loadgen.environments.write import write_comparison
-from loadgen.scenario.environments import RecommendSpec
+from loadgen.scenario.environment_spec import RecommendSpec
 
 
 def _console() -> Console:

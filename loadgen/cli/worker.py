@@ -36,7 +36,7 @@ def handle(options: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(str(exc), "worker")
     stop = gevent_world.enter()
-    from loadgen.distributed.worker import WorkerError, run_worker
+    from loadgen.distributed.worker_run import WorkerError, run_worker
 
     try:
         run_worker(host, port, stop)

@@ -51,7 +51,7 @@ SERIES: tuple[Series, ...] = (
     Series("vllm:time_per_output_token_seconds", "itl_seconds", "histogram", "vllm"),  # older name
     Series("vllm:e2e_request_latency_seconds", "e2e_seconds", "histogram", "vllm"),
     Series("vllm:request_queue_time_seconds", "queue_wait_seconds", "histogram", "vllm"),
-    # the built-in engines (servers/http/metrics.py)
+    # the built-in engines (servers/http/exposition.py)
     Series("loadtest_server_batch_size", "requests_running", "gauge", "builtin"),
     Series("loadtest_server_queue_size", "requests_waiting", "gauge", "builtin"),
     Series("loadtest_server_kv_cache_usage_ratio", "kv_cache_usage", "gauge", "builtin", "mean"),

@@ -33,7 +33,7 @@ from loadgen.collect.server_metrics_summary import (
     values_for_watchers,
 )
 from loadgen.rundir.disk import LineFile
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 from servers.direct_http import http_get
 
 PROBE_TIMEOUT_S = 5.0

@@ -38,7 +38,7 @@ from loadgen.distributed.run_parts import MasterRun
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
 from loadgen.traffic.session_policy import WORKERS_GRACE_S, SessionPolicy
-from servers.base import Endpoint, free_port
+from servers.adapter import Endpoint, free_port
 
 OnStart = Callable[[int, Callable[[], int]], Callable[[], None]]
 CONNECT_TIMEOUT_S = 60.0  # every worker must have joined by then

@@ -15,7 +15,7 @@ from loadgen.collect.records import RecordWriter, RequestRecord
 from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 
 class _Fault(Protocol):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from loadgen.collect.energy_accounting import kwh_per_million_tokens
-from loadgen.environments.model import (
+from loadgen.environments.comparison_model import (
     Basis,
     DeclaredFigures,
     EnergyFigures,
@@ -30,7 +30,7 @@ from loadgen.environments.model import (
     EnvironmentRow,
     RankedOn,
 )
-from loadgen.environments.model import DeclaredPower as DeclaredPower  # re-exported: `power:` read
+from loadgen.environments.comparison_model import DeclaredPower as DeclaredPower  # re-exported: `power:` read
 from loadgen.evaluate.replicas import HOURS_PER_MONTH
 from loadgen.report.model import Report
 

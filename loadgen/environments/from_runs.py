@@ -18,7 +18,7 @@ from typing import Any
 import pydantic
 import yaml
 
-from loadgen.environments.model import EnvironmentMeta
+from loadgen.environments.comparison_model import EnvironmentMeta
 from loadgen.environments.recommend import EnvironmentRun
 from loadgen.report.json_report import load_report, why_not_a_report
 from loadgen.report.model import Report

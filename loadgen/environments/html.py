@@ -12,10 +12,15 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from loadgen.environments.energy_basis import labelled
-from loadgen.environments.model import Comparison, CurvePoint, EnvironmentRow, Recommendation, Status, Verdict
-from loadgen.environments.ranking import FIRST, money
-from loadgen.environments.render import (
+from loadgen.environments.comparison_model import (
+    Comparison,
+    CurvePoint,
+    EnvironmentRow,
+    Recommendation,
+    Status,
+    Verdict,
+)
+from loadgen.environments.comparison_text import (
     COLUMNS,
     ENERGY_COLUMNS,
     columns,
@@ -23,6 +28,8 @@ from loadgen.environments.render import (
     ranking_line,
     table_rows,
 )
+from loadgen.environments.energy_basis import labelled
+from loadgen.environments.ranking import FIRST, money
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import PALETTE, Chart, Marker, Series, Threshold, bar_chart, line_chart
 from loadgen.report.html.page import (

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from loadgen.environments.model import EnvironmentRow, Sureness
-from loadgen.environments.model import RankBy as RankBy  # re-exported: what `recommend.by` names
+from loadgen.environments.comparison_model import EnvironmentRow, Sureness
+from loadgen.environments.comparison_model import RankBy as RankBy  # re-exported: what `recommend.by` names
 from loadgen.fmt import format_number
 
 # "X is <first> in 98% of resamples".

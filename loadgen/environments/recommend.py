@@ -2,7 +2,7 @@
 
 Pure: takes each environment's report.json (a Report) and the plan's basis (peak rate,
 target utilisation, redundancy); returns comparison.json as a Comparison (its typed parts:
-loadgen.environments.model). Every environment's replica count is recomputed from its capacity
+loadgen.environments.comparison_model). Every environment's replica count is recomputed from its capacity
 at SLO with the *same* basis, so the plans compare like with like even when the runs came from
 different scenarios.
 
@@ -26,9 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from loadgen.environments.confidence import Candidate, cheapest_shares
-from loadgen.environments.energy_basis import basis_words, energy_row, fill_energy
-from loadgen.environments.model import (
+from loadgen.environments.comparison_model import (
     SCHEMA_VERSION,
     Comparison,
     CurvePoint,
@@ -40,7 +38,11 @@ from loadgen.environments.model import (
     Status,
     Verdict,
 )
-from loadgen.environments.model import PlanBasis as PlanBasis  # re-exported: the CLI and run.py build it
+from loadgen.environments.comparison_model import (
+    PlanBasis as PlanBasis,  # re-exported: the CLI and run.py build it
+)
+from loadgen.environments.confidence import Candidate, cheapest_shares
+from loadgen.environments.energy_basis import basis_words, energy_row, fill_energy
 from loadgen.environments.ranking import (
     RankBy,
     energy_change,

@@ -13,17 +13,17 @@ from pathlib import Path
 import gevent.event
 from rich.console import Console
 
-from loadgen.environments.model import Comparison, DeclaredPower, EnvironmentMeta
+from loadgen.environments.comparison_model import Comparison, DeclaredPower, EnvironmentMeta
+from loadgen.environments.comparison_text import print_environments
 from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments, exit_code
-from loadgen.environments.render import print_environments
 from loadgen.environments.write import write_comparison
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.evaluate.replicas import peak_rate_of
 from loadgen.live.wiring import LiveOptions, build_observers
 from loadgen.run.runtimes import missing_runtime
-from loadgen.run.search import print_line
+from loadgen.run.search_runner import print_line
 from loadgen.rundir.folder import create_run_dir, write_scenario
-from loadgen.scenario.environments import Environment, RecommendSpec
+from loadgen.scenario.environment_spec import Environment, RecommendSpec
 from loadgen.scenario.model import Scenario
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loadgen.environments.model import Comparison
-from loadgen.environments.render import render_markdown
+from loadgen.environments.comparison_model import Comparison
+from loadgen.environments.comparison_text import render_markdown
 
 
 def write_comparison(comparison: Comparison, out_dir: Path) -> list[Path]:

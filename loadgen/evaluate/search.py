@@ -2,7 +2,7 @@
 
 The policy is a generator (after GuideLLM's sweep profile): it yields a level, the caller runs
 it and `send()`s back a `LevelResult`, and the generator yields the next level or stops. It never
-measures anything itself: it is a pure function of past results. loadgen.run.search drives it,
+measures anything itself: it is a pure function of past results. loadgen.run.search_runner drives it,
 with real levels or (in the tests) a synthetic curve.
 
 Adaptive search: grow geometrically (`growth`) from `start` until an SLO breaks or throughput
@@ -126,7 +126,7 @@ def _midpoint(low: float, high: float, whole: bool) -> float:
 def search_levels(spec: SearchSpec, min_gain: float = 0.05) -> Policy:
     """Yield load levels; receive each level's `LevelResult` through `send()`.
 
-    Driven by loadgen.run.search, or by hand: `level = next(gen)`, then
+    Driven by loadgen.run.search_runner, or by hand: `level = next(gen)`, then
     `level = gen.send(result)` until StopIteration. Concurrency levels are yielded as ints.
     """
     whole = spec.over.closed_loop  # users come whole

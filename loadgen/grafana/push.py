@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.grafana.client import Grafana, public_url
+from loadgen.grafana.connection import Grafana, public_url
 
 DEFAULT_FOLDER = "loadtest"
 UID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,40}$")  # what Grafana accepts as a uid

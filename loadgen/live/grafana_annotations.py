@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from kernel.redact import redact
-from loadgen.grafana.client import (
+from loadgen.grafana.connection import (
     Grafana,
     GrafanaSetupError,
     close,

@@ -36,7 +36,7 @@ from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
 from loadgen.traffic.stall_watch import CLIENT_STALLS_FILE, StallWatch
-from servers.base import Adapter, Endpoint
+from servers.adapter import Adapter, Endpoint
 from servers.cpus import CLIENT_CORES, available_cpus
 from servers.registry import make_adapter
 

@@ -22,14 +22,14 @@ from loadgen.evaluate.plan import judge_curve, plan_on_capacity
 from loadgen.run.context import RunContext
 from loadgen.run.fleet import Fleet
 from loadgen.run.level_runner import LevelRunner
-from loadgen.run.search import SearchStopped, print_line, run_search
+from loadgen.run.search_runner import SearchStopped, print_line, run_search
 from loadgen.run.server_start import RunAborted, start_server
 from loadgen.run.verify import verify_plan
 from loadgen.scenario.mode import SearchMode, VerifyMode
 from loadgen.scenario.model import VerifySpec
 from loadgen.traffic.client_process import CpuMeter, freeze_heap
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 from servers.registry import make_adapter
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loadgen.scenario.verify_spec import ExternalReplica
-from servers.base import Adapter, Endpoint, ServerStartError
+from servers.adapter import Adapter, Endpoint, ServerStartError
 from servers.cpus import CLIENT_CORES, available_cpus
 from servers.readiness import NotReadyInTime, wait_ready
 from servers.registry import ServerConfig, make_adapter

@@ -19,7 +19,7 @@ from loadgen.run.faults import RunFault
 from loadgen.run.server_watch import RunClock, ServerDeath, ServerWatch, UnreachableGuard
 from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.model import Scenario
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 # Connection failures in a row that end a run whose server config sets no `unreachable_after`.
 UNREACHABLE_AFTER = 20

@@ -33,7 +33,7 @@ from loadgen.evaluate.throughput import CLOSED_LOOP
 from loadgen.fmt import format_number
 from loadgen.live.observers import Observers, PhaseInfo
 from loadgen.run.late_level import late_level, print_warning
-from loadgen.run.search import SearchStopped
+from loadgen.run.search_runner import SearchStopped
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.balancer import Balancer
 from loadgen.traffic.client_process import CpuMeter
@@ -42,7 +42,7 @@ from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_phases, level_rng, rate_level_requests
 from loadgen.traffic.runner import TrafficRunner, planned_t0_ns
 from loadgen.traffic.schedule import PlannedRequests, Schedule
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 
 @dataclass

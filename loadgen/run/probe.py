@@ -21,11 +21,11 @@ import gevent
 from kernel.redact import redact
 from loadgen.inputs.line_reader import size_text
 from loadgen.scenario.model import Workload
-from loadgen.traffic.words import prompt_text
+from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
 from loadgen.wire.call import Call
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 from servers.direct_http import open_url
 
 

@@ -19,7 +19,7 @@ from loadgen.run.context import RunContext
 from loadgen.run.probe import ProbeError, first_token_ns
 from loadgen.rundir.disk import append_line
 from loadgen.scenario.model import Scenario
-from servers.base import Adapter, Endpoint, ServerStartError
+from servers.adapter import Adapter, Endpoint, ServerStartError
 
 # The probe's deadline when the server config has no startup_timeout of its own.
 PROBE_TIMEOUT_S = 300.0

@@ -17,7 +17,7 @@ import gevent
 
 from loadgen.collect.records import RequestRecord
 from loadgen.run.faults import RunFault
-from servers.base import Adapter, ServerExit
+from servers.adapter import Adapter, ServerExit
 
 POLL_INTERVAL_S = 0.1
 LOG_TAIL_LINES = 10

@@ -21,7 +21,7 @@ from loadgen.run.fleet import Fleet, FleetError
 from loadgen.run.level_runner import LevelRunner
 from loadgen.scenario.model import Scenario, VerifySpec
 from loadgen.traffic.balancer import Balancer
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 from servers.registry import make_adapter
 
 StartReplica = Callable[[int], Endpoint]

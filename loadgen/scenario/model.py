@@ -25,7 +25,7 @@ from loadgen.evaluate.slo import SLOSpec
 from loadgen.inputs.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-exported (`X as X`)
 from loadgen.inputs.files import field_error
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
-from loadgen.scenario.environments import Environment, RecommendSpec
+from loadgen.scenario.environment_spec import Environment, RecommendSpec
 from loadgen.scenario.mode import CapacityMode, Mode, PhasesMode, SearchMode, run_mode
 from loadgen.scenario.phases import (
     Phase,

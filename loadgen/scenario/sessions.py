@@ -9,7 +9,7 @@ workload:
     linger: 10min                                 # after the schedule's end, later turns are cut
 ```
 
-Semantics (carried out by loadgen.traffic.sessions and the runner):
+Semantics (carried out by loadgen.traffic.session_book and the runner):
 
 - Each arrival of the phase's arrival process starts a SESSION: open loop, sessions (not turns)
   follow the rate. Turn 1 is the planned request, its lengths drawn as without sessions.
@@ -71,7 +71,7 @@ else:
 class AgentSpec(StrictModel):
     """An agent loop in each turn: an answer that calls a tool is followed, `tool_latency` later,
     by a request sending the call and the tool's result, until the model answers in text or the
-    turn has made `max_steps` calls (loadgen.traffic.sessions)."""
+    turn has made `max_steps` calls (loadgen.traffic.session_book)."""
 
     tool_latency: DurationDistribution
     result_tokens: Length = FixedLength(kind="fixed", value=64)  # words of each tool result

@@ -27,7 +27,7 @@ import gevent.pool
 from loadgen.collect.records import RequestRecord
 from loadgen.scenario.sessions import session_of
 from loadgen.scenario.verify_spec import BalancePolicy
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 from servers.direct_http import http_get
 
 PROBE_TIMEOUT_S = 2.0  # a probe slower than this (or the interval) failed

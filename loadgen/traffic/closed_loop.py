@@ -32,8 +32,8 @@ from loadgen.traffic.dispatch import Dispatcher, Drive, Ticket
 from loadgen.traffic.level_requests import ClosedLoopSupply
 from loadgen.traffic.run_clock import wait_until
 from loadgen.traffic.schedule import PlannedRequest
+from loadgen.traffic.session_book import SessionBook
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.sessions import SessionBook
 
 
 class ClosedLoopDispatcher(Dispatcher):

@@ -28,8 +28,8 @@ import gevent.pool
 
 from loadgen.traffic.run_clock import wait_until
 from loadgen.traffic.schedule import Phases, PlannedRequest, PlannedRequests
+from loadgen.traffic.session_book import SessionBook
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.sessions import SessionBook
 
 
 @dataclass

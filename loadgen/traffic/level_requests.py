@@ -5,7 +5,7 @@ scenario's seed and the level run's index, so a level's requests do not depend o
 levels ran before it.
 
 With `workload.sessions` a rate level's arrivals are sessions (each request is a session's turn 1,
-its later turns follow the answers: loadgen.traffic.sessions), and the level runs a tail after its
+its later turns follow the answers: loadgen.traffic.session_book), and the level runs a tail after its
 measured window: sessions keep arriving, as warm-up, so the later turns of the sessions measured
 are answered under the level's full load, not a load that fades once arrivals stop.
 """

@@ -43,7 +43,7 @@ class Prefix:
 @dataclass(frozen=True, slots=True)
 class SessionStart:
     """Turn 1 of a multi-turn session. `seed`: the scenario's seed, which seeds the session's own
-    draws (workload.sessions, loadgen.traffic.sessions). `script`: a session replayed from a
+    draws (workload.sessions, loadgen.traffic.session_book). `script`: a session replayed from a
     conversation trace, its later turns (think time s, prompt tokens, output tokens, prompt text
     or None) given instead of drawn; on the request itself, not a side table, so a distributed
     worker's share carries it."""

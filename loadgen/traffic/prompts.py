@@ -1,9 +1,10 @@
 """The text of a synthetic prompt: the request's own words, after a shared prefix or trace blocks.
 
-Every text is made of the common short words of loadgen.traffic.words (about one token each, so n words ≈ n
-tokens) and is a pure function of its inputs, so the same request always sends the same text:
+Every text is made of the common short words of loadgen.traffic.vocabulary (about one token
+each, so n words ≈ n tokens) and is a pure function of its inputs, so the same request always
+sends the same text:
 
-- a request's own part (words.prompt_text) begins with its id written in those words, so no
+- a request's own part (vocabulary.prompt_text) begins with its id written in those words, so no
   two requests of a run share a first word sequence, and a prefix cache never hits on it;
 - a shared prefix (`workload.prefix`, loadgen.scenario.prefix) begins with a word outside that
   vocabulary ("system"), then its group and its class, then filler: two groups differ within
@@ -23,7 +24,7 @@ from functools import lru_cache
 
 from loadgen.scenario.model import Workload
 from loadgen.traffic.schedule import PlannedRequest
-from loadgen.traffic.words import WORDS, number_words, prompt_text
+from loadgen.traffic.vocabulary import WORDS, number_words, prompt_text
 
 __all__ = ["block_text", "prefix_text", "request_prompt", "trace_prompt"]
 

@@ -25,7 +25,7 @@ from loadgen.traffic.dispatch import Dispatcher, Drive
 from loadgen.traffic.schedule import Schedule
 from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.users import OpenAIUser, RunContext
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 SPAWN_TIMEOUT_S = 60.0
 START_LEAD_NS = 20_000_000  # the first request is due shortly after the scheduler starts

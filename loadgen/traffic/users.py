@@ -37,18 +37,18 @@ from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.http_send import broken, no_response, post, release, short
-from loadgen.traffic.images import attached_images, sends_images, warm_workload
+from loadgen.traffic.image_bytes import attached_images, sends_images, warm_workload
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.traffic.schedule import Phases, PlannedRequest
-from loadgen.traffic.sessions import SessionBook
+from loadgen.traffic.session_book import SessionBook
 from loadgen.traffic.stream_sweeper import loop_sweeper
 from loadgen.traffic.tool_request import calls_tool, tools_ask
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
 from loadgen.wire.call import Call
 from loadgen.wire.http_answer import http_error_text, parse_retry_after
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 
 class _TokensReached(Exception):

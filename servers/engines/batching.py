@@ -22,8 +22,8 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from servers.engines.base import Engine, EngineStats, GenerationRequest
 from servers.engines.decoder import Decoder, FloatArray
+from servers.engines.engine import Engine, EngineStats, GenerationRequest
 from servers.engines.kvbatch import KVBatch
 from servers.engines.tokenizer import IncrementalDetokenizer, TextTokenizer
 

@@ -25,7 +25,7 @@ from contextlib import suppress
 
 import psutil
 
-from servers.engines.base import Engine, EngineStats, GenerationRequest
+from servers.engines.engine import Engine, EngineStats, GenerationRequest
 from servers.engines.lora_cache import LoraCache
 from servers.engines.prefix_cache import PrefixCache
 

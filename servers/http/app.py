@@ -11,8 +11,8 @@ from contextlib import aclosing
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from servers.engines.base import Engine, GenerationRequest
-from servers.http.metrics import ServerMetrics
+from servers.engines.engine import Engine, GenerationRequest
+from servers.http.exposition import ServerMetrics
 from servers.http.openai import (
     SSE_DONE,
     BadRequest,

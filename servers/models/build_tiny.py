@@ -55,9 +55,9 @@ from servers.models import (
     SMALL_MODEL_DIR,
     TINY_MODEL_DIR,
 )
+from servers.models.check_export import verify
 from servers.models.corpus import CORPUS_PATH, SEED, write_corpus
 from servers.models.onnx_export import export_onnx
-from servers.models.verify import verify
 
 INIT_STD = 0.02
 VOCAB_SIZE = 2048

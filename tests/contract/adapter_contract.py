@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 
-from servers.base import Adapter, Endpoint, ServerStartError
+from servers.adapter import Adapter, Endpoint, ServerStartError
 
 MAX_TOKENS = 7
 

@@ -19,10 +19,10 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import pytest
 
-from servers.base import Adapter, Endpoint, ServerStartError
-from servers.engines.base import GenerationRequest
+from servers.adapter import Adapter, Endpoint, ServerStartError
 from servers.engines.batching import BatchingEngine
 from servers.engines.decoder import Decoder, FloatArray
+from servers.engines.engine import GenerationRequest
 from servers.engines.kvbatch import KVBatch
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.engines.tokenizer import TextTokenizer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from servers.base import Adapter, ServerStartError
+from servers.adapter import Adapter, ServerStartError
 from servers.command import CommandServerConfig
 from servers.registry import make_adapter
 from tests.contract.adapter_contract import AdapterContract, FailingStart

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from servers.base import Adapter, ServerStartError, free_port
+from servers.adapter import Adapter, ServerStartError, free_port
 from servers.external import ExternalServerConfig
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig

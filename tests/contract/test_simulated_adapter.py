@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from servers.base import Adapter, ServerStartError
+from servers.adapter import Adapter, ServerStartError
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig
 from tests.contract.adapter_contract import AdapterContract, FailingStart

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from servers.base import Adapter, Endpoint, ServerStartError
+from servers.adapter import Adapter, Endpoint, ServerStartError
 from servers.models import TINY_MODEL_DIR
 from servers.models.build_lora import ADAPTERS
 from servers.vllm import VllmAdapter

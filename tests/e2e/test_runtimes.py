@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from servers.base import Adapter, Endpoint, free_port
+from servers.adapter import Adapter, Endpoint, free_port
 from servers.cpus import available_cpus, format_cpu_list
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
 from tests.metrics_helpers import fetch

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from servers.base import free_port
+from servers.adapter import free_port
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli, wait_for_worker_pids
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]

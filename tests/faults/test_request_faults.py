@@ -117,7 +117,7 @@ import json, sys, time
 import gevent
 from loadgen.run.probe import ProbeError, first_token_ns
 from loadgen.scenario.workload import Workload
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 def probe(url, timeout_s=1.0):
     began = time.monotonic()

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from servers.base import free_port
+from servers.adapter import free_port
 from tests.cli_helpers import ROOT, CliRun, run_cli
 
 pytestmark = pytest.mark.slow

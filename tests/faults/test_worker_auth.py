@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from loadgen.distributed import auth
-from servers.base import free_port
+from servers.adapter import free_port
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv, run_cli
 
 SECRET = "9f2c1e7a5b3d4c6e8a0b1c2d3e4f5a6b"

@@ -18,7 +18,7 @@ import pytest
 
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import build_schedule
-from servers.base import Adapter, Endpoint
+from servers.adapter import Adapter, Endpoint
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig
 from tests.cli_helpers import CliRun, run_cli

@@ -20,7 +20,7 @@ from loadgen.live.observers import Observers
 from loadgen.run.context import RunContext
 from loadgen.run.server_start import cold_starts
 from loadgen.scenario.loader import parse_scenario
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 TTFT_MS = 50
 

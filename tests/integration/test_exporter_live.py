@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from servers.base import free_port
+from servers.adapter import free_port
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv
 from tests.metrics_helpers import Samples, fetch, refused
 

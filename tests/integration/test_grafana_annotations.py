@@ -14,7 +14,7 @@ import pytest
 from loadgen.live.grafana_annotations import GrafanaAnnotator
 from loadgen.live.observers import Observers, PhaseInfo, RunInfo
 from loadgen.scenario.model import GrafanaConfig, Scenario
-from servers.base import free_port
+from servers.adapter import free_port
 from tests.cli_helpers import run_cli
 from tests.fakes.grafana import FakeGrafana
 

@@ -22,7 +22,7 @@ from loadgen.live.exporter import LiveExporter
 from loadgen.live.observers import Observers
 from loadgen.run.context import RunContext
 from loadgen.scenario.model import Scenario
-from servers.base import Adapter, Endpoint
+from servers.adapter import Adapter, Endpoint
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig
 
@@ -49,7 +49,7 @@ from loadgen.run.level_runner import LevelRunner
 from loadgen.live.observers import Observers
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.runner import planned_t0_ns
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 scenario = Scenario.model_validate({
     "name": "held", "seed": 3, "server": {"kind": "external", "url": sys.argv[1]},

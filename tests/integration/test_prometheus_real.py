@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from servers.base import free_port
+from servers.adapter import free_port
 from tests.cli_helpers import ROOT, CliRun, loadtest_argv
 from tests.unit.test_dashboard_names import load_dashboard, variable_queries
 

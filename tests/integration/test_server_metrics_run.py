@@ -17,7 +17,7 @@ import pytest
 from loadgen.collect.memory import read_samples
 from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
 from loadgen.collect.server_metrics_summary import read_server_metrics
-from servers.base import Adapter, Endpoint, free_port
+from servers.adapter import Adapter, Endpoint, free_port
 from servers.direct_http import http_get
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig

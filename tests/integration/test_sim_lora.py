@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from servers.base import Adapter, Endpoint
+from servers.adapter import Adapter, Endpoint
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig
 from tests.metrics_helpers import fetch

@@ -9,7 +9,7 @@ from collections import Counter
 from loadgen.collect.records import ErrorKind, RequestRecord, Status
 from loadgen.scenario.verify_spec import BalancePolicy
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 
 def _balancer(policy: BalancePolicy, count: int = 3, unhealthy_after: int = 3) -> Balancer:

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from servers.engines.base import GenerationRequest
 from servers.engines.batching import BatchingEngine, admissible, stop_reason
+from servers.engines.engine import GenerationRequest
 from servers.engines.kvbatch import KVBatch, attention_mask, left_padded, next_positions, prefill_positions
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.engines.npcache import NumpyCache, select_rows, stack_left_padded

@@ -8,7 +8,7 @@ from loadgen.evaluate.capacity import capacity_at_slo
 from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.parts import json_data
 from loadgen.evaluate.search import SearchSpec
-from loadgen.run.search import search
+from loadgen.run.search_runner import search
 from tests import simulated_curve
 from tests.simulated_curve import closed_loop
 

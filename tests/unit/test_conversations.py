@@ -17,8 +17,8 @@ from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import MAX_TURNS, later_turn_id
 from loadgen.traffic.schedule import build_schedule
+from loadgen.traffic.session_book import SessionBook, scripted_draws
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.sessions import SessionBook, scripted_draws
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "data" / "conversation_small.jsonl"

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from pydantic import TypeAdapter
 
-from servers.base import Adapter, ServerStartError
+from servers.adapter import Adapter, ServerStartError
 from servers.cpus import (
     CLIENT_SHARES,
     NOT_PINNED,

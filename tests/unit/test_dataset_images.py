@@ -11,7 +11,7 @@ import pytest
 
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
-from loadgen.traffic.images import PNG_SIGNATURE, attached_images, file_url, sends_images
+from loadgen.traffic.image_bytes import PNG_SIGNATURE, attached_images, file_url, sends_images
 from loadgen.wire.apis import request_body
 from loadgen.wire.call import Call
 

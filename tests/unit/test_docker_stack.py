@@ -19,7 +19,7 @@ import yaml
 
 from loadgen.cli.main import SUBCOMMANDS, _parser
 from loadgen.scenario.loader import load_scenario
-from servers.base import free_port
+from servers.adapter import free_port
 from servers.external import ExternalServerConfig
 from tests.cli_helpers import ROOT
 

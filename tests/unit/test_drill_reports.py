@@ -11,8 +11,8 @@ from typing import Any
 import pydantic
 import pytest
 
+from loadgen.environments.comparison_text import render_markdown as render_comparison
 from loadgen.environments.recommend import EnvironmentRun, compare_environments
-from loadgen.environments.render import render_markdown as render_comparison
 from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.evaluate.plan import Verification, evaluate

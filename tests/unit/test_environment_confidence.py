@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from loadgen.environments.comparison_text import render_markdown
 from loadgen.environments.confidence import Candidate, capacity_draws, cheapest_shares
 from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments
-from loadgen.environments.render import render_markdown
 from loadgen.report.model import Report
 from loadgen.report.model.evaluation import Capacity
 from tests.unit import report_samples as samples

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from loadgen.environments.comparison_text import render_markdown
 from loadgen.environments.energy_basis import DeclaredPower
 from loadgen.environments.from_runs import load_runs
 from loadgen.environments.html import render_comparison_html
 from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments
-from loadgen.environments.render import render_markdown
 from loadgen.report.energy_report import not_measured
 from loadgen.report.model import Report
 from loadgen.report.model.energy import Energy

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.environments.model import Comparison
+from loadgen.environments.comparison_model import Comparison
+from loadgen.environments.comparison_text import render_markdown
 from loadgen.environments.recommend import EnvironmentRun, PlanBasis, compare_environments, exit_code
-from loadgen.environments.render import render_markdown
 from loadgen.report.json_report import report_data
 from loadgen.report.model import Report, Verdict
 from loadgen.scenario.loader import ScenarioError, parse_scenario

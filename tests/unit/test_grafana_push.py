@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.grafana.client import GrafanaSetupError, close, connect, describe_error
+from loadgen.grafana.connection import GrafanaSetupError, close, connect, describe_error
 from loadgen.grafana.push import DashboardFileError, folder_uid_for, load_dashboard, push_dashboard
-from servers.base import free_port
+from servers.adapter import free_port
 from tests.cli_helpers import ROOT, loadtest_argv
 from tests.fakes.grafana import FakeGrafana
 

@@ -22,7 +22,7 @@ from loadgen.collect.columns import columns_of
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import GroupStats
 from loadgen.scenario.images import POOL_SIZE, ImagesSpec
-from loadgen.traffic.images import (
+from loadgen.traffic.image_bytes import (
     PNG_SIGNATURE,
     generated_image,
     noise_pixels,
@@ -31,8 +31,8 @@ from loadgen.traffic.images import (
 )
 from loadgen.wire.apis import request_body
 from loadgen.wire.call import Call
-from servers.engines.base import Engine
 from servers.engines.batching import BatchingEngine
+from servers.engines.engine import Engine
 from servers.engines.simulated_engine import SimulatedEngine
 from servers.http import build_app
 from servers.http.openai import ChatBody, parse_body

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from servers.engines.base import GenerationRequest
+from servers.engines.engine import GenerationRequest
 from servers.engines.prefix_cache import PrefixCache, block_keys
 from servers.engines.simulated_engine import SimulatedEngine
 

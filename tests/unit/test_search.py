@@ -1,4 +1,4 @@
-"""The search (loadgen.run.search driving the policy) against synthetic server curves: which
+"""The search (loadgen.run.search_runner driving the policy) against synthetic server curves: which
 levels it visits, and how many."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.knee import find_knee
 from loadgen.evaluate.search import SearchSpec, more_trials, too_coarse
-from loadgen.run.search import describe_level, search
+from loadgen.run.search_runner import describe_level, search
 from tests.simulated_curve import closed_loop
 
 # The simulated server: 8 slots, TTFT 50 ms, ITL 10 ms, 64 output tokens (T = 0.68 s).

@@ -25,8 +25,8 @@ from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_requests import rate_level_requests
 from loadgen.traffic.schedule import PlannedRequest, SessionStart
+from loadgen.traffic.session_book import SessionBook
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.sessions import SessionBook
 from tests.cli_helpers import ROOT
 from tests.unit.report_samples import sample_report, with_parts
 

@@ -29,9 +29,9 @@ from loadgen.collect.server_metrics_summary import (
 )
 from loadgen.report.markdown_report import _server_metrics_lines
 from loadgen.report.model.server import ServerMetrics as ServerMetricsPart
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 from servers.engines.simulated_engine import SimulatedEngine
-from servers.http.metrics import ServerMetrics
+from servers.http.exposition import ServerMetrics
 from tests.unit.report_samples import sample_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

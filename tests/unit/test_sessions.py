@@ -16,9 +16,9 @@ from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id, session_of
 from loadgen.traffic.schedule import PlannedRequest, SessionStart, build_schedule
+from loadgen.traffic.session_book import SessionBook, session_draws
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.sessions import SessionBook, session_draws
-from loadgen.traffic.words import prompt_text
+from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.openai_stream import StreamParser, TextStreamParser
 
 BASE = """

@@ -13,8 +13,8 @@ from loadgen.inputs.sharegpt import ShareGPTError, looks_like_sharegpt, read_sha
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.traffic.schedule import build_schedule
+from loadgen.traffic.session_book import SessionBook, session_draws
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.sessions import SessionBook, session_draws
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "scenarios" / "datasets" / "sharegpt_sample.json"

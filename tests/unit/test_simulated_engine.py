@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from servers.engines.base import GenerationRequest
+from servers.engines.engine import GenerationRequest
 from servers.engines.simulated_engine import SimulatedEngine, process_age_s
 
 TTFT, ITL = 0.04, 0.01

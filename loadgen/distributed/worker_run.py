@@ -28,7 +28,7 @@ from loadgen.distributed import auth, channel, plan_wire, protocol
 from loadgen.traffic.client_process import CpuMeter, freeze_heap
 from loadgen.traffic.runner import TrafficRunner
 from loadgen.traffic.schedule import Schedule
-from servers.base import Endpoint
+from servers.adapter import Endpoint
 
 JOIN_TIMEOUT_S = 300.0  # as long as Locust's own join retries: a worker may start before its master
 PLAN_TIMEOUT_S = 300.0  # no plan within this long after joining: give up

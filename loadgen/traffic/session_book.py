@@ -43,7 +43,7 @@ from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.words import prompt_text
+from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.answer import ToolCall
 
 # Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.

@@ -14,7 +14,7 @@ from pathlib import Path
 import gevent.event
 
 from loadgen.live.wiring import LiveOptions, build_observers
-from loadgen.run.search import print_line
+from loadgen.run.search_runner import print_line
 from loadgen.rundir.folder import create_run_dir
 from loadgen.scenario.model import Scenario
 

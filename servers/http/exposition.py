@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from servers.engines.base import Engine, EngineStats
+from servers.engines.engine import Engine, EngineStats
 
 PREFIX = "loadtest_server_"
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from loadgen.environments.comparison_model import Comparison, EnvironmentRow, RankBy, Status, Verdict
 from loadgen.environments.energy_basis import labelled
-from loadgen.environments.model import Comparison, EnvironmentRow, RankBy, Status, Verdict
 from loadgen.environments.ranking import FIRST, money
 from loadgen.fmt import format_number
 
