@@ -17,7 +17,7 @@ import numpy as np
 
 from loadgen.collect.itl_codec import ITL_KEY, itl_array, record_itl_array
 from loadgen.collect.records import RequestRecord, is_failure
-from loadgen.collect.request_record import PLAIN_COLUMNS, ColumnKind
+from loadgen.collect.request_record import PLAIN_COLUMNS, ColumnKind, extra_columns
 
 STATUS_CODES = {"ok": 0, "error": 1, "timeout": 2, "cancelled": 3}
 OK, ERROR, TIMEOUT, CANCELLED = 0, 1, 2, 3  # an unknown status reads as ERROR
@@ -73,10 +73,9 @@ class Columns:
     # LoRA adapters (workload.adapters): int32 index into `adapter_names`, -1: none named.
     adapter: np.ndarray
     adapter_names: tuple[str, ...]
-    # Image inputs (loadgen.collect.image_stats): the images a record carried (-1: its class sends
-    # none) and its body's bytes (NaN where not recorded).
-    images: np.ndarray  # int64
-    request_bytes: np.ndarray  # float64
+    # The feature slices' fields (loadgen.features), by column name, read as their kinds say
+    # (request_record.extra_columns): each slice's statistics read their own.
+    extra: Mapping[str, np.ndarray]
 
     def __len__(self) -> int:
         return int(self.id.size)
@@ -129,7 +128,7 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
             len(chunk),
         ),
         adapter_names=tuple(adapters),
-        images=np.fromiter((_or_none(data.get("images")) for data in chunk), np.int64, len(chunk)),
+        extra={name: _READERS[kind](chunk, key) for key, name, kind in extra_columns()},
     )
 
 
@@ -158,8 +157,9 @@ def _first_answer(
     return np.where(plain, first_token, answer)
 
 
-def _or_none(value: int | None) -> int:
-    return -1 if value is None else value
+def _tallies(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    values = (data.get(key) for data in chunk)
+    return np.fromiter((-1 if value is None else value for value in values), np.int64, len(chunk))
 
 
 def _times(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
@@ -172,6 +172,7 @@ _READERS: dict[ColumnKind, Callable[[Sequence[Mapping[str, Any]], str], np.ndarr
     "count": _counts,
     "amount": _amounts,
     "flag": _flags,
+    "tally": _tallies,
 }
 
 

@@ -56,6 +56,8 @@ class FeatureStats:
     # Sends that followed an answer rather than the plan (a session's later turns): the achieved
     # rate counts what the arrival process set.
     unpaced_sent: Callable[[Group], int] = _no_unpaced
+    # The field a summary written before the features shared `feature_counts` kept its counts in.
+    legacy: str | None = None
 
 
 def counts_of(group: Group, key: str) -> dict[str, int]:

@@ -140,4 +140,4 @@ def _tracked(group: Group) -> bool:
     return PREFIXED in group.digests or HIT in group.digests
 
 
-PREFIX_STATS = FeatureStats(KEY, add_prefix, merge_prefix, prefix_metrics)
+PREFIX_STATS = FeatureStats(KEY, add_prefix, merge_prefix, prefix_metrics, legacy="prefix_counts")

@@ -105,4 +105,6 @@ def reasoning_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     }
 
 
-REASONING_STATS = FeatureStats(KEY, add_reasoning, merge_reasoning, reasoning_metrics)
+REASONING_STATS = FeatureStats(
+    KEY, add_reasoning, merge_reasoning, reasoning_metrics, legacy="reasoning_counts"
+)

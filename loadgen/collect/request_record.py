@@ -14,7 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from loadgen.collect.field_doc import ColumnKind, ExtraValue, FieldDoc, doc
 from loadgen.collect.itl_codec import ITL_KEY, LEGACY_KEY, pack_gaps, unpack_gaps
+from loadgen.collect.slice_registry import SLICE_FIELDS
+
+__all__ = ["ColumnKind", "ExtraValue", "FieldDoc", "doc"]
 
 # "cancelled": the client closed the stream on purpose (workload.cancel); not a failure.
 Status = Literal["ok", "error", "timeout", "cancelled"]
@@ -29,43 +33,10 @@ NOT_FAILED = frozenset({"ok", "cancelled"})
 # interrupted: the run was stopped mid-request; client: a bug in the load generator.
 ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client"]
 TokensSource = Literal["usage", "chunks"]
-# How the statistics' columns read a field: `number` float64, NaN where missing or null;
-# `count` int64, 0 where missing or null; `amount` float64, 0.0 there; `flag` bool.
-ColumnKind = Literal["number", "count", "amount", "flag"]
-Feature = Literal["core", "prefix", "sessions", "reasoning", "tools", "agent", "adapters", "images", "verify"]
-
-
 # Where set_stream_gaps (loadgen.collect.records) keeps a record's gaps with their `itl_us` string:
 # an attribute outside the fields (to_dict, replace and copies leave it out, and then the gaps are
 # packed afresh).
 PACKED_GAPS = "_packed_itl"
-
-
-@dataclass(frozen=True)
-class FieldDoc:
-    """What one field of the record is, as the run-folder page gives it."""
-
-    type: str  # its JSON type in words ("number or null")
-    meaning: str
-    feature: Feature = "core"
-    sparse: bool = False  # a line carries it only when set (a missing key reads back as None)
-    column: ColumnKind | None = None  # read into a column of the same name (less `_s`) as is
-    key: str | None = None  # its key in a line, when not its name
-    also: tuple[tuple[str, str, str], ...] = ()  # (key, type, meaning): other keys it is written as
-
-
-def doc(
-    type: str,
-    meaning: str,
-    *,
-    feature: Feature = "core",
-    sparse: bool = False,
-    column: ColumnKind | None = None,
-    key: str | None = None,
-    also: tuple[tuple[str, str, str], ...] = (),
-) -> dict[str, FieldDoc]:
-    """A field's metadata: its FieldDoc."""
-    return {"doc": FieldDoc(type, meaning, feature, sparse, column, key, also)}
 
 
 @dataclass
@@ -333,26 +304,6 @@ class RequestRecord:
             sparse=True,
         ),
     )
-    images: int | None = field(
-        default=None,
-        metadata=doc(
-            "integer",
-            "the [images](scenario.md#images) its chat message carried (`workload.images`; 0 when it "
-            "drew none); null for a class without images",
-            feature="images",
-            sparse=True,
-        ),
-    )
-    request_bytes: int | None = field(
-        default=None,
-        metadata=doc(
-            "integer",
-            "the request body's size in bytes, as sent; recorded for a class with `workload.images` only",
-            feature="images",
-            sparse=True,
-            column="number",
-        ),
-    )
     replica: int | None = field(
         default=None,
         metadata=doc(
@@ -364,15 +315,25 @@ class RequestRecord:
         ),
     )
 
+    # The fields of the feature slices (loadgen.features), by name, as their FieldDocs declare
+    # them (register_fields); None while the record has none. A line holds them after the core's.
+    extra: dict[str, ExtraValue] | None = None
+
     def to_dict(self) -> dict[str, Any]:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
         data = {name: getattr(self, name) for name in FIELD_NAMES}
         data["class"] = data.pop("request_class")
+        if self.extra:
+            data.update(self.extra)
         return data
 
     def to_file_dict(self) -> dict[str, Any]:
         """What a line of requests.jsonl holds: to_dict with the gaps packed (`itl_us`)."""
         data = self.to_dict()
+        if self.extra:  # a slice's sparse field while None
+            for name, value in self.extra.items():
+                if value is None and SLICE_FIELDS[name].sparse:
+                    del data[name]
         for name in SPARSE_KEYS:
             if data[name] is None:
                 del data[name]
@@ -399,7 +360,9 @@ class RequestRecord:
             data[LEGACY_KEY] = unpack_gaps(packed)
         if data.keys() <= _FIELD_SET:
             return cls(**data)
-        return cls(**{key: value for key, value in data.items() if key in _FIELD_SET})
+        extra = {key: value for key, value in data.items() if key in SLICE_FIELDS}
+        own = {key: value for key, value in data.items() if key in _FIELD_SET}
+        return cls(**own, extra=extra or None)
 
 
 def is_failure(status: str) -> bool:
@@ -407,25 +370,40 @@ def is_failure(status: str) -> bool:
     return status not in NOT_FAILED
 
 
-FIELD_NAMES = tuple(f.name for f in fields(RequestRecord))
+FIELD_NAMES = tuple(f.name for f in fields(RequestRecord) if "doc" in f.metadata)  # all but `extra`
 _FIELD_SET = frozenset(FIELD_NAMES)
-FIELD_DOCS: Mapping[str, FieldDoc] = {f.name: f.metadata["doc"] for f in fields(RequestRecord)}
-# Keys a line of requests.jsonl carries only when set (most runs have no prefixes or sessions:
-# ~90 bytes a line).
-SPARSE_KEYS = tuple(name for name, described in FIELD_DOCS.items() if described.sparse)
-# (key in a line, column name, kind) of the fields the columns read as they are.
-PLAIN_COLUMNS = tuple(
-    (name, name.removesuffix("_s"), described.column)
-    for name, described in FIELD_DOCS.items()
-    if described.column is not None
-)
+CORE_DOCS: Mapping[str, FieldDoc] = {
+    name: f.metadata["doc"] for f in fields(RequestRecord) if (name := f.name) in _FIELD_SET
+}
+# The core's keys a line of requests.jsonl carries only when set (most runs have no prefixes or
+# sessions: ~90 bytes a line); a slice's fields are left out while None as they are written.
+SPARSE_KEYS = tuple(name for name, described in CORE_DOCS.items() if described.sparse)
+
+
+def _plain(docs: Mapping[str, FieldDoc]) -> list[tuple[str, str, ColumnKind]]:
+    """(key in a line, column name, kind) of the fields the columns read as they are."""
+    return [(name, name.removesuffix("_s"), d.column) for name, d in docs.items() if d.column is not None]
+
+
+PLAIN_COLUMNS = _plain(CORE_DOCS)
+
+
+def extra_columns() -> list[tuple[str, str, ColumnKind]]:
+    """PLAIN_COLUMNS of the slices' fields (loadgen.collect.slice_registry): Columns.extra."""
+    return _plain(SLICE_FIELDS)
+
+
+def field_docs() -> dict[str, FieldDoc]:
+    """Every field's doc: the core's, then the slices'."""
+    return {**CORE_DOCS, **SLICE_FIELDS}
 
 
 def key_rows() -> list[tuple[str, str, str]]:
     """(key, type, meaning) of every key a line can hold, in the order to_dict gives them."""
+    docs = field_docs()
     rows: list[tuple[str, str, str]] = []
-    for name in [*(n for n in FIELD_NAMES if n != "request_class"), "request_class"]:
-        described = FIELD_DOCS[name]
+    for name in [*(n for n in FIELD_NAMES if n != "request_class"), "request_class", *SLICE_FIELDS]:
+        described = docs[name]
         kind = f"{described.type}; absent when null" if described.sparse else described.type
         rows.append((described.key or name, kind, described.meaning))
         rows.extend(described.also)

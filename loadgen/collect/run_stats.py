@@ -29,7 +29,7 @@ import numpy as np
 
 from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Columns
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
-from loadgen.collect.feature_list import FEATURE_STATS
+from loadgen.collect.feature_list import feature_stats
 from loadgen.collect.feature_stats import ChunkValues
 from loadgen.collect.reasoning_stats import ttfat_percentiles
 from loadgen.collect.windows import PhaseWindow, target_rate
@@ -97,7 +97,7 @@ class GroupStats:
         self.sources.update(np.unique(cols.source[rows][told]).tolist())
         latencies = latency_values(cols, rows, status)
         chunk = ChunkValues(status, latencies)
-        for feature in FEATURE_STATS:  # before the core's digests take this chunk
+        for feature in feature_stats():  # before the core's digests take this chunk
             feature.add(self, cols, rows, chunk)
         for name, values in latencies.items():
             self.digests[name].add(values[~np.isnan(values)])
@@ -114,7 +114,7 @@ class GroupStats:
         for phase, latest in other.last_send.items():
             self.last_send[phase] = max(self.last_send.get(phase, latest), latest)
         self.sources |= other.sources
-        for feature in FEATURE_STATS:  # before the core's digests take other's
+        for feature in feature_stats():  # before the core's digests take other's
             feature.merge(self, other)
         for name in LATENCY_METRICS:
             self.digests[name].merge(other.digests[name])
@@ -142,14 +142,14 @@ class GroupStats:
         metrics["ttfat_ms"] = ttfat_percentiles(self, metrics["ttft_ms"])
         metrics["tokens_source"] = self.tokens_source()
         metrics["percentile_method"] = self.method()
-        for feature in FEATURE_STATS:
+        for feature in feature_stats():
             figures = feature.metrics(self, elapsed)
             if figures is not None:  # only a run that saw the feature reports it
                 metrics[feature.key] = figures
         return metrics
 
     def _unpaced_sent(self) -> int:
-        return sum(feature.unpaced_sent(self) for feature in FEATURE_STATS)
+        return sum(feature.unpaced_sent(self) for feature in feature_stats())
 
     def measured_time_s(self, windows: Sequence[PhaseWindow]) -> float:
         """Sum over windows of max(end, last send in that phase) − start.

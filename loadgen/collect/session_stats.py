@@ -139,4 +139,6 @@ def session_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     }
 
 
-SESSION_STATS = FeatureStats(KEY, add_sessions, merge_sessions, session_metrics, unpaced_sent=later_sent)
+SESSION_STATS = FeatureStats(
+    KEY, add_sessions, merge_sessions, session_metrics, unpaced_sent=later_sent, legacy="session_counts"
+)

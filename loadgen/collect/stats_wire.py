@@ -21,6 +21,7 @@ import numpy as np
 from ddsketch import DDSketch
 
 from loadgen.collect.digest import Digest
+from loadgen.collect.feature_list import feature_stats
 from loadgen.collect.run_stats import GroupStats, RunStats
 from loadgen.collect.windows import PhaseWindow
 
@@ -94,21 +95,12 @@ def dump_group(group: GroupStats) -> dict[str, Any]:
     return data
 
 
-# Summaries written before the features' counts shared one field: each had its own.
-_LEGACY_COUNTS = {
-    "prefix_counts": "prefix_cache",
-    "session_counts": "sessions",
-    "reasoning_counts": "reasoning",
-    "tool_counts": "tools",
-    "image_counts": "images",
-}
-
-
 def load_group(data: dict[str, Any]) -> GroupStats:
     group = GroupStats(int(data["budget"]))
-    for old, key in _LEGACY_COUNTS.items():
-        if data.get(old):
-            group.feature_counts[key] = dict(data[old])
+    # Summaries written before the features' counts shared one field: each had its own.
+    for feature in feature_stats():
+        if feature.legacy is not None and data.get(feature.legacy):
+            group.feature_counts[feature.key] = dict(data[feature.legacy])
     for spec in fields(group):
         if spec.name not in data or spec.name == "budget":
             continue  # a field this summary predates keeps its default

@@ -58,4 +58,4 @@ def tool_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     }
 
 
-TOOL_STATS = FeatureStats(KEY, add_tools, merge_tools, tool_metrics)
+TOOL_STATS = FeatureStats(KEY, add_tools, merge_tools, tool_metrics, legacy="tool_counts")

@@ -3,7 +3,7 @@ pass over the lazy plan, each share held as columns), each share's wire form and
 
 Pure (no gevent, no Locust). A share is columns of plain values (msgpack rides Locust's channel):
 one per core field of the planned requests, and per feature that some request of the share has
-(a replayed prompt, a cancel, a prefix, a session, an adapter, images) each request's index into
+(a replayed prompt, a cancel, a prefix, a session, an adapter, the slices' draws) each request's index into
 the feature's distinct values, so a plan without a feature pays nothing for it and one where every
 request shares a value (a session's seed, a prefix group) pays a byte a request. Each phase's
 constants go once per plan, with the worker's share of its concurrency cap.
@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from loadgen.traffic.planned import NO_DRAWS
 from loadgen.traffic.schedule import (
     Cancel,
     PhaseConstants,
@@ -90,7 +91,7 @@ def decode_plan(columns: Mapping[str, Any]) -> PlannedRequests:
     names, classes = columns["classes"], columns["request_class"]
     features = [_decoded(name, columns.get(name)) for name in _FEATURES]
     (prompt_at, prompts), (cancel_at, cancels), (prefix_at, prefixes) = features[:3]
-    (session_at, sessions), (adapter_at, adapters), (images_at, images) = features[3:]
+    (session_at, sessions), (adapter_at, adapters), (drawn_at, drawn) = features[3:]
 
     def each() -> Iterator[PlannedRequest]:
         for i in range(len(ids)):
@@ -108,24 +109,27 @@ def decode_plan(columns: Mapping[str, Any]) -> PlannedRequests:
                 prefixes[prefix_at[i]],
                 sessions[session_at[i]],
                 adapters[adapter_at[i]],
-                images[images_at[i]],
+                drawn[drawn_at[i]],
             )
 
     return PlannedRequests(len(ids), each)
 
 
 _CORE = ("id", "phase", "scheduled_s", "prompt_tokens", "output_tokens", "warmup", "dataset_row")
-# Each feature's value on the wire, and back; a request without it has None (images: 0).
-_FEATURES = ("prompt", "cancel", "prefix", "session", "adapter", "images")
+# Each feature's value on the wire, and back; a request without it has None (the slices' draws:
+# none, NO_DRAWS).
+_FEATURES = ("prompt", "cancel", "prefix", "session", "adapter", "drawn")
 _ENCODE: dict[str, Callable[[Any], Any]] = {
     "cancel": lambda cancel: (cancel.after_s, cancel.after_tokens),
     "prefix": lambda prefix: (prefix.group, prefix.blocks, prefix.block_tokens),
     "session": lambda start: (start.seed, start.script),
+    "drawn": lambda pairs: [list(pair) for pair in pairs],
 }
 _DECODE: dict[str, Callable[[Any], Any]] = {
     "cancel": lambda value: Cancel(value[0], value[1]),
     "prefix": lambda value: Prefix(value[0], None if value[1] is None else tuple(value[1]), value[2]),
     "session": lambda value: SessionStart(value[0], _script(value[1])),
+    "drawn": lambda value: {str(name): int(drawn) for name, drawn in value},
 }
 
 
@@ -161,7 +165,7 @@ class _Columns:
             request.prefix,
             request.session,
             request.adapter,
-            request.images or None,
+            tuple(sorted(request.drawn.items())) or None,  # hashable: distinct values are kept once
         )
         for name, value in zip(_FEATURES, values, strict=True):
             feature = self._features.get(name)
@@ -202,7 +206,7 @@ class _AllOff:
 
 def _decoded(name: str, column: Mapping[str, Any] | None) -> tuple[Any, list[Any]]:
     """A feature's index column and its values as planned (index 0: off)."""
-    off = 0 if name == "images" else None
+    off = NO_DRAWS if name == "drawn" else None
     if column is None:
         return _AllOff(), [off]
     decode = _DECODE.get(name)

@@ -93,8 +93,8 @@ def _entry(line: str, api: str, folder: Path) -> DatasetEntry:
         images = named_images(data, folder)
     except ValueError as exc:
         raise DatasetError(str(exc)) from None
-    if images and not carries(api, "images"):
-        needs = apis_carrying("images")
+    if images and not carries(api, "content_parts"):
+        needs = apis_carrying("content_parts")
         raise DatasetError(f'"image" needs api: {needs} (images are content parts of a chat message)')
     if "prompt" in data:
         if not isinstance(data["prompt"], str) or not data["prompt"].strip():
@@ -260,8 +260,9 @@ class Workload(StrictModel):
     def _images_need_chat(self) -> Workload:
         if self.images is None:
             return self
-        if not carries(self.api, "images"):
-            message = f"images need api: {apis_carrying('images')} (they are content parts of a chat message)"
+        if not carries(self.api, "content_parts"):
+            needs = apis_carrying("content_parts")
+            message = f"images need api: {needs} (they are content parts of a chat message)"
             raise field_error("images", message, None)
         if self.sessions is not None:
             message = "images are not sent with sessions: (a history would send them again each turn)"

@@ -1,6 +1,6 @@
 """What the client does to a search level's requests besides sending them: which it cancels
 (`workload.cancel`), which start with a shared prefix (`workload.prefix`), which LoRA adapter
-each names (`workload.adapters`) and how many images each carries (`workload.images`).
+each names (`workload.adapters`) and what the feature slices draw for each (loadgen.features).
 
 Drawn as the main plan draws them (loadgen.traffic.plan_cancel, plan_prefix), from streams of
 their own seeded from the scenario's seed and the level's index: a level's cancellations and
@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.features import slice_draws
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
-from loadgen.traffic.plan_images import ImageCursor, ImagePlan, image_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
 from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 
@@ -36,8 +36,7 @@ class LevelBehaviour:
         self._prefix: PrefixCursor | None = prefixes.cursor() if prefixes is not None else None
         adapters = AdapterPlan.of(classes, adapter_entropy(seed, level_index))
         self._adapter: AdapterCursor | None = adapters.cursor() if adapters is not None else None
-        images = ImagePlan.of(classes, image_entropy(seed, level_index))
-        self._images: ImageCursor | None = images.cursor() if images is not None else None
+        self._drawn = {name: plan.cursor() for name, plan in slice_draws(classes, seed, level_index).items()}
 
     @property
     def active(self) -> bool:
@@ -45,7 +44,7 @@ class LevelBehaviour:
             self._cancel is not None
             or self._prefix is not None
             or self._adapter is not None
-            or self._images is not None
+            or bool(self._drawn)
         )
 
     def apply(self, requests: Sequence[PlannedRequest]) -> list[PlannedRequest]:
@@ -55,7 +54,7 @@ class LevelBehaviour:
         cancelled = self._cancel.take(classes) if self._cancel is not None else {}
         groups = self._prefix.take(classes).tolist() if self._prefix is not None else None
         adapters = self._adapter.take(classes) if self._adapter is not None else None
-        counts = self._images.take(classes).tolist() if self._images is not None else None
+        drawn = {name: cursor.take(classes).tolist() for name, cursor in self._drawn.items()}
         shaped = []
         for position, request in enumerate(requests):
             changes: dict[str, Any] = {}
@@ -66,7 +65,8 @@ class LevelBehaviour:
                 changes["prefix"] = Prefix(group=groups[position])
             if adapters is not None and adapters[position] is not None:
                 changes["adapter"] = adapters[position]
-            if counts is not None and counts[position]:
-                changes["images"] = counts[position]
+            values = {name: each[position] for name, each in drawn.items() if each[position]}
+            if values:
+                changes["drawn"] = {**request.drawn, **values}
             shaped.append(replace(request, **changes) if changes else request)
         return shaped

@@ -3,23 +3,23 @@
 Each chunk takes its times from the arrival source and as many draws (classes, lengths, dataset
 lines); a trace's rows bring their own lengths, prompts, blocks and conversations, the draws made
 and dropped all the same so every later stream stays where it was. Then each feature drawn from
-a stream of its own (cancel, images, prefix groups) adds its field, and last the adapters, drawn
-in schedule order. loadgen.traffic.schedule positions the streams and owns the order.
+a stream of its own (cancel, prefix groups, the slices' draws) adds its field, and last the
+adapters, drawn in schedule order. loadgen.traffic.schedule positions the streams and owns the order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from loadgen.features.slice import DrawCursor
 from loadgen.inputs.traces import TraceRow
 from loadgen.scenario.model import Workload
 from loadgen.traffic.plan_adapters import AdapterCursor
 from loadgen.traffic.plan_cancel import CancelCursor
 from loadgen.traffic.plan_draws import Drawn, DrawPlan
-from loadgen.traffic.plan_images import ImageCursor
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor
 from loadgen.traffic.plan_streams import ArrivalPlan
 from loadgen.traffic.planned import Cancel, PlannedRequest, Prefix, SessionStart
@@ -39,12 +39,13 @@ class Constants:
 
 @dataclass
 class FeatureSteps:
-    """The features drawn from streams of their own (cancel, images, prefix groups), a chunk at
-    a time in schedule order: each a cursor, None when no class has the feature."""
+    """The features drawn from streams of their own (cancel, prefix groups, the slices' draws by
+    slice name), a chunk at a time in schedule order: each a cursor, None (a slice: absent) when
+    no class has the feature."""
 
     cancel: CancelCursor | None
-    images: ImageCursor | None
     prefix: PrefixCursor | None
+    drawn: Mapping[str, DrawCursor] = field(default_factory=dict)
     groups_made: dict[int, Prefix] = field(default_factory=dict)  # one record per group: shared
 
     def take(self, classes: np.ndarray, trace: bool, lines: list[int]) -> list[Step]:
@@ -55,9 +56,8 @@ class FeatureSteps:
         if self.prefix is not None and not trace:
             groups = self.prefix.take(classes).tolist()
             steps.append(lambda j, planned: self._grouped(planned, groups[j], lines[j]))
-        if self.images is not None:
-            counts = self.images.take(owners).tolist()
-            steps.append(lambda j, planned: replace(planned, images=counts[j]) if counts[j] else planned)
+        for name, cursor in self.drawn.items():
+            steps.append(_drawn_step(name, cursor.take(owners).tolist()))
         if self.cancel is not None:
             cancelled = self.cancel.take(owners)
             steps.append(lambda j, planned: _cancelled(planned, cancelled[j]) if j in cancelled else planned)
@@ -209,6 +209,16 @@ def _with_replies(
             if own is not None:
                 output[j] = own
     return output
+
+
+def _drawn_step(name: str, values: list[int]) -> Step:
+    """The step that sets a slice's drawn values (a request with 0, nothing drawn, stays as is)."""
+
+    def step(j: int, planned: PlannedRequest) -> PlannedRequest:
+        value = values[j]
+        return replace(planned, drawn={**planned.drawn, name: value}) if value else planned
+
+    return step
 
 
 def _cancelled(planned: PlannedRequest, after: tuple[float | None, int | None]) -> PlannedRequest:

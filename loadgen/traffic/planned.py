@@ -1,12 +1,13 @@
 """One planned request and what it carries: its core, and a sub-record per feature.
 
 Pure data, made by the plan (loadgen.traffic.schedule) and read by the users who send it, the
-distributed split and the records. Each feature's field is None (0 for images) when it is off.
+distributed split and the records. Each feature's field is None when it is off; the feature
+slices' values (loadgen.features) are in `drawn`, by slice name, absent when off.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 
@@ -19,6 +20,28 @@ class PhaseConstants:
 
 
 Phases = Mapping[int, PhaseConstants]
+
+
+class _NoDraws(Mapping[str, int]):
+    """The draws of a request no slice drew for: empty, shared, and hashable (so a dataclass
+    takes it as a default; a dict or a read-only proxy of one is neither)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> int:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+
+NO_DRAWS: Mapping[str, int] = _NoDraws()
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +77,8 @@ class SessionStart:
 
 @dataclass(frozen=True, slots=True)
 class PlannedRequest:
-    """One request of the plan: its core, and a sub-record (or value) per feature, None (0 for
-    images) when the feature is off. Its phase's constants are in the plan's `phases`."""
+    """One request of the plan: its core, and a sub-record (or value) per feature, None when the
+    feature is off. Its phase's constants are in the plan's `phases`."""
 
     id: int
     phase: int
@@ -70,4 +93,6 @@ class PlannedRequest:
     prefix: Prefix | None = None
     session: SessionStart | None = None
     adapter: str | None = None  # the LoRA adapter it names as its model (workload.adapters)
-    images: int = 0  # images its chat message carries (workload.images)
+    # What the feature slices drew for it (loadgen.features.slice.Draws), by slice name; a
+    # slice that drew nothing (0) has no key.
+    drawn: Mapping[str, int] = NO_DRAWS

@@ -13,7 +13,7 @@ Which requests the client cancels (`workload.cancel`), and when, is drawn from s
 (loadgen.traffic.plan_cancel): it changes nothing else of the plan.
 Likewise which requests start with a shared prefix (`workload.prefix`), and whose, from streams
 of their own (loadgen.traffic.plan_prefix); a Mooncake trace row carries its blocks (`hash_ids`).
-Likewise each request's image count (`workload.images`, loadgen.traffic.plan_images).
+Likewise each feature slice's draws (loadgen.features: PlannedRequest.drawn).
 
 The plan is not held in memory: `build_schedule` walks the seeded generator once, drawing and
 discarding in bounded chunks, to learn the counts, the windows and where each random stream
@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
+from loadgen.features import slice_draws
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Scenario, Workload
 from loadgen.traffic.plan_adapters import AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelPlan, cancel_entropy
 from loadgen.traffic.plan_draws import plan_draws
-from loadgen.traffic.plan_images import ImagePlan, image_entropy
 from loadgen.traffic.plan_prefix import PrefixPlan, prefix_entropy
 from loadgen.traffic.plan_requests import Constants, FeatureSteps, make_requests, with_adapters
 from loadgen.traffic.plan_streams import Ticker, plan_arrivals
@@ -127,13 +127,13 @@ def build_schedule(
     blocks = [getattr(phase, "block_tokens", 0) for phase in scenario.traffic]  # trace phases'
     sessions = _session_starts(scenario)
     adapters = AdapterPlan.of(scenario.classes, adapter_entropy(scenario.seed))
-    images = ImagePlan.of(scenario.classes, image_entropy(scenario.seed))
+    drawn = slice_draws(scenario.classes, scenario.seed)
 
     def make() -> Iterator[PlannedRequest]:
         steps = FeatureSteps(
             cancel=None if cancels is None else cancels.cursor(),
-            images=None if images is None else images.cursor(),
             prefix=None if prefixes is None else prefixes.cursor(),
+            drawn={name: plan.cursor() for name, plan in drawn.items()},
         )
         requests = make_requests(arrivals, draws, steps, Constants(scenario.warmup, blocks, sessions), chunk)
         return requests if adapters is None else with_adapters(requests, adapters.cursor(), draws, chunk)

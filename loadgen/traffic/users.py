@@ -30,6 +30,8 @@ from orjson import dumps
 
 from kernel.redact import redact
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, set_stream_gaps
+from loadgen.features import attachments
+from loadgen.features.slice import Attached, Attaches
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.line_reader import LineTooLong, head_read, read_answer, read_body
 from loadgen.scenario.model import Workload
@@ -37,7 +39,6 @@ from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.http_send import broken, no_response, post, release, short
-from loadgen.traffic.image_bytes import attached_images, sends_images, warm_workload
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.traffic.schedule import Phases, PlannedRequest
@@ -75,15 +76,16 @@ class RunContext:
     sessions: SessionBook | None = None
     next_turn: Callable[[PlannedRequest], None] | None = None
     classes: dict[str, Workload] = field(init=False, default_factory=dict)
-    imaged: frozenset[str] = field(init=False, default=frozenset())  # classes that send images
+    # The feature slices that attach to requests (loadgen.features): each with its name and the
+    # classes whose requests it attaches to; only those some class has.
+    attaching: tuple[tuple[str, Attaches, frozenset[str]], ...] = field(init=False, default=())
     headers: dict[str, str] = field(init=False, default_factory=dict)
     secrets: tuple[str, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         self.classes = {name: workload for name, _, workload in workload_classes(self.workload)}
-        self.imaged = frozenset(name for name, workload in self.classes.items() if sends_images(workload))
-        for name in self.imaged:
-            warm_workload(self.classes[name])
+        senders = [(name, part, part.senders(self.classes)) for name, part in attachments()]
+        self.attaching = tuple(each for each in senders if each[2])
         # identity: a compressed SSE stream could not be read line by line as it lands
         self.headers = {
             "Accept-Encoding": "identity",
@@ -165,9 +167,14 @@ class OpenAIUser(FastHttpUser):
         thinking = (
             reasoning_tokens_of(workload, planned.request_class, planned.id) if workload.reasoning else 0
         )
-        imaged = planned.request_class in ctx.imaged
-        images, image_count = (
-            attached_images(workload, planned.images, planned.id, entry) if imaged else ([], 0)
+        attached = (
+            [
+                (part, part.attach(workload, planned.drawn.get(name, 0), planned.id, entry))
+                for name, part, classes in ctx.attaching
+                if planned.request_class in classes
+            ]
+            if ctx.attaching
+            else []
         )
         tools = workload.tools is not None
         call = Call(
@@ -177,7 +184,7 @@ class OpenAIUser(FastHttpUser):
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
             messages=entry.messages if entry else history,
-            images=images,
+            content_parts=[p for _, each in attached for p in each.parts] if attached else (),
             reasoning=reasoning_ask(workload, thinking),
             tools=tools_ask(workload, calls_tool(workload, planned.request_class, planned.id)),
         )
@@ -188,12 +195,12 @@ class OpenAIUser(FastHttpUser):
             # A replica's own URL: the pool keeps one connection per host.
             url=(ctx.endpoint.base_url if slot is None else slot.base_url) + path,
             # Serialized here with orjson (a tenth of json's time; megabytes of base64 with
-            # images, whose size is then known) rather than by Locust with json.
+            # media, whose size is then known) rather than by Locust with json.
             data=dumps(body),
             reader=api.reader(think=think, calls=tools, keep_text=history is not None),
             workload=workload,
             entry=entry,
-            images=image_count if imaged else None,
+            attached=attached,
         )
 
     def _exchange(self, prepared: _Prepared, planned: PlannedRequest) -> _Outcome:
@@ -298,8 +305,8 @@ class OpenAIUser(FastHttpUser):
         return record
 
     def _add_features(self, record: RequestRecord, prepared: _Prepared, planned: PlannedRequest) -> None:
-        """The features' fields of the record: tool calls, reasoning, images; a session's turn
-        answered (its next one released)."""
+        """The features' fields of the record: tool calls, reasoning, the slices' attachments; a
+        session's turn answered (its next one released)."""
         ctx, result, streamed = self.run_context, prepared.reader.result, prepared.workload.stream
         if prepared.workload.tools is not None:
             record.tool_calls = len(result.tool_calls)
@@ -310,8 +317,10 @@ class OpenAIUser(FastHttpUser):
                 answer = result.answer_ns
                 record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
                 record.reasoning_ms = result.reasoning_ms()
-        if prepared.images is not None:
-            record.images, record.request_bytes = prepared.images, len(prepared.data)
+        if prepared.attached:
+            record.extra = {}
+            for part, attached in prepared.attached:
+                record.extra.update(part.fields(attached, len(prepared.data)))
         text = prepared.reader.text
         if ctx.sessions is not None and text is not None:  # a session's turn: its reader kept the text
             following = ctx.sessions.answered(planned, record, text, result.tool_calls)
@@ -355,15 +364,15 @@ class OpenAIUser(FastHttpUser):
 
 @dataclass(slots=True)
 class _Prepared:
-    """One request ready to send (OpenAIUser._prepare). `images`: how many it attached (None:
-    its class sends none)."""
+    """One request ready to send (OpenAIUser._prepare). `attached`: what each slice attached to
+    it (empty: its class has none that attaches)."""
 
     url: str
     data: bytes
     reader: AnswerReader
     workload: Workload
     entry: DatasetEntry | None
-    images: int | None
+    attached: list[tuple[Attaches, Attached]]
 
 
 @dataclass(slots=True)

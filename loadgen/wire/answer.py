@@ -15,8 +15,9 @@ from typing import Literal, Protocol
 # tokens/s, e2e: DESIGN's definitions); "latency", one answer of items (e2e, items/s).
 Metrics = Literal["generation", "latency"]
 # What a request can carry beyond a prompt: a conversation (sessions, conversation traces, a
-# dataset's messages), images, tools to call. A scenario that asks for one checks its API has it.
-Part = Literal["messages", "images", "tools"]
+# dataset's messages), content parts beside the text of its last user message (a feature's media,
+# loadgen.features), tools to call. A scenario that asks for one checks its API has it.
+Part = Literal["messages", "content_parts", "tools"]
 
 
 @dataclass

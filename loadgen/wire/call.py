@@ -32,8 +32,8 @@ class ToolsAsk:
 @dataclass(frozen=True, slots=True)
 class Call:
     """One request. `messages`: a conversation sent as given (a session's history, a dataset's
-    entry) instead of `prompt` as one user message; `images`: data URLs attached to the last
-    user message."""
+    entry) instead of `prompt` as one user message; `content_parts`: parts a feature attaches
+    to the last user message after its text, each as the chat API's content part."""
 
     model: str
     prompt: str
@@ -41,6 +41,6 @@ class Call:
     ignore_eos: bool
     stream: bool
     messages: Sequence[Mapping[str, Any]] | None = None
-    images: Sequence[str] = ()
+    content_parts: Sequence[Mapping[str, Any]] = ()
     reasoning: ReasoningAsk | None = None
     tools: ToolsAsk | None = None

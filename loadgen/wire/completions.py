@@ -1,5 +1,5 @@
 """OpenAI's (legacy) completions API (`/v1/completions`): a prompt, no conversation and no
-images; the answer's chunks carry `text`."""
+content parts; the answer's chunks carry `text`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ class CompletionsApi:
     carries: frozenset[Part] = frozenset()
 
     def request(self, call: Call) -> tuple[str, dict[str, Any]]:
-        if call.messages or call.images:
-            raise ValueError("chat messages and images need api: chat")
+        if call.messages or call.content_parts:
+            raise ValueError("chat messages and content parts need api: chat")
         body = shared_fields(call)
         body["prompt"] = call.prompt
         return self.path, body

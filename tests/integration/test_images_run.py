@@ -14,8 +14,8 @@ import numpy as np
 import orjson
 import pytest
 
+from loadgen.features.images.attach import generated_image
 from loadgen.scenario.images import POOL_SIZE
-from loadgen.traffic.image_bytes import generated_image
 from loadgen.traffic.vocabulary import prompt_text
 from tests.cli_helpers import run_cli
 
@@ -115,7 +115,7 @@ def test_images_cost_their_prefill_and_their_bytes_are_counted(tmp_path: Path) -
 def test_a_sharegpt4v_dataset_sends_the_images_beside_it(tmp_path: Path) -> None:
     """Three conversations: one image, two images, and one whose image is not beside the dataset
     (sent as text, `<image>` and all). Each request's usage is its words and its images' tokens."""
-    from loadgen.traffic.image_bytes import noise_pixels, png_bytes
+    from loadgen.features.images.attach import noise_pixels, png_bytes
 
     for name in ("a.png", "b.png", "c.png"):
         (tmp_path / name).write_bytes(png_bytes(noise_pixels(16, 16, len(name))))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.features.images.attach import PNG_SIGNATURE, attached_images, file_url, image_parts, sends_images
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
-from loadgen.traffic.image_bytes import PNG_SIGNATURE, attached_images, file_url, sends_images
 from loadgen.wire.apis import request_body
 from loadgen.wire.call import Call
 
@@ -58,7 +58,14 @@ def test_a_sharegpt4v_conversation_sends_its_image(folder: Path) -> None:
     assert urls[0].startswith("data:image/jpeg;base64,")
     _, body = request_body(
         "chat",
-        Call(model="m", prompt=cat.prompt or "", max_tokens=4, ignore_eos=True, stream=True, images=urls),
+        Call(
+            model="m",
+            prompt=cat.prompt or "",
+            max_tokens=4,
+            ignore_eos=True,
+            stream=True,
+            content_parts=image_parts(urls),
+        ),
     )
     assert body["messages"][0]["content"][0] == {"type": "text", "text": "What is in the picture?"}
 

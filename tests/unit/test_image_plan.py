@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.features.images.plan import image_entropy
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
-from loadgen.traffic.plan_images import image_entropy
 from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
 from tests.unit.eager_schedule import eager_schedule
 
@@ -111,10 +111,10 @@ def test_adding_images_moves_nothing_else_of_the_plan() -> None:
     plain = parse_scenario("\n".join(line for line in MIXED.splitlines() if "images:" not in line))
     plain_plan = list(build_schedule(plain).requests)
     assert plain_plan == eager_schedule(plain).requests
-    assert all(r.images == 0 for r in plain_plan)
+    assert all(r.drawn.get("images", 0) == 0 for r in plain_plan)
     lazy = list(build_schedule(parse_scenario(MIXED), chunk=97).requests)
-    assert any(r.images for r in lazy)
-    assert [dataclasses.replace(r, images=0) for r in lazy] == plain_plan
+    assert any(r.drawn.get("images") for r in lazy)
+    assert [dataclasses.replace(r, drawn={}) for r in lazy] == plain_plan
 
 
 def _eager_counts(scenario: Scenario, requests: list[PlannedRequest]) -> list[int]:
@@ -135,20 +135,22 @@ def _eager_counts(scenario: Scenario, requests: list[PlannedRequest]) -> list[in
 def test_the_lazy_counts_are_one_whole_draw_whatever_the_chunk(chunk: int) -> None:
     scenario = parse_scenario(MIXED)
     requests = list(build_schedule(scenario, chunk=chunk).requests)
-    assert [r.images for r in requests] == _eager_counts(scenario, requests)
+    assert [r.drawn.get("images", 0) for r in requests] == _eager_counts(scenario, requests)
 
 
 def test_the_counts_follow_their_distribution() -> None:
     many = MIXED.replace("rate: 60, duration: 5s", "rate: 3000, duration: 5s")
     requests = list(build_schedule(parse_scenario(many)).requests)
-    assert all(r.images == 0 for r in requests if r.request_class == "plain")
-    vision = np.array([r.images for r in requests if r.request_class == "vision"])
+    assert all(r.drawn.get("images", 0) == 0 for r in requests if r.request_class == "plain")
+    vision = np.array([r.drawn.get("images", 0) for r in requests if r.request_class == "vision"])
     assert set(vision.tolist()) == {0, 1, 2, 3}  # uniform 0..3, zero included
     assert abs(vision.mean() - 1.5) < 4 * np.sqrt(1.25 / vision.size)
-    heavy = np.array([r.images for r in requests if r.request_class == "heavy"])
+    heavy = np.array([r.drawn.get("images", 0) for r in requests if r.request_class == "heavy"])
     assert heavy.min() >= 0 and heavy.max() <= 100 and abs(heavy.mean() - 4) < 0.15
     other = parse_scenario(many.replace("seed: 5", "seed: 6"))
-    assert [r.images for r in build_schedule(other).requests] != [r.images for r in requests]
+    assert [r.drawn.get("images", 0) for r in build_schedule(other).requests] != [
+        r.drawn.get("images", 0) for r in requests
+    ]
 
 
 def test_the_counts_travel_to_workers() -> None:
@@ -163,7 +165,7 @@ def test_a_search_level_draws_its_counts_from_its_own_stream() -> None:
     again = LevelBehaviour(scenario.workload, scenario.seed, 3)
     assert again.active
     in_blocks = again.apply(planned[:150]) + again.apply(planned[150:])
-    assert [r.images for r in once] == [r.images for r in in_blocks]
-    assert {r.images for r in once} == {0, 1, 2, 3}
+    assert [r.drawn.get("images", 0) for r in once] == [r.drawn.get("images", 0) for r in in_blocks]
+    assert {r.drawn.get("images", 0) for r in once} == {0, 1, 2, 3}
     other = LevelBehaviour(scenario.workload, scenario.seed, 4).apply(planned)
-    assert [r.images for r in other] != [r.images for r in once]
+    assert [r.drawn.get("images", 0) for r in other] != [r.drawn.get("images", 0) for r in once]

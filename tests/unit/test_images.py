@@ -21,14 +21,15 @@ from PIL import Image
 from loadgen.collect.columns import columns_of
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import GroupStats
-from loadgen.scenario.images import POOL_SIZE, ImagesSpec
-from loadgen.traffic.image_bytes import (
+from loadgen.features.images.attach import (
     PNG_SIGNATURE,
     generated_image,
+    image_parts,
     noise_pixels,
     png_bytes,
     request_images,
 )
+from loadgen.scenario.images import POOL_SIZE, ImagesSpec
 from loadgen.wire.apis import request_body
 from loadgen.wire.call import Call
 from servers.engines.batching import BatchingEngine
@@ -99,7 +100,14 @@ def test_a_folder_sends_its_files_as_they_are(tmp_path: Path) -> None:
 def test_images_are_image_url_parts_after_the_text() -> None:
     path, body = request_body(
         "chat",
-        Call(model="m", prompt="look", max_tokens=4, ignore_eos=True, stream=True, images=["u1", "u2"]),
+        Call(
+            model="m",
+            prompt="look",
+            max_tokens=4,
+            ignore_eos=True,
+            stream=True,
+            content_parts=image_parts(["u1", "u2"]),
+        ),
     )
     assert path == "/v1/chat/completions"
     assert body["messages"] == [
@@ -114,7 +122,13 @@ def test_images_are_image_url_parts_after_the_text() -> None:
     ]
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "what is this"}]
     call = Call(
-        model="m", prompt="", max_tokens=4, ignore_eos=True, stream=True, messages=messages, images=["u"]
+        model="m",
+        prompt="",
+        max_tokens=4,
+        ignore_eos=True,
+        stream=True,
+        messages=messages,
+        content_parts=image_parts(["u"]),
     )
     _, body = request_body("chat", call)
     assert body["messages"][0] == messages[0]
@@ -127,7 +141,14 @@ def test_images_are_image_url_parts_after_the_text() -> None:
     with pytest.raises(ValueError, match="need api: chat"):
         request_body(
             "completions",
-            Call(model="m", prompt="x", max_tokens=4, ignore_eos=True, stream=True, images=["u"]),
+            Call(
+                model="m",
+                prompt="x",
+                max_tokens=4,
+                ignore_eos=True,
+                stream=True,
+                content_parts=image_parts(["u"]),
+            ),
         )
 
 
@@ -184,7 +205,7 @@ def test_a_text_only_model_answers_400() -> None:
 def _record(i: int, images: int | None, size: int | None, ttft_s: float) -> RequestRecord:
     return RequestRecord(
         id=i, phase=0, scheduled_s=1.0, sent_s=1.0, first_token_s=1.0 + ttft_s, done_s=2.0,
-        output_tokens=4, images=images, request_bytes=size,
+        output_tokens=4, extra=None if images is None else {"images": images, "request_bytes": size},
     )  # fmt: skip
 
 

@@ -29,6 +29,7 @@ LAYERS = (
     "loadgen.collect",  # records and statistics
     "loadgen.evaluate",  # SLOs, knee, capacity, plans, drills: pure
     "loadgen.scenario",  # the scenario model and its validation
+    "loadgen.features",  # the traffic features' slices: draws, request parts, record fields, statistics
     "loadgen.traffic",  # schedules, Locust users, the balancer
     "loadgen.grafana",  # the Grafana API client and dashboard push
     "loadgen.live",  # exporter, progress view, annotations, wiring

@@ -72,7 +72,7 @@ def flat(request: PlannedRequest, phases: Mapping[int, PhaseConstants]) -> tuple
         ),
         *((session.seed, session.script) if session is not None else (None, None)),
         request.adapter,
-        request.images,
+        request.drawn.get("images", 0),  # a slice's draw (loadgen.features.images)
     )
 
 
@@ -127,7 +127,7 @@ def test_a_seeded_plan_is_what_the_flat_planner_made(text: str, count: int, expe
     assert len(requests) == count
     # the case covers every feature
     covered = (
-        {"cancel", "prefix", "session", "adapter", "images"}
+        {"cancel", "prefix", "session", "adapter", "drawn"}  # drawn: the images slice's counts
         if text is FEATURES
         else {"prefix", "session", "prompt"}
     )

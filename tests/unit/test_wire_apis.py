@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from loadgen.features.images.attach import image_parts
 from loadgen.wire.apis import WIRE_APIS, request_body, wire_api
 from loadgen.wire.call import Call, ReasoningAsk, ToolsAsk
 from loadgen.wire.openai_stream import StreamParser, TextStreamParser
@@ -30,7 +31,7 @@ def test_a_chat_call_with_every_ask_is_one_body() -> None:
     call = _call(
         reasoning=ReasoningAsk(effort="low", simulate_tokens=5, simulate_format="reasoning_content"),
         tools=ToolsAsk(tools=TOOLS, choice="auto", simulate_call=True),
-        images=["data:image/png;base64,AA=="],
+        content_parts=image_parts(["data:image/png;base64,AA=="]),
     )
     path, body = request_body("chat", call)
     assert path == "/v1/chat/completions"
@@ -77,7 +78,7 @@ def test_a_reasoning_ask_without_a_length_or_effort_adds_nothing() -> None:
 
 
 def test_a_completion_refuses_what_only_chat_carries() -> None:
-    for asks in ({"messages": [{"role": "user", "content": "x"}]}, {"images": ["u"]}):
+    for asks in ({"messages": [{"role": "user", "content": "x"}]}, {"content_parts": image_parts(["u"])}):
         with pytest.raises(ValueError, match="need api: chat"):
             request_body("completions", _call(**asks))
 

@@ -1,4 +1,5 @@
-"""The images a request carries (`workload.images`, loadgen.scenario.images): bytes and data URLs.
+"""The images a request carries (`workload.images`, loadgen.scenario.images): bytes, data URLs,
+and the slice's attachment (content parts of the request's last user message).
 
 Generated images are random noise from a seed of (width, height, index): the same bytes in every
 run, and a compressed size close to a photo's of that size (a flat image would compress to
@@ -13,11 +14,15 @@ import base64
 import io
 import struct
 import zlib
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from loadgen.collect.field_doc import ExtraValue
+from loadgen.features.slice import Attached
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.scenario.images import IMAGE_SUFFIXES, POOL_SIZE, ImagesSpec, image_files
 from loadgen.scenario.workload import Workload
@@ -126,3 +131,28 @@ def request_images(spec: ImagesSpec, request_id: int, count: int) -> list[str]:
         return [file_url(files[(request_id + j) % len(files)]) for j in range(count)]
     size = (spec.width, spec.height, spec.format)
     return [generated_url(*size, (request_id + j) % POOL_SIZE) for j in range(count)]
+
+
+def image_parts(urls: Sequence[str]) -> list[dict[str, Any]]:
+    """The chat API's content parts for images given as data URLs."""
+    return [{"type": "image_url", "image_url": {"url": url}} for url in urls]
+
+
+class ImageAttachment:
+    """The slice's part of a request (loadgen.features.slice.Attaches)."""
+
+    def senders(self, classes: Mapping[str, Workload]) -> frozenset[str]:
+        named = frozenset(name for name, workload in classes.items() if sends_images(workload))
+        for name in named:
+            warm_workload(classes[name])
+        return named
+
+    def attach(self, workload: Workload, drawn: int, request_id: int, entry: DatasetEntry | None) -> Attached:
+        urls, count = attached_images(workload, drawn, request_id, entry)
+        return Attached(image_parts(urls), count)
+
+    def fields(self, attached: Attached, body_bytes: int) -> dict[str, ExtraValue]:
+        return {"images": attached.count, "request_bytes": body_bytes}
+
+
+IMAGE_ATTACHMENT = ImageAttachment()

@@ -1,7 +1,8 @@
 """Image inputs' figures (`workload.images`): report.json's `metrics.images`.
 
-Kept in a GroupStats (loadgen.collect.run_stats) as simple mergeable values, made only once a
-record of a class with images is seen (a run without images keeps nothing more):
+Kept in a GroupStats (loadgen.collect.run_stats loops over the registered statistics) as simple
+mergeable values, made only once a record of a class with images is seen (a run without images
+keeps nothing more):
 - its counts (`feature_counts["images"]`): the records of classes with images (`requests`),
   their images (`images`), the bytes of their bodies (`bytes`, over the records that were
   sent), and per image count k the records that carried k (`count:k`);
@@ -38,12 +39,12 @@ KEY = "images"  # its object under report.json's `metrics`, and its counts' name
 def add_images(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues) -> None:
     """Take in the selected rows' image figures."""
     ttft_ms = chunk.latencies["ttft_ms"]
-    images = cols.images[rows]
+    images = cols.extra["images"][rows]
     mine = images >= 0
     if not mine.any():
         return
     counts, digests, budget = counts_of(group, KEY), group.digests, group.budget
-    sizes = cols.request_bytes[rows]
+    sizes = cols.extra["request_bytes"][rows]
     sized = mine & ~np.isnan(sizes)
     count(counts, "requests", int(mine.sum()))
     count(counts, "images", int(images[mine].sum()))
@@ -94,4 +95,4 @@ def image_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     }
 
 
-IMAGE_STATS = FeatureStats(KEY, add_images, merge_images, image_metrics)
+IMAGE_STATS = FeatureStats(KEY, add_images, merge_images, image_metrics, legacy="image_counts")

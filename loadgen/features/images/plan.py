@@ -1,4 +1,5 @@
-"""How many images each planned request carries (`workload.images`, loadgen.scenario.images).
+"""How many images each planned request carries (`workload.images`, loadgen.scenario.images):
+the slice's draws, kept in PlannedRequest.drawn["images"].
 
 As the cancel and prefix draws (loadgen.traffic.plan_cancel, plan_prefix), the counts come from
 generators of their own, seeded from the scenario's seed and IMAGE_STREAM, never from the plan's
@@ -14,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loadgen.features.slice import Classes
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.images import ImagesSpec
-from loadgen.scenario.model import Workload
 
 # Mixed into the seed of the image streams ("imag"), apart from the plan's, cancels' and prefixes'.
 IMAGE_STREAM = 0x696D6167
@@ -30,7 +31,7 @@ class ImagePlan:
     entropy: tuple[int, ...]
 
     @classmethod
-    def of(cls, classes: Sequence[tuple[str, float, Workload]], entropy: Sequence[int]) -> ImagePlan | None:
+    def of(cls, classes: Classes, entropy: Sequence[int]) -> ImagePlan | None:
         """None when no class sends images (the plan then draws nothing for them)."""
         specs = tuple(workload.images for _, _, workload in classes)
         if all(spec is None for spec in specs):
@@ -63,3 +64,13 @@ class ImageCursor:
 def image_entropy(seed: int, *more: int) -> tuple[int, ...]:
     """The image streams' seed for a scenario's plan (`more`: e.g. a search level's index)."""
     return (seed, *more, IMAGE_STREAM)
+
+
+class ImageDraws:
+    """The slice's draws (loadgen.features.slice.Draws)."""
+
+    def plan(self, classes: Classes, seed: int, *more: int) -> ImagePlan | None:
+        return ImagePlan.of(classes, image_entropy(seed, *more))
+
+
+IMAGE_DRAWS = ImageDraws()

@@ -1,0 +1,42 @@
+"""The traffic features built as slices: each one package with its plan draws, its part of a
+request, its record fields and its statistics (loadgen.features.slice), registered here.
+
+Between the scenario (whose workload names each slice's model) and the traffic that plans and
+sends requests: the plan, the Locust users and the distributed split loop over SLICES, and the
+record and statistics (loadgen.collect, below) are given each slice's fields and statistics when
+this package is imported, which loadgen's own __init__ does before anything else of it is used. A new feature
+is one package here and one line in SLICES.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from loadgen.collect.slice_registry import register_fields, register_stats
+from loadgen.features.images import IMAGES
+from loadgen.features.slice import Slice
+
+if TYPE_CHECKING:
+    from loadgen.features.slice import Attaches, Classes, DrawPlan
+
+SLICES: tuple[Slice, ...] = (IMAGES,)
+
+
+def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
+    """The draws of the slices some class has, by slice name (`more`: e.g. a level's index)."""
+    plans = {s.name: s.draws().plan(classes, seed, *more) for s in SLICES if s.draws is not None}
+    return {name: plan for name, plan in plans.items() if plan is not None}
+
+
+def attachments() -> tuple[tuple[str, Attaches], ...]:
+    """The slices that attach to a request, with their names."""
+    return tuple((s.name, s.attaches()) for s in SLICES if s.attaches is not None)
+
+
+def _install() -> None:
+    for feature in SLICES:
+        register_fields(feature.fields)
+        register_stats(feature.stats)
+
+
+_install()

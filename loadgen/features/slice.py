@@ -1,0 +1,86 @@
+"""What a traffic feature slice declares, for the core to loop over without naming it.
+
+A slice is one package under loadgen.features: its scenario model stays a field of the workload
+(loadgen.scenario names it, for the YAML and the JSON Schema), and everything else is the slice's:
+- `draws`: the per-request value it draws from a stream of its own (seeded from the scenario's
+  seed and its own constant, never from the plan's generator, so a scenario without the feature
+  plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
+- `attaches`: its contribution to a request (content parts on its last user message);
+- `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
+- `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`).
+Registered in loadgen.features' SLICES (one line a slice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+from loadgen.collect.field_doc import ExtraValue, FieldDoc
+
+if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves costs nothing
+    import numpy as np
+
+    from loadgen.collect.feature_stats import FeatureStats
+    from loadgen.inputs.dataset_entry import DatasetEntry
+    from loadgen.scenario.model import Workload
+
+# The plan's classes as the schedule gives them: (name, weight, workload).
+Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
+
+
+class DrawCursor(Protocol):
+    def take(self, classes: np.ndarray) -> np.ndarray:
+        """The values (int64; 0: nothing drawn) of the next len(classes) requests, given their
+        class indices, in schedule order: a chunk at a time yields what one take of all does."""
+        ...
+
+
+class DrawPlan(Protocol):
+    def cursor(self) -> DrawCursor:
+        """Fresh streams, from the plan's first request."""
+        ...
+
+
+class Draws(Protocol):
+    def plan(self, classes: Classes, seed: int, *more: int) -> DrawPlan | None:
+        """The slice's draws for a plan of `classes` (`more`: e.g. a search level's index);
+        None when no class has the feature (the plan then draws nothing for it)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Attached:
+    """What a slice attached to one request: content parts, and how many things they are."""
+
+    parts: Sequence[Mapping[str, Any]]
+    count: int
+
+
+class Attaches(Protocol):
+    def senders(self, classes: Mapping[str, Workload]) -> frozenset[str]:
+        """The classes (by name) whose requests it attaches to; what they send is made now, so
+        the first requests do not wait for it."""
+        ...
+
+    def attach(self, workload: Workload, drawn: int, request_id: int, entry: DatasetEntry | None) -> Attached:
+        """One request's attachment (`drawn`: its value of the slice's draws, 0 if none)."""
+        ...
+
+    def fields(self, attached: Attached, body_bytes: int) -> dict[str, ExtraValue]:
+        """The record's fields for a request that carried `attached` in a body of that size."""
+        ...
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One traffic feature's parts (module docstring). `name`: its key in PlannedRequest.drawn.
+    Its fields are plain data; the other parts are loaders (a function that imports the part's
+    module), so importing the slices, which every use of loadgen does, imports none of them."""
+
+    name: str
+    fields: Mapping[str, FieldDoc]
+    stats: Callable[[], FeatureStats]
+    draws: Callable[[], Draws] | None = None
+    attaches: Callable[[], Attaches] | None = None

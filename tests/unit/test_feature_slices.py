@@ -1,0 +1,63 @@
+"""A traffic feature built as a slice lives in its own package: the core never names it.
+
+Read from the source: outside its package, a slice's name appears only where the issue that made
+slices leaves it (its scenario model, its report section, a dataset's own lines) and in the one
+registry line of loadgen.features. Images were re-added this way as the check of the seams.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from loadgen.features import SLICES
+
+ROOT = Path(__file__).resolve().parents[2]
+LOADGEN = ROOT / "loadgen"
+# Where a slice may still be named: its YAML model, its report section, the dataset readers.
+NAMED_OUTSIDE = ("scenario", "report", "inputs")
+# The word each slice is found by in the source ("images" and "image" for the images slice).
+STEMS = {"images": "image"}
+
+
+def _mentions(stem: str) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    word = re.compile(stem, re.IGNORECASE)
+    for path in sorted(LOADGEN.rglob("*.py")):
+        lines = [
+            n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if word.search(line)
+        ]
+        if lines:
+            found[str(path.relative_to(LOADGEN))] = lines
+    return found
+
+
+def test_each_slice_is_one_package_and_one_registry_line() -> None:
+    assert SLICES, "no slice registered"
+    for feature in SLICES:
+        package = LOADGEN / "features" / feature.name
+        assert (package / "__init__.py").is_file(), f"slice {feature.name} has no package of its own"
+        mentions = _mentions(STEMS.get(feature.name, feature.name))
+        core = {
+            where: lines
+            for where, lines in mentions.items()
+            if not where.startswith((f"features/{feature.name}/", *(f"{p}/" for p in NAMED_OUTSIDE)))
+        }
+        registry = core.pop("features/__init__.py", [])
+        assert core == {}, f"the core names slice {feature.name}: {core}"
+        assert len(registry) <= 2, (
+            f"loadgen.features names {feature.name} on lines {registry}: its import and entry"
+        )
+
+
+def test_a_slice_reaches_the_record_and_the_statistics_through_its_registration() -> None:
+    from loadgen.collect.feature_list import feature_stats
+    from loadgen.collect.request_record import extra_columns, field_docs, key_rows
+
+    keys = {key for key, _, _ in key_rows()}
+    columns = {name for _, name, _ in extra_columns()}
+    for feature in SLICES:
+        assert feature.stats() in feature_stats()
+        for name, doc in feature.fields.items():
+            assert field_docs()[name] is doc and name in keys
+            assert name.removesuffix("_s") in columns
