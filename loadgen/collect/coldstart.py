@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from loadgen.rundir.run_json import ColdStarts
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class ColdStart:
         return self.first_token if self.first_token is not None else self.ready
 
 
-def summarize_cold_starts(starts: Sequence[ColdStart]) -> dict[str, Any]:
+def summarize_cold_starts(starts: Sequence[ColdStart]) -> ColdStarts:
     """`server.cold_start_s`: `ready`/`first_token` of the first start (the coldest: nothing of
     the server is in the page cache yet), every start in `samples`, and `p50`/`max` of the cold
     start (first token, else ready) over all starts. The `cold_start` SLO checks `max`."""

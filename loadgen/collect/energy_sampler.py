@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import gevent
 import gevent.event
@@ -27,6 +27,7 @@ from loadgen.collect.energy_devices import EnergyPlan, ZeusDevices, plan_energy,
 from loadgen.collect.energy_samples import ZeusMeasurement, device_joules, from_measurement
 from loadgen.collect.resources import next_tick
 from loadgen.rundir.disk import LineFile
+from loadgen.rundir.run_json import EnergySection
 from servers.energy_setting import EnergySetting
 
 SAMPLE_INTERVAL_S = 0.5
@@ -154,7 +155,7 @@ class EnergySampler:
                 self._meter.close()
             self._meter = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> EnergySection:
         """run.json's `energy`: what was decided and done (the report reads it back)."""
         plan, origin = self.plan, self._origin_ns
         idle = None

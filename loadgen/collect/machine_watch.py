@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.collect import machine_timer
+from loadgen.rundir.run_json import MachineStallsSection
 
 _STOP_WAIT_S = 1.0  # the timer ends within one period of its pipe closing
 _PROC_STAT = Path("/proc/stat")
@@ -229,7 +230,9 @@ def _cpu_times() -> dict[int, CpuTimes]:
 MACHINE_STALLS_FILE = "machine-stalls.txt"
 
 
-def machine_summary(machine: MachineStalls | None, origin_ns: int, threshold_ms: float) -> dict[str, Any]:
+def machine_summary(
+    machine: MachineStalls | None, origin_ns: int, threshold_ms: float
+) -> MachineStallsSection:
     """run.json's `machine_stalls`: the stalls of `threshold_ms` or more (the file keeps the
     timer's smaller ones too), and the run clock's zero to read the file with (`origin_ns`)."""
     if machine is None:

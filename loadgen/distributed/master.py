@@ -35,6 +35,7 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.distributed import auth, channel, plan_wire, protocol
 from loadgen.distributed.local import LocalWorkers
 from loadgen.distributed.run_parts import MasterRun
+from loadgen.rundir.run_json import WorkersSection
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
 from loadgen.traffic.session_policy import WORKERS_GRACE_S, SessionPolicy
@@ -63,7 +64,7 @@ class _Worker:
     samples: list[protocol.ClockSample] = field(default_factory=list)
     owned: int = 0
     received: int = 0
-    done: dict[str, Any] | None = None
+    done: protocol.DoneMessage | None = None
     lost: bool = False
     missing_since: float | None = None
     in_flight: int = 0  # its requests in flight, as it last said
@@ -71,11 +72,11 @@ class _Worker:
 
 def run_distributed(
     ctx: MasterRun, options: protocol.DistributedOptions, on_start: OnStart
-) -> dict[str, Any]:
-    """Run the context's schedule on the workers; return `client.workers`. `on_start(t0_ns,
-    in_flight)` is called with the run clock's zero (perf_counter_ns) once the plans are out, and
-    what tells the requests in flight on all workers; what it returns is called when the traffic
-    is over."""
+) -> WorkersSection:
+    """Run the context's schedule on the workers; return run.json's `workers` (the master's
+    address and `client.workers` among them). `on_start(t0_ns, in_flight)` is called with the run
+    clock's zero (perf_counter_ns) once the plans are out, and what tells the requests in flight on
+    all workers; what it returns is called when the traffic is over."""
     logging.getLogger("locust").setLevel(logging.ERROR)
     try:
         secret = auth.worker_secret()
@@ -94,7 +95,7 @@ def _run_master(
     options: protocol.DistributedOptions,
     on_start: OnStart,
     refusals: auth.Refusals,
-) -> dict[str, Any]:
+) -> WorkersSection:
     scenario, schedule, stop, run_dir = ctx.scenario, ctx.schedule, ctx.stop, ctx.run_dir
     assert ctx.endpoint is not None
     summary = options.records == "summary"
@@ -128,7 +129,7 @@ def _run_master(
     def on_done(msg: Any, **_: Any) -> None:
         worker = workers.get(msg.node_id)
         if worker is not None:
-            worker.done = dict(msg.data)
+            worker.done = msg.data  # a DoneMessage (worker_run.py)
 
     def on_in_flight(msg: Any, **_: Any) -> None:
         worker = workers.get(msg.node_id)
@@ -148,7 +149,8 @@ def _run_master(
     finish: Callable[[], None] | None = None
     try:
         pids = local.start()
-        ctx.meta.workers = {"master": f"{options.bind_host}:{port}", "local_pids": pids}
+        started: WorkersSection = {"master": f"{options.bind_host}:{port}", "local_pids": pids}
+        ctx.meta.workers = started
         ctx.save_meta()
         joined = _wait_for_workers(master, options.total, stop, local, refusals)
         for index, client_id in enumerate(joined):
@@ -173,6 +175,7 @@ def _run_master(
     ordered = sorted(workers.values(), key=lambda worker: worker.index)
     offsets = [protocol.clock_offset(worker.samples) for worker in ordered]
     return {
+        **started,
         **protocol.workers_summary(
             [worker.owned for worker in ordered],
             [worker.received for worker in ordered],
@@ -252,7 +255,7 @@ def _send_plans(
         worker.owned = len(share["id"])
         sample = protocol.clock_offset(worker.samples)
         offset_ns = sample.offset_ns if sample is not None else 0
-        plan = {
+        plan: protocol.WorkerPlan = {
             "worker": worker.index,
             "t0_wall_ns": t0_wall_ns + offset_ns,  # in the worker's clock
             "endpoint": {"base_url": endpoint.base_url, "model": endpoint.model, "api_key": endpoint.api_key},

@@ -11,8 +11,8 @@ data: dicts, lists, str, int, float, bool, None.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
 
 from pydantic import TypeAdapter
 
@@ -22,6 +22,7 @@ from loadgen.collect.records import RequestRecord, summarize_itl
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
 from loadgen.inputs.files import BASE_DIR_CONTEXT
+from loadgen.rundir.run_json import LostWorker, WorkersSection
 from loadgen.scenario.workload import Workload, WorkloadField
 
 # master → worker
@@ -40,6 +41,60 @@ RECORDS_MODES: tuple[RecordsMode, ...] = ("all", "summary")
 
 BATCH_RECORDS = 100  # a batch goes out when it holds this many records…
 BATCH_INTERVAL_S = 0.2  # …or when its oldest record has waited this long
+
+
+class EndpointData(TypedDict):
+    base_url: str
+    model: str
+    api_key: str | None
+
+
+class WindowData(TypedDict):
+    """A PhaseWindow on the wire: its fields, in order."""
+
+    index: int
+    kind: str
+    target_rate: float
+    start_s: float
+    end_s: float
+
+
+class WorkerPlan(TypedDict):
+    """MSG_PLAN: one worker's share of the run (master.py sends it, worker_run.py runs it)."""
+
+    worker: int
+    t0_wall_ns: int  # the run clock's zero, in the worker's wall clock
+    endpoint: EndpointData
+    workload: object  # dump_workload's plain data, validated again by load_workload
+    requests: dict[str, Any]  # the share's columns, as plan_wire.split_columns types them
+    phases: list[list[Any]]  # each phase's constants, as plan_wire.encode_phases types them
+    slots: int
+    phase_starts: list[float]
+    duration_s: float
+    records: RecordsMode
+    windows: list[WindowData]
+
+
+class DoneMessage(TypedDict):
+    """MSG_DONE: a worker's share is over; what it sent and the CPU it took."""
+
+    worker: int
+    sent: int
+    cpu_s: float
+    wall_s: float
+    cpu_percent: float | None
+
+
+class WorkerCounts(TypedDict):
+    """report.json's `client.workers`, by worker index (run.json's `workers` holds it too)."""
+
+    count: int
+    requests: list[int]
+    received: list[int]
+    cpu_percent: list[float | None]
+    cpu_s: list[float | None]
+    clock_offset_ms: list[float | None]
+    lost: list[LostWorker]
 
 
 @dataclass(frozen=True)
@@ -82,11 +137,20 @@ def encode_summary(
     return encoded, stats_wire.pack(stats)
 
 
-def encode_windows(windows: Sequence[PhaseWindow]) -> list[dict[str, Any]]:
-    return [asdict(window) for window in windows]
+def encode_windows(windows: Sequence[PhaseWindow]) -> list[WindowData]:
+    return [
+        {
+            "index": window.index,
+            "kind": window.kind,
+            "target_rate": window.target_rate,
+            "start_s": window.start_s,
+            "end_s": window.end_s,
+        }
+        for window in windows
+    ]
 
 
-def decode_windows(data: Sequence[Mapping[str, Any]]) -> list[PhaseWindow]:
+def decode_windows(data: Sequence[WindowData]) -> list[PhaseWindow]:
     return [PhaseWindow(**window) for window in data]
 
 
@@ -146,14 +210,14 @@ def clock_offset(samples: Sequence[ClockSample]) -> ClockSample | None:
 def workers_summary(
     owned: Sequence[int],
     received: Sequence[int],
-    done: Sequence[Mapping[str, Any] | None],
+    done: Sequence[DoneMessage | None],
     offsets_ms: Sequence[float | None],
-) -> dict[str, Any]:
+) -> WorkerCounts:
     """`client.workers` of the report: each worker's share, what came back, its CPU use and clock
     offset, and the workers lost: one that never said it was done lost what it owned and did not
     send back; one that did (a stopped run sends only part of its share) lost what it said it sent
     and never arrived."""
-    lost = []
+    lost: list[LostWorker] = []
     for k, report in enumerate(done):
         expected = owned[k] if report is None else int(report.get("sent", owned[k]))
         if report is None or received[k] < expected:
@@ -169,9 +233,9 @@ def workers_summary(
     }
 
 
-def workers_error(workers: Mapping[str, Any] | None) -> str | None:
+def workers_error(workers: WorkerCounts | WorkersSection | None) -> str | None:
     """The run error a lost worker makes (a gate must not pass on missing data), or None."""
-    lost = list((workers or {}).get("lost") or [])
+    lost = [] if workers is None else list(workers.get("lost") or [])
     if workers is None or not lost:
         return None
     count = sum(int(entry["requests_lost"]) for entry in lost)
@@ -181,7 +245,7 @@ def workers_error(workers: Mapping[str, Any] | None) -> str | None:
     )
 
 
-def max_worker_cpu(workers: Mapping[str, Any]) -> float | None:
+def max_worker_cpu(workers: WorkerCounts | WorkersSection) -> float | None:
     values = [value for value in workers.get("cpu_percent") or [] if value is not None]
     return max(values, default=None)
 

@@ -86,18 +86,18 @@ def _join_and_run(master_host: str, master_port: int, secret: str | None, stop: 
         runner.quit()
 
 
-def _wait_plan(plan: gevent.event.AsyncResult, stop: gevent.event.Event) -> dict[str, Any] | None:
+def _wait_plan(plan: gevent.event.AsyncResult, stop: gevent.event.Event) -> protocol.WorkerPlan | None:
     deadline = time.monotonic() + PLAN_TIMEOUT_S
     while not plan.ready():
         if stop.wait(0.05):
             return None
         if time.monotonic() > deadline:
             raise WorkerError(f"the master sent no plan within {PLAN_TIMEOUT_S:g}s")
-    data: dict[str, Any] = plan.get()
+    data: protocol.WorkerPlan = plan.get()  # as master.py's _send_plans made it
     return data
 
 
-def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Event) -> None:
+def _run_share(runner: WorkerRunner, data: protocol.WorkerPlan, stop: gevent.event.Event) -> None:
     worker = int(data["worker"])
     endpoint = Endpoint(**data["endpoint"])
     register_secret(endpoint.api_key)  # the server's key came with the plan: never print it
@@ -159,16 +159,14 @@ def _run_share(runner: WorkerRunner, data: dict[str, Any], stop: gevent.event.Ev
             flusher.kill()
             send(batcher.drain())
             tell_in_flight(0)
-    runner.send_message(
-        protocol.MSG_DONE,
-        {
-            "worker": worker,
-            "sent": sent,
-            "cpu_s": round(cpu.cpu_s, 3),
-            "wall_s": round(cpu.wall_s, 3),
-            "cpu_percent": cpu.percent,
-        },
-    )
+    done: protocol.DoneMessage = {
+        "worker": worker,
+        "sent": sent,
+        "cpu_s": round(cpu.cpu_s, 3),
+        "wall_s": round(cpu.wall_s, 3),
+        "cpu_percent": cpu.percent,
+    }
+    runner.send_message(protocol.MSG_DONE, dict(done))  # Locust's signature wants a plain dict
 
 
 def _watch_master(runner: WorkerRunner, stop: gevent.event.Event, quit_event: gevent.event.Event) -> None:

@@ -15,6 +15,7 @@ from loadgen.environments.confidence import PlanTerms
 from loadgen.evaluate.replicas import PlanOn
 from loadgen.report.model import Report
 from loadgen.report.model.evaluation import Over
+from loadgen.rundir.run_json import DeclaredPowerData, EnvironmentSection
 
 SCHEMA_VERSION = 1
 Verdict = Literal["recommend", "none", "error"]
@@ -67,9 +68,18 @@ class EnvironmentMeta:
             power=DeclaredPower.of(found.get("power")),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """run.json's `environment`, as JSON data."""
-        return asdict(self)
+    def to_dict(self) -> EnvironmentSection:
+        """run.json's `environment`, as JSON data (its fields in order)."""
+        power: DeclaredPowerData | None = None
+        if self.power is not None:
+            power = {"watts_per_replica": self.power.watts_per_replica, "source": self.power.source}
+        return {
+            "name": self.name,
+            "notes": self.notes,
+            "cost_per_replica_hour": self.cost_per_replica_hour,
+            "optional": self.optional,
+            "power": power,
+        }
 
 
 @dataclass(frozen=True)

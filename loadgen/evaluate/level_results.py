@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from kernel.strict import StrictModel
@@ -20,6 +20,7 @@ from loadgen.evaluate.parts import Measured
 from loadgen.evaluate.precision import Batches, check_statuses, mean_interval, median_life_s, slo_intervals
 from loadgen.evaluate.slo import ClassSLOSpec, SLOResult, SLOSpec, check_slos
 from loadgen.evaluate.throughput import goodput, served
+from loadgen.rundir.run_json import LevelEntry
 
 LevelRole = Literal["search", "verify", "verify_one_fewer", "drill"]
 # Fewer completions than this in a half window and drift is not judged (too noisy to tell).
@@ -52,9 +53,21 @@ class LevelWindow:
     def phase_window(self) -> PhaseWindow:
         return PhaseWindow(self.index, self.over, self.target_rate or 0.0, self.start_s, self.end_s)
 
-    def to_dict(self) -> dict[str, Any]:
-        """One entry of run.json's `levels`."""
-        return asdict(self)
+    def to_dict(self) -> LevelEntry:
+        """One entry of run.json's `levels`: the fields, in their order."""
+        return {
+            "index": self.index,
+            "level": self.level,
+            "over": self.over,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "target_rate": self.target_rate,
+            "trial": self.trial,
+            "role": self.role,
+            "replicas": self.replicas,
+            "extended": self.extended,
+            "cpu_percent": self.cpu_percent,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LevelWindow:

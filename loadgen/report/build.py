@@ -20,6 +20,7 @@ from loadgen.distributed.protocol import workers_error
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 from loadgen.report.model import Report, Verdict
 from loadgen.report.rejudge import Answers, LateView, MemoryLateView, rejudge_client, slo_answers
+from loadgen.rundir.run_json import WorkersSection
 from loadgen.scenario.model import Scenario
 
 SCHEMA_VERSION = 1
@@ -110,7 +111,7 @@ class RunFacts:
     server: Mapping[str, Any]
     run_error: str | None = None
     client_cpu_percent: float | None = None  # the load generator's, during the traffic
-    workers: Mapping[str, Any] | None = None  # a distributed run's `client.workers`
+    workers: WorkersSection | None = None  # a distributed run's `client.workers`
     # What held the load generator's loop, and the machine's stalls (run.json; None: not watched).
     client_stalls: Mapping[str, Any] | None = None
     machine_stalls: Mapping[str, Any] | None = None

@@ -35,6 +35,7 @@ from loadgen.report.safe_write import write_formats
 from loadgen.report.scan import ChunkHook, scan_records
 from loadgen.report.search_report import build_search_report
 from loadgen.rundir.folder import RunMeta
+from loadgen.rundir.run_json import ClientStallsSection
 from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
@@ -157,7 +158,7 @@ def _facts(
 
 
 def _client_stalls(
-    run_dir: Path, summary: dict[str, Any] | None, machine: tuple[tuple[float, float], ...]
+    run_dir: Path, summary: ClientStallsSection | None, machine: tuple[tuple[float, float], ...]
 ) -> dict[str, Any] | None:
     """run.json's `client_stalls`, with how many of them the machine's own stalls overlapped."""
     if summary is None:

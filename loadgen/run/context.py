@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import gevent
 import gevent.event
@@ -32,6 +31,7 @@ from loadgen.evaluate.capacity import rate_unit
 from loadgen.live.observers import Observers, PhaseInfo, RunInfo
 from loadgen.run.guards import RunGuards
 from loadgen.rundir.folder import RunMeta, create_run_dir, utc_now, write_scenario
+from loadgen.rundir.run_json import EnvironmentSection, ServerSection
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import phase_label
 from loadgen.traffic.schedule import Schedule
@@ -80,7 +80,7 @@ class RunContext:
         observers: Observers,
         out_dir: Path | None = None,
         run_dir: Path | None = None,
-        environment: dict[str, Any] | None = None,
+        environment: EnvironmentSection | None = None,
     ) -> RunContext:
         """A fresh `<UTC>-<name>` folder under `out_dir` (or exactly `run_dir`), the validated
         scenario and run.json in it, the writers and samplers ready, the observers told."""
@@ -191,7 +191,7 @@ class RunContext:
         self.meta.save(self.run_dir, self.guards.fault.fail)
 
 
-def _server_section(scenario: Scenario) -> dict[str, Any]:
+def _server_section(scenario: Scenario) -> ServerSection:
     return {
         "kind": scenario.server_config.kind,
         "cold_start_s": summarize_cold_starts([]),

@@ -25,6 +25,7 @@ import numpy as np
 from loadgen.evaluate.curve import Over
 from loadgen.run.fleet import Fleet, FleetError
 from loadgen.run.level_runner import LevelRunner
+from loadgen.rundir.run_json import DrillEntry, FleetAtStart, ReplicaStart
 from loadgen.scenario.model import Scenario, VerifySpec
 from loadgen.scenario.phases import Phase, RampPhase
 from loadgen.scenario.verify_spec import Drill, KillDrill, RollingRestartDrill, ScaleUpDrill
@@ -65,9 +66,9 @@ class DrillRun:
         return self.fleet.startup_timeout_s + 3 * self.balancer.health_interval_s
 
 
-def run_drills(run: DrillRun) -> list[dict[str, Any]]:
+def run_drills(run: DrillRun) -> list[DrillEntry]:
     """Every drill of `verify.drills` in order; run.json's `verify.drills`."""
-    setups: list[dict[str, Any]] = []
+    setups: list[DrillEntry] = []
     run.balancer.start_probing()
     try:
         for drill in run.spec.drills:
@@ -92,7 +93,7 @@ def make_whole(run: DrillRun, count: int) -> None:
         raise FleetError(f"replicas {missing} did not come back in rotation before the drill")
 
 
-def start_replacement(run: DrillRun, number: int, starts: list[dict[str, Any]]) -> bool:
+def start_replacement(run: DrillRun, number: int, starts: list[ReplicaStart]) -> bool:
     """Start a server for slot `number` (events start → ready; the probe puts it in rotation)."""
     balancer = run.balancer
     started_s = run.now()
@@ -213,21 +214,33 @@ def _steady(run: DrillRun, rate: float) -> Phase | None:
     return arrival_phase(search.arrival, rate, 1.0, search.max_concurrency)
 
 
-def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
+@dataclass
+class DrillNotes:
+    """What a drill's setup learns from its disruption as it goes (run.json keeps both)."""
+
+    from_replicas: int | None = None  # scale_up: the replicas it started with
+    unfinished: str | None = None  # why the disruption did not finish within the drill
+
+
+def _run_one(run: DrillRun, drill: Drill) -> DrillEntry:
     warmup = drill.warmup if drill.warmup is not None else run.warmup_s
     balancer = run.balancer
-    starts: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {}
+    starts: list[ReplicaStart] = []
+    notes = DrillNotes()
     if isinstance(drill, KillDrill):
         level = _kill_level(run, drill, warmup, starts)
     elif isinstance(drill, RollingRestartDrill):
-        level = _rolling_level(run, drill, warmup, starts, extra)
+        level = _rolling_level(run, drill, warmup, starts, notes)
     else:
-        level = _scale_level(run, drill, warmup, starts, extra)
+        level = _scale_level(run, drill, warmup, starts, notes)
     first_event = len(balancer.events)  # a scale-up's stops before its level are not its events
     serving = [slot.number for slot in balancer.slots if run.fleet.serving(slot.number)]
     # A serving replica is a ready one: the fleet returns a start only once it is ready.
-    initial = {"up": serving, "ready": serving, "in_rotation": [slot.number for slot in balancer.rotation()]}
+    initial: FleetAtStart = {
+        "up": serving,
+        "ready": serving,
+        "in_rotation": [slot.number for slot in balancer.rotation()],
+    }
     duration = sum(seconds for _, seconds in level.pieces)
     run.say(f"drill {drill.label}: {drill.kind} at the peak over {run.count} replica(s)")
     window = run.levels.run(
@@ -241,7 +254,7 @@ def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
     )
     level.finish()
     events = list(balancer.events[first_event:])
-    setup: dict[str, Any] = {
+    setup: DrillEntry = {
         "name": drill.label,
         "kind": drill.kind,
         "phase": window.index,
@@ -250,7 +263,7 @@ def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
         "rate": run.peak,
         "unit": run.unit,
         "replicas": run.count,
-        "from_replicas": extra.get("from_replicas"),
+        "from_replicas": notes.from_replicas,
         "max_violation_s": drill.max_violation_s,
         "planned_requests": level.released,
         "balance": balancer.policy,
@@ -259,12 +272,12 @@ def _run_one(run: DrillRun, drill: Drill) -> dict[str, Any]:
         "initial": initial,
         "events": events,
         "replica_starts": starts,
-        "unfinished": extra.get("unfinished"),
+        "unfinished": notes.unfinished,
     }
     return setup
 
 
-def _kill_level(run: DrillRun, drill: KillDrill, warmup: float, starts: list[dict[str, Any]]) -> DrillLevel:
+def _kill_level(run: DrillRun, drill: KillDrill, warmup: float, starts: list[ReplicaStart]) -> DrillLevel:
     measured = drill.duration if drill.duration is not None else run.duration_s
     at = drill.at if drill.at is not None else measured / 2
     victim = min(drill.replica or run.count, run.count)
@@ -287,8 +300,8 @@ def _rolling_level(
     run: DrillRun,
     drill: RollingRestartDrill,
     warmup: float,
-    starts: list[dict[str, Any]],
-    extra: dict[str, Any],
+    starts: list[ReplicaStart],
+    notes: DrillNotes,
 ) -> DrillLevel:
     per_replica = drill.drain + 3 * run.slowest_start_s + 2 * run.balancer.health_interval_s
     timeout = drill.timeout if drill.timeout is not None else run.count * per_replica
@@ -311,9 +324,7 @@ def _rolling_level(
             if run.now() > deadline_s:
                 break
         if done < run.count:
-            extra["unfinished"] = (
-                f"the rollout restarted {done} of {run.count} replicas before the drill ended"
-            )
+            notes.unfinished = f"the rollout restarted {done} of {run.count} replicas before the drill ended"
         else:
             run.balancer.note(None, "rollout_done")
             run.say(f"drill {drill.label}: all {run.count} replicas restarted")
@@ -324,11 +335,11 @@ def _rolling_level(
 
 
 def _scale_level(
-    run: DrillRun, drill: ScaleUpDrill, warmup: float, starts: list[dict[str, Any]], extra: dict[str, Any]
+    run: DrillRun, drill: ScaleUpDrill, warmup: float, starts: list[ReplicaStart], notes: DrillNotes
 ) -> DrillLevel:
     first = drill.from_replicas or max(1, run.count - run.redundancy)
     first = min(first, run.count)
-    extra["from_replicas"] = first
+    notes.from_replicas = first
     for number in range(first + 1, run.count + 1):  # the fleet starts small: the rest are stopped
         run.balancer.hold_out(number, "terminate")
         run.fleet.terminate(number)

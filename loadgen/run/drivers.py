@@ -89,7 +89,7 @@ class DistributedDriver:
             raise RunAborted(str(exc)) from None
         finally:
             ctx.observers.traffic_finished()
-        ctx.meta.workers = {**(ctx.meta.workers or {}), **summary}
+        ctx.meta.workers = summary
         ctx.meta.client_cpu_percent = max_worker_cpu(summary)
 
 
@@ -178,7 +178,8 @@ def _fleet(ctx: RunContext, verify: VerifySpec) -> Fleet:
 
 def _slowest_start(ctx: RunContext) -> float:
     """The server's slowest cold start in this run (0 when it was not spawned)."""
-    return float((ctx.meta.server.get("cold_start_s") or {}).get("max") or 0.0)
+    cold = ctx.meta.server.get("cold_start_s")
+    return float((None if cold is None else cold.get("max")) or 0.0)
 
 
 def driver_for(ctx: RunContext, workers: DistributedOptions | None) -> Driver:

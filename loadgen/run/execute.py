@@ -12,7 +12,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import gevent
 import gevent.event
@@ -29,6 +28,7 @@ from loadgen.run.context import RunContext
 from loadgen.run.drivers import driver_for
 from loadgen.run.server_start import RunAborted, cold_starts
 from loadgen.rundir.disk import check_run_dir_writable
+from loadgen.rundir.run_json import EnvironmentSection
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule, build_schedule
 from servers.cpus import CLIENT_CORES, PinningError, client_cores, pin_this_process, pinning_summary
@@ -49,7 +49,7 @@ def run_scenario(
     observers: Sequence[RunObserver] = (),
     workers: DistributedOptions | None = None,
     run_dir: Path | None = None,
-    environment: dict[str, Any] | None = None,
+    environment: EnvironmentSection | None = None,
 ) -> RunResult:
     """`workers`: run the traffic on worker processes (loadgen.distributed); None: in this one.
     `run_dir`: this (new) folder instead of a fresh `<UTC>-<name>` one under `out_dir`;

@@ -17,6 +17,7 @@ import gevent
 
 from loadgen.collect.records import RequestRecord
 from loadgen.run.faults import RunFault
+from loadgen.rundir.run_json import ServerExitInfo
 from servers.adapter import Adapter, ServerExit
 
 POLL_INTERVAL_S = 0.1
@@ -36,7 +37,7 @@ class ServerDeath:
         said = f" (its log's last line: {last[:160]})" if last else ""
         return f"{self.name} {self.ended.describe()}{when}{said}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ServerExitInfo:
         tail = "\n".join(self.ended.log_tail.splitlines()[-LOG_TAIL_LINES:])
         return {"name": self.name, "exit_code": self.ended.code, "at_s": self.at_s, "log_tail": tail}
 

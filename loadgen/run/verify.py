@@ -9,16 +9,17 @@ from the records (loadgen.evaluate.plan.verification), like every other number.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import gevent.event
 
 from loadgen.evaluate.curve import Over
+from loadgen.evaluate.level_results import LevelRole
 from loadgen.evaluate.plan import Plan, ReplicaPlan
 from loadgen.fmt import format_number
 from loadgen.run.drill_levels import DrillRun, run_drills
 from loadgen.run.fleet import Fleet, FleetError
 from loadgen.run.level_runner import LevelRunner
+from loadgen.rundir.run_json import FleetEvent, VerifyEvents, VerifySection
 from loadgen.scenario.model import Scenario, VerifySpec
 from loadgen.traffic.balancer import Balancer
 from servers.adapter import Endpoint
@@ -39,7 +40,7 @@ def verify_plan(
     before_drills: Callable[[], None] = lambda: None,
     stop: gevent.event.Event | None = None,
     slowest_start_s: float = 0.0,
-) -> dict[str, Any]:
+) -> VerifySection:
     """Run the plan; `start_replica(n)` starts replica n (2, 3, …) and returns its endpoint.
     `fleet` drives the drills (`before_drills` first: deaths from here on are theirs)."""
     if not isinstance(plan, ReplicaPlan):
@@ -64,7 +65,7 @@ def verify_plan(
     warmup = spec.warmup if spec.warmup is not None else levels.spec.level_warmup
     replicas = _replicas(levels, spec, count, starts, start_replica, say, fleet)
     unit = plan.sized.unit  # sessions/s when the levels' arrivals are sessions
-    setup: dict[str, Any] = {
+    setup: VerifySection = {
         "replicas": count,
         "peak_rate": peak,
         "duration_s": duration,
@@ -73,11 +74,12 @@ def verify_plan(
     }
     say(f"verify: {format_number(peak)} {unit} over {count} replica(s), {spec.balance}")
     # The balancer's moves (a replica out of rotation and back) in the calm runs too.
-    setup["events"] = {"verify": _run_level(levels, spec, peak, duration, warmup, "verify", replicas)}
+    events: VerifyEvents = {"verify": _run_level(levels, spec, peak, duration, warmup, "verify", replicas)}
+    setup["events"] = events
     if spec.one_fewer and count > 1:
         say(f"verify: {format_number(peak)} {unit} over {count - 1} replica(s) (one fewer)")
         fewer = replicas[:-1]
-        setup["events"]["verify_one_fewer"] = _run_level(
+        events["verify_one_fewer"] = _run_level(
             levels, spec, peak, duration, warmup, "verify_one_fewer", fewer
         )
     if spec.drills and fleet is not None and not (stop is not None and stop.is_set()):
@@ -147,9 +149,9 @@ def _run_level(
     peak: float,
     duration: float,
     warmup: float,
-    role: Any,
+    role: LevelRole,
     replicas: Sequence[tuple[Endpoint, str | None]],
-) -> list[dict[str, Any]]:
+) -> list[FleetEvent]:
     """Run one calm level behind its own balancer; return the balancer's events."""
     balancer = _balancer(levels, spec, replicas)
     balancer.start_probing()

@@ -14,12 +14,21 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel
 
 from loadgen.rundir.disk import DiskError, disk_reason
+from loadgen.rundir.run_json import (
+    ClientStallsSection,
+    EnergySection,
+    EnvironmentSection,
+    LevelEntry,
+    MachineStallsSection,
+    ServerSection,
+    VerifySection,
+    WorkersSection,
+)
 
 RUN_META = "run.json"
 
@@ -30,24 +39,24 @@ class RunMeta:
     finished: bool = False
     duration_s: float = 0.0
     run_error: str | None = None
-    server: dict[str, Any] = field(default_factory=dict)
+    server: ServerSection = field(default_factory=ServerSection)
     client_cpu_percent: float | None = None  # the load generator's CPU use during the traffic
     # Search runs: every level run's window (LevelWindow.to_dict), the peak rate the replica plan
     # used, and the verification's setup (or why it was skipped). Reports are recomputed from these.
-    levels: list[dict[str, Any]] = field(default_factory=list)
+    levels: list[LevelEntry] = field(default_factory=list)
     peak_rate: float | None = None
-    verify: dict[str, Any] | None = None
+    verify: VerifySection | None = None
     # Distributed runs (--workers): the master's address, local worker pids, then client.workers.
-    workers: dict[str, Any] | None = None
+    workers: WorkersSection | None = None
     # A run of one compared environment: {name, notes, cost_per_replica_hour, optional, power}.
-    environment: dict[str, Any] | None = None
+    environment: EnvironmentSection | None = None
     # What the energy sampler decided and did (loadgen.collect.energy_sampler.describe): the
     # devices counted or why none, the idle span; the figures come from energy.jsonl.
-    energy: dict[str, Any] | None = None
+    energy: EnergySection | None = None
     # What held the load generator's own loop during the traffic (its StallWatch's summary), and
     # the machine's own stalls on its cores (its reference timer's: loadgen.collect.machine_watch).
-    client_stalls: dict[str, Any] | None = None
-    machine_stalls: dict[str, Any] | None = None
+    client_stalls: ClientStallsSection | None = None
+    machine_stalls: MachineStallsSection | None = None
 
     def save(self, run_dir: Path, on_failure: Callable[[str], None] | None = None) -> bool:
         """Write run.json atomically (a crash never leaves half a file); False when the disk

@@ -25,6 +25,7 @@ import gevent
 import gevent.pool
 
 from loadgen.collect.records import RequestRecord
+from loadgen.rundir.run_json import FleetEvent
 from loadgen.scenario.sessions import session_of
 from loadgen.scenario.verify_spec import BalancePolicy
 from servers.adapter import Endpoint
@@ -62,7 +63,7 @@ class Balancer:
     health_interval_s: float
     clock: Callable[[], float]  # seconds on the run clock
     slots: list[Slot] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[FleetEvent] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._turn = itertools.count()
@@ -150,9 +151,15 @@ class Balancer:
         slot.endpoint, slot.ready_url = endpoint, ready_url
         slot.held_out, slot.in_rotation, slot.failures = False, False, 0
 
-    def note(self, number: int | None, event: str, **extra: Any) -> None:
-        entry: dict[str, Any] = {"t_s": round(self.clock(), 4), "replica": number, "event": event}
-        entry.update({key: value for key, value in extra.items() if value is not None})
+    def note(
+        self, number: int | None, event: str, *, in_flight: int | None = None, detail: str | None = None
+    ) -> None:
+        """One fleet event now; `in_flight` and `detail` written only where known."""
+        entry: FleetEvent = {"t_s": round(self.clock(), 4), "replica": number, "event": event}
+        if in_flight is not None:
+            entry["in_flight"] = in_flight
+        if detail is not None:
+            entry["detail"] = detail
         self.events.append(entry)
 
     # ---- active health checking ---------------------------------------------------------------

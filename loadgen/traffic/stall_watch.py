@@ -26,13 +26,15 @@ import contextlib
 import gc
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter_ns
 from typing import IO, Any
 
 import gevent
 import greenlet  # ships no type information (pyproject.toml: ignore_missing_imports)
+
+from loadgen.rundir.run_json import GcPasses, StallCounts
 
 CLIENT_STALLS_FILE = "client-stalls.jsonl"
 
@@ -45,6 +47,9 @@ class GcTally:
     total_ms: float
     max_ms: float
 
+    def to_dict(self) -> GcPasses:
+        return {"collections": self.collections, "total_ms": self.total_ms, "max_ms": self.max_ms}
+
 
 @dataclass(frozen=True)
 class StallSummary:
@@ -54,13 +59,13 @@ class StallSummary:
     total_ms_by_cause: dict[str, float]
     gc: dict[int, GcTally]  # every collection (not only stalls), by generation
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StallCounts:
         return {
             "count": self.count,
             "max_ms": self.max_ms,
             "by_cause": dict(self.by_cause),
             "total_ms_by_cause": dict(self.total_ms_by_cause),
-            "gc": {str(gen): asdict(t) for gen, t in self.gc.items()},
+            "gc": {str(gen): t.to_dict() for gen, t in self.gc.items()},
         }
 
 

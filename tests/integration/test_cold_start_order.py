@@ -66,10 +66,11 @@ def test_energy_and_scraping_start_after_the_last_starts_first_token(
         ctx.close()
     samples = ctx.meta.server["cold_start_s"]["samples"]
     assert len(samples) == 2 and spawned_ns is not None
-    last = samples[-1]
+    ready, first_token = samples[-1]["ready"], samples[-1]["first_token"]
+    assert ready is not None and first_token is not None
     # The first token comes a TTFT after the probe is sent: had any started before the probe,
     # it would be ~50 ms before the first token (its stamp is rounded to 0.1 ms: 1 ms of slack).
-    first_token_ns = spawned_ns + round(last["first_token"] * 1e9)
-    assert last["first_token"] - last["ready"] >= TTFT_MS / 1000 * 0.9
+    first_token_ns = spawned_ns + round(first_token * 1e9)
+    assert first_token - ready >= TTFT_MS / 1000 * 0.9
     assert set(began) == {"resources", "energy", "scraper"}
     assert all(at > first_token_ns - 1_000_000 for at in began.values()), (began, first_token_ns)

@@ -124,24 +124,30 @@ def test_clock_offset_uses_the_shortest_round_trip() -> None:
 
 
 def test_summary_counts_what_a_lost_worker_never_sent() -> None:
-    done = {"cpu_percent": 12.5, "cpu_s": 1.0}
+    done = _done(sent=100, cpu_percent=12.5)
     summary = protocol.workers_summary([100, 100], [100, 37], [done, None], [0.01, None])
     assert summary["lost"] == [{"worker": 1, "requests_lost": 63}]
     assert protocol.max_worker_cpu(summary) == 12.5
     reason = protocol.workers_error(summary)
     assert reason is not None and "63 requests never came back" in reason
+    done = _done(sent=10, cpu_percent=12.5)
     whole = protocol.workers_summary([10, 10], [10, 10], [done, replace_cpu(done, 20.0)], [0.0, 0.0])
     assert whole["lost"] == [] and protocol.workers_error(whole) is None
     assert protocol.max_worker_cpu(whole) == 20.0
 
 
 def test_a_stopped_worker_loses_only_what_it_sent_and_never_arrived() -> None:
-    stopped = {"sent": 40, "cpu_percent": 5.0, "cpu_s": 0.5}
+    stopped = _done(sent=40, cpu_percent=5.0)
     summary = protocol.workers_summary([100, 100], [40, 38], [stopped, {**stopped, "sent": 40}], [0.0, 0.0])
     assert summary["lost"] == [{"worker": 1, "requests_lost": 2}]
 
 
-def replace_cpu(done: dict[str, float], cpu: float) -> dict[str, float]:
+def _done(sent: int, cpu_percent: float) -> protocol.DoneMessage:
+    """A worker's MSG_DONE, as worker_run sends it."""
+    return {"worker": 0, "sent": sent, "cpu_s": 1.0, "wall_s": 8.0, "cpu_percent": cpu_percent}
+
+
+def replace_cpu(done: protocol.DoneMessage, cpu: float) -> protocol.DoneMessage:
     return {**done, "cpu_percent": cpu}
 
 

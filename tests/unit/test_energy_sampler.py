@@ -124,7 +124,9 @@ def test_the_sampler_writes_back_to_back_windows_the_idle_span_and_run_json(tmp_
     described = sampler.describe()
     assert described["measured"] is True and described["reason"] is None
     assert described["devices"] == ["gpu0"] and described["source"] == "zeus 0.16.0"
-    start, end = described["idle_s"]
+    idle = described["idle_s"]
+    assert idle is not None
+    start, end = idle
     assert end - start == pytest.approx(0.3, abs=0.05) and end <= 0  # idle ends before t0
     assert described["samples"] == len(samples) and meters[0].closed
     # The exporter got each window's watts and the running total of joules.

@@ -19,6 +19,7 @@ from loadgen.report.html.run_report import render_run_html
 from loadgen.report.model import Report
 from loadgen.report.render import render_reports
 from loadgen.rundir.folder import RunMeta, write_scenario
+from loadgen.rundir.run_json import ColdStarts
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.schedule import build_schedule
 from tests.unit import report_samples as samples
@@ -97,7 +98,13 @@ def _run_folder(tmp_path: Path) -> tuple[Path, Any, Any, RunMeta]:
                 "histograms": {},
             }
             handle.write(json.dumps(line) + "\n")
-    cold = {"ready": 0.5, "first_token": 0.6, "samples": [{"ready": 0.5, "first_token": 0.6}], "max": 0.6}
+    cold: ColdStarts = {
+        "ready": 0.5,
+        "first_token": 0.6,
+        "samples": [{"ready": 0.5, "first_token": 0.6}],
+        "p50": 0.6,
+        "max": 0.6,
+    }
     meta = RunMeta(
         started_at="2026-01-01T00:00:00+00:00",
         finished=True,
