@@ -17,7 +17,7 @@ import numpy as np
 
 from loadgen.collect.itl_codec import ITL_KEY, itl_array, record_itl_array
 from loadgen.collect.records import RequestRecord, is_failure
-from loadgen.collect.request_record import PLAIN_COLUMNS, ColumnKind, extra_columns
+from loadgen.collect.request_record import PLAIN_COLUMNS, ColumnKind, answer_after_fields, extra_columns
 
 STATUS_CODES = {"ok": 0, "error": 1, "timeout": 2, "cancelled": 3}
 OK, ERROR, TIMEOUT, CANCELLED = 0, 1, 2, 3  # an unknown status reads as ERROR
@@ -56,15 +56,11 @@ class Columns:
     session_turns: np.ndarray  # int64
     session_start: np.ndarray  # float64
     # Reasoning streams (loadgen.collect.reasoning_stats): when the first answer token came (the
-    # first token unless reasoning or a tool call came first; NaN: no answer), the reasoning
-    # tokens and the reasoning time (NaN: no reasoning).
+    # first token unless reasoning or a slice's answer_after part came first; NaN: no answer),
+    # the reasoning tokens and the reasoning time (NaN: no reasoning).
     first_answer: np.ndarray  # float64
     reasoning_tokens: np.ndarray  # float64
     reasoning_ms: np.ndarray  # float64
-    # Requests that offered tools (loadgen.collect.tool_stats): calls made, and those whose
-    # arguments parse (NaN: no tools offered).
-    tool_calls: np.ndarray  # float64
-    tool_calls_valid: np.ndarray  # float64
     # Agent sessions (loadgen.collect.session_stats): the step in its turn (0 elsewhere), the
     # tool latency waited before it (NaN elsewhere), and whether another step followed it.
     step: np.ndarray  # int64
@@ -100,6 +96,8 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
     status = [data.get("status", "ok") for data in chunk]
     kinds = [data.get("error_kind") for data in chunk]
     gaps, counts = _chunk_gaps(chunk)
+    extra = {name: _READERS[kind](chunk, key) for key, name, kind in extra_columns()}
+    later = [extra[name.removesuffix("_s")] for name in answer_after_fields()]
     return Columns(
         **plain,
         status=np.fromiter((STATUS_CODES.get(value, ERROR) for value in status), np.int8, len(chunk)),
@@ -116,9 +114,7 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
         itl=gaps,
         itl_owner=np.repeat(np.arange(len(chunk), dtype=np.int64), counts),
         prefixed=np.fromiter((data.get("prefix_group") is not None for data in chunk), bool, len(chunk)),
-        first_answer=_first_answer(
-            chunk, plain["first_token"], plain["reasoning_tokens"], plain["tool_calls"]
-        ),
+        first_answer=_first_answer(chunk, plain["first_token"], plain["reasoning_tokens"], later),
         adapter=np.fromiter(
             (
                 -1 if (name := data.get("adapter")) is None else adapters.setdefault(name, len(adapters))
@@ -128,7 +124,7 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
             len(chunk),
         ),
         adapter_names=tuple(adapters),
-        extra={name: _READERS[kind](chunk, key) for key, name, kind in extra_columns()},
+        extra=extra,
     )
 
 
@@ -145,12 +141,18 @@ def _flags(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
 
 
 def _first_answer(
-    chunk: Sequence[Mapping[str, Any]], first_token: np.ndarray, reasoning: np.ndarray, calls: np.ndarray
+    chunk: Sequence[Mapping[str, Any]],
+    first_token: np.ndarray,
+    reasoning: np.ndarray,
+    later: list[np.ndarray],
 ) -> np.ndarray:
     """A record names its first answer only when it differs from its first token; one with
-    reasoning or tool calls and no such time got no answer (NaN) (records.first_answer_s)."""
+    reasoning, or a slice's answer_after field set (tool calls), and no such time got no answer
+    (NaN) (records.first_answer_s)."""
     answer = _times(chunk, "first_answer_s")
-    called = np.nan_to_num(calls) > 0
+    called = np.zeros(len(chunk), dtype=bool)
+    for values in later:
+        called |= np.nan_to_num(values) > 0
     if np.isnan(answer).all() and np.isnan(reasoning).all() and not called.any():
         return first_token  # a plain run: every answer began with the first token
     plain = np.isnan(answer) & np.isnan(reasoning) & ~called

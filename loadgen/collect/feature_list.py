@@ -9,9 +9,8 @@ from loadgen.collect.prefix_stats import PREFIX_STATS
 from loadgen.collect.reasoning_stats import REASONING_STATS
 from loadgen.collect.session_stats import SESSION_STATS
 from loadgen.collect.slice_registry import SLICE_STATS
-from loadgen.collect.tool_stats import TOOL_STATS
 
-CORE_STATS: tuple[FeatureStats, ...] = (PREFIX_STATS, REASONING_STATS, TOOL_STATS, SESSION_STATS)
+CORE_STATS: tuple[FeatureStats, ...] = (PREFIX_STATS, REASONING_STATS, SESSION_STATS)
 _loaded: list[tuple[FeatureStats, ...]] = []  # the whole list, once the slices' are loaded
 
 

@@ -29,6 +29,9 @@ class FieldDoc:
     column: ColumnKind | None = None  # read into a column of the same name (less `_s`) as is
     key: str | None = None  # its key in a line, when not its name
     also: tuple[tuple[str, str, str], ...] = ()  # (key, type, meaning): other keys it is written as
+    # Where set and non-zero, the stream's first token may not have been its answer (a tool call
+    # came first): its first answer is then `first_answer_s`, None for none (records.first_answer_s).
+    answer_after: bool = False
 
 
 def doc(

@@ -22,7 +22,7 @@ import orjson
 from loadgen.collect.itl_codec import pack_micros
 from loadgen.collect.record_files import RecordLines, line_file
 from loadgen.collect.request_record import NOT_FAILED as NOT_FAILED
-from loadgen.collect.request_record import PACKED_GAPS
+from loadgen.collect.request_record import PACKED_GAPS, answer_after_fields
 from loadgen.collect.request_record import ErrorKind as ErrorKind
 from loadgen.collect.request_record import RequestRecord as RequestRecord
 from loadgen.collect.request_record import Status as Status
@@ -34,11 +34,17 @@ ITL_LIST_LIMIT = 4096
 
 
 def first_answer_s(record: RequestRecord) -> float | None:
-    """When the record's first answer token came: named where it is not the first token (reasoning
-    or a tool call came first); None where reasoning or tool calls came and no answer."""
-    if record.first_answer_s is not None or record.reasoning_tokens is not None or record.tool_calls:
+    """When the record's first answer token came: named where it is not the first token (reasoning,
+    or a slice's part such as a tool call, came first); None where those came and no answer."""
+    if record.first_answer_s is not None or record.reasoning_tokens is not None or answered_after(record):
         return record.first_answer_s
     return record.first_token_s
+
+
+def answered_after(record: RequestRecord) -> bool:
+    """Whether a slice's field says the answer may have come after the first token (answer_after)."""
+    extra = record.extra
+    return extra is not None and any(extra.get(name) for name in answer_after_fields())
 
 
 def stream_gaps(chunk_ns: list[int], limit: int = ITL_LIST_LIMIT) -> list[float] | dict[str, float]:

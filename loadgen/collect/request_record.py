@@ -243,26 +243,6 @@ class RequestRecord:
             column="number",
         ),
     )
-    tool_calls: int | None = field(
-        default=None,
-        metadata=doc(
-            "integer",
-            "[tool calls](scenario.md#tool-calls) the answer made; absent: the request offered no tools",
-            feature="tools",
-            sparse=True,
-            column="number",
-        ),
-    )
-    tool_calls_valid: int | None = field(
-        default=None,
-        metadata=doc(
-            "integer",
-            "of those, the calls whose arguments parse as a JSON object",
-            feature="tools",
-            sparse=True,
-            column="number",
-        ),
-    )
     step: int | None = field(
         default=None,
         metadata=doc(
@@ -391,6 +371,11 @@ PLAIN_COLUMNS = _plain(CORE_DOCS)
 def extra_columns() -> list[tuple[str, str, ColumnKind]]:
     """PLAIN_COLUMNS of the slices' fields (loadgen.collect.slice_registry): Columns.extra."""
     return _plain(SLICE_FIELDS)
+
+
+def answer_after_fields() -> list[str]:
+    """The slices' fields whose non-zero value means the first token may not have been the answer."""
+    return [name for name, described in SLICE_FIELDS.items() if described.answer_after]
 
 
 def field_docs() -> dict[str, FieldDoc]:

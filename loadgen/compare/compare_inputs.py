@@ -21,7 +21,7 @@ import pydantic
 from loadgen.collect.columns import columns_of
 from loadgen.collect.reasoning_stats import ttfat_values
 from loadgen.collect.record_files import records_file
-from loadgen.collect.records import RequestRecord, is_failure, read_records
+from loadgen.collect.records import RequestRecord, answered_after, is_failure, read_records
 from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.stats import elapsed_ms, present, tpot_ms
 from loadgen.collect.timeline import Timeline
@@ -223,7 +223,7 @@ def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:
         "tpot": LatencySample.single(present([tpot_ms(r) for r in ok])),
         "e2e": LatencySample.single(present([elapsed_ms(r.done_s, r.scheduled_s) for r in ok])),
     }
-    if any(r.first_answer_s is not None or r.reasoning_tokens is not None or r.tool_calls for r in ok):
+    if any(r.first_answer_s is not None or r.reasoning_tokens is not None or answered_after(r) for r in ok):
         # The report's own values: an answer that began with the first token is timed there, a
         # stream that reasoned and never answered is left out (NaN).
         cols = columns_of(ok)

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 from loadgen.collect.slice_registry import register_fields, register_stats
 from loadgen.features.images import IMAGES
 from loadgen.features.slice import Slice
+from loadgen.features.tools import TOOLS
 
 if TYPE_CHECKING:
     from loadgen.features.slice import Attaches, Classes, DrawPlan
 
-SLICES: tuple[Slice, ...] = (IMAGES,)
+SLICES: tuple[Slice, ...] = (TOOLS, IMAGES)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:

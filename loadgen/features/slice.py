@@ -5,7 +5,9 @@ A slice is one package under loadgen.features: its scenario model stays a field 
 - `draws`: the per-request value it draws from a stream of its own (seeded from the scenario's
   seed and its own constant, never from the plan's generator, so a scenario without the feature
   plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
-- `attaches`: its contribution to a request (content parts on its last user message);
+- `attaches`: its contribution to a request (content parts on its last user message, tools to
+  offer), and the record's fields once the answer is read;
+- `counters`: the live counters (/metrics) its record fields add to;
 - `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
 - `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`).
 Registered in loadgen.features' SLICES (one line a slice).
@@ -25,6 +27,8 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.collect.feature_stats import FeatureStats
     from loadgen.inputs.dataset_entry import DatasetEntry
     from loadgen.scenario.model import Workload
+    from loadgen.wire.answer import StreamResult
+    from loadgen.wire.call import ToolsAsk
 
 # The plan's classes as the schedule gives them: (name, weight, workload).
 Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
@@ -52,10 +56,23 @@ class Draws(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Attached:
-    """What a slice attached to one request: content parts, and how many things they are."""
+    """What a slice added to one request, in the wire's terms (loadgen.wire.call.Call): content
+    parts and how many things they are, tools to offer (their calls are then read and kept)."""
 
-    parts: Sequence[Mapping[str, Any]]
-    count: int
+    parts: Sequence[Mapping[str, Any]] = ()
+    count: int = 0
+    tools: ToolsAsk | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Asking:
+    """The request a slice attaches to: its class, id, its value of the slice's draws (0: none)
+    and its dataset entry (None: not from a dataset)."""
+
+    request_class: str
+    request_id: int
+    drawn: int
+    entry: DatasetEntry | None
 
 
 class Attaches(Protocol):
@@ -64,13 +81,23 @@ class Attaches(Protocol):
         the first requests do not wait for it."""
         ...
 
-    def attach(self, workload: Workload, drawn: int, request_id: int, entry: DatasetEntry | None) -> Attached:
-        """One request's attachment (`drawn`: its value of the slice's draws, 0 if none)."""
+    def attach(self, workload: Workload, asking: Asking) -> Attached:
+        """One request's part."""
         ...
 
-    def fields(self, attached: Attached, body_bytes: int) -> dict[str, ExtraValue]:
-        """The record's fields for a request that carried `attached` in a body of that size."""
+    def fields(self, attached: Attached, body_bytes: int, answer: StreamResult) -> dict[str, ExtraValue]:
+        """The record's fields for a request that carried `attached` in a body of that size and
+        was answered so (what the API's reader made of the answer)."""
         ...
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A live counter (/metrics, per phase and class): the sum of a record field of the slice."""
+
+    name: str  # without `_total`
+    help: str
+    field: str
 
 
 @dataclass(frozen=True)
@@ -84,3 +111,4 @@ class Slice:
     stats: Callable[[], FeatureStats]
     draws: Callable[[], Draws] | None = None
     attaches: Callable[[], Attaches] | None = None
+    counters: tuple[Counter, ...] = ()

@@ -41,9 +41,9 @@ from loadgen.live.metric_names import (
     RUN_GAUGES,
     RUN_INFO,
     RUN_LABELS,
+    SLICE_COUNTERS,
     SLO_THRESHOLD,
     STATUSES,
-    TOOL_CALLS,
     TTFAT_SECONDS,
     TTFT_SECONDS,
 )
@@ -88,7 +88,8 @@ class _Series:
     output_tokens: float = 0.0
     prompt_tokens: float = 0.0
     reasoning_tokens: float = 0.0
-    tool_calls: float = 0.0
+    # The feature slices' counters (metric_names.SLICE_COUNTERS), by name.
+    counted: dict[str, float] = field(default_factory=lambda: {c.name: 0.0 for c in SLICE_COUNTERS})
 
 
 def _answer_end(record: RequestRecord) -> float | None:
@@ -156,7 +157,10 @@ class LiveMetrics(Collector):
             if answer_end is not None:
                 series.histograms[TTFAT_SECONDS].observe(answer_end - record.scheduled_s)
             series.reasoning_tokens += record.reasoning_tokens or 0
-            series.tool_calls += record.tool_calls or 0
+            if record.extra:
+                for counter in SLICE_COUNTERS:
+                    value = record.extra.get(counter.field)
+                    series.counted[counter.name] += value if isinstance(value, int | float) else 0
             if record.done_s is not None and record.status != "cancelled":
                 series.histograms[E2E_SECONDS].observe(record.done_s - record.scheduled_s)
             if isinstance(record.itl_ms, list):
@@ -206,7 +210,7 @@ class LiveMetrics(Collector):
         output = CounterMetricFamily(OUTPUT_TOKENS, HELP[OUTPUT_TOKENS], labels=REQUEST_LABELS)
         prompt = CounterMetricFamily(PROMPT_TOKENS, HELP[PROMPT_TOKENS], labels=REQUEST_LABELS)
         reasoning = CounterMetricFamily(REASONING_TOKENS, HELP[REASONING_TOKENS], labels=REQUEST_LABELS)
-        calls = CounterMetricFamily(TOOL_CALLS, HELP[TOOL_CALLS], labels=REQUEST_LABELS)
+        counted = [CounterMetricFamily(c.name, HELP[c.name], labels=REQUEST_LABELS) for c in SLICE_COUNTERS]
         for (phase, request_class), series in sorted(self._series.items()):
             labels = [*run, phase, request_class]
             for name, histogram in series.histograms.items():
@@ -216,9 +220,10 @@ class LiveMetrics(Collector):
             output.add_metric(labels, series.output_tokens)
             prompt.add_metric(labels, series.prompt_tokens)
             reasoning.add_metric(labels, series.reasoning_tokens)
-            calls.add_metric(labels, series.tool_calls)
+            for family in counted:
+                family.add_metric(labels, series.counted[family.name])
         yield from histograms.values()
-        yield from (requests, output, prompt, reasoning, calls)
+        yield from (requests, output, prompt, reasoning, *counted)
         if self._adapters:
             adapters = HistogramMetricFamily(
                 ADAPTER_TTFT_SECONDS, HELP[ADAPTER_TTFT_SECONDS], labels=ADAPTER_LABELS

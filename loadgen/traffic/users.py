@@ -31,7 +31,7 @@ from orjson import dumps
 from kernel.redact import redact
 from loadgen.collect.records import ErrorKind, RequestRecord, Status, set_stream_gaps
 from loadgen.features import attachments
-from loadgen.features.slice import Attached, Attaches
+from loadgen.features.slice import Asking, Attached, Attaches
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.line_reader import LineTooLong, head_read, read_answer, read_body
 from loadgen.scenario.model import Workload
@@ -44,7 +44,6 @@ from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.session_book import SessionBook
 from loadgen.traffic.stream_sweeper import loop_sweeper
-from loadgen.traffic.tool_request import calls_tool, tools_ask
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
 from loadgen.wire.call import Call
@@ -167,16 +166,8 @@ class OpenAIUser(FastHttpUser):
         thinking = (
             reasoning_tokens_of(workload, planned.request_class, planned.id) if workload.reasoning else 0
         )
-        attached = (
-            [
-                (part, part.attach(workload, planned.drawn.get(name, 0), planned.id, entry))
-                for name, part, classes in ctx.attaching
-                if planned.request_class in classes
-            ]
-            if ctx.attaching
-            else []
-        )
-        tools = workload.tools is not None
+        attached = self._attached(workload, planned, entry) if ctx.attaching else []
+        tools = next((each.tools for _, each in attached if each.tools is not None), None)
         call = Call(
             model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
@@ -186,7 +177,7 @@ class OpenAIUser(FastHttpUser):
             messages=entry.messages if entry else history,
             content_parts=[p for _, each in attached for p in each.parts] if attached else (),
             reasoning=reasoning_ask(workload, thinking),
-            tools=tools_ask(workload, calls_tool(workload, planned.request_class, planned.id)),
+            tools=tools,
         )
         api = wire_api(workload.api)
         path, body = api.request(call)
@@ -197,11 +188,21 @@ class OpenAIUser(FastHttpUser):
             # Serialized here with orjson (a tenth of json's time; megabytes of base64 with
             # media, whose size is then known) rather than by Locust with json.
             data=dumps(body),
-            reader=api.reader(think=think, calls=tools, keep_text=history is not None),
+            reader=api.reader(think=think, calls=tools is not None, keep_text=history is not None),
             workload=workload,
             entry=entry,
             attached=attached,
         )
+
+    def _attached(
+        self, workload: Workload, planned: PlannedRequest, entry: DatasetEntry | None
+    ) -> list[tuple[Attaches, Attached]]:
+        """What each slice that attaches to the request's class adds to it."""
+        return [
+            (part, part.attach(workload, _asking(planned, name, entry)))
+            for name, part, classes in self.run_context.attaching
+            if planned.request_class in classes
+        ]
 
     def _exchange(self, prepared: _Prepared, planned: PlannedRequest) -> _Outcome:
         """Send, read the answer, and sort how it ended. One timer bounds the whole request;
@@ -305,12 +306,9 @@ class OpenAIUser(FastHttpUser):
         return record
 
     def _add_features(self, record: RequestRecord, prepared: _Prepared, planned: PlannedRequest) -> None:
-        """The features' fields of the record: tool calls, reasoning, the slices' attachments; a
-        session's turn answered (its next one released)."""
+        """The features' fields of the record: reasoning, the slices' (each from what it attached
+        and the answer); a session's turn answered (its next one released)."""
         ctx, result, streamed = self.run_context, prepared.reader.result, prepared.workload.stream
-        if prepared.workload.tools is not None:
-            record.tool_calls = len(result.tool_calls)
-            record.tool_calls_valid = sum(call.valid for call in result.tool_calls.values())
         if result.reasoning_chunks or result.usage_reasoning_tokens or result.tool_call_chunks:
             record.reasoning_tokens = result.reasoning_tokens
             if streamed:
@@ -320,7 +318,7 @@ class OpenAIUser(FastHttpUser):
         if prepared.attached:
             record.extra = {}
             for part, attached in prepared.attached:
-                record.extra.update(part.fields(attached, len(prepared.data)))
+                record.extra.update(part.fields(attached, len(prepared.data), result))
         text = prepared.reader.text
         if ctx.sessions is not None and text is not None:  # a session's turn: its reader kept the text
             following = ctx.sessions.answered(planned, record, text, result.tool_calls)
@@ -360,6 +358,11 @@ class OpenAIUser(FastHttpUser):
         if ctx.sessions is not None:  # a failed turn ends its session: the record says which
             ctx.sessions.answered(ticket.planned, record, "")
         return record
+
+
+def _asking(planned: PlannedRequest, name: str, entry: DatasetEntry | None) -> Asking:
+    """The request as slice `name` sees it."""
+    return Asking(planned.request_class, planned.id, planned.drawn.get(name, 0), entry)
 
 
 @dataclass(slots=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from loadgen.features.tools.ask import calls_tool
 from loadgen.scenario.loader import parse_scenario
-from loadgen.traffic.tool_request import calls_tool
 from tests.cli_helpers import run_cli
 
 TOOL_LATENCY_S, RESULT_WORDS, MAX_STEPS = 0.08, 30, 2

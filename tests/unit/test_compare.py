@@ -233,7 +233,7 @@ def _thinking(index: int, thought_ms: float | None) -> RequestRecord:
 def test_ttfat_is_sampled_from_when_each_answer_began():
     # A reasoning answer at its first_answer_s; a plain one (no reasoning, no tool call) at its
     # first token; one that reasoned and never answered is left out, as in the report.
-    plain, tool = _record(1, 4.0), replace(_record(2, 4.0), tool_calls=1, first_answer_s=None)
+    plain, tool = _record(1, 4.0), replace(_record(2, 4.0), extra={"tool_calls": 1}, first_answer_s=None)
     samples = latency_samples([_thinking(0, 80.0), plain, _thinking(3, None), tool])
     assert samples["ttfat"].per_request == pytest.approx([100.0, 20.0])
     assert samples["ttft"].per_request == pytest.approx([20.0, 20.0, 20.0, 20.0])

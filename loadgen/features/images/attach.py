@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from loadgen.collect.field_doc import ExtraValue
-from loadgen.features.slice import Attached
+from loadgen.features.slice import Asking, Attached
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.scenario.images import IMAGE_SUFFIXES, POOL_SIZE, ImagesSpec, image_files
 from loadgen.scenario.workload import Workload
+from loadgen.wire.answer import StreamResult
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _MIME = {"png": "image/png", "jpeg": "image/jpeg"}
@@ -147,11 +148,11 @@ class ImageAttachment:
             warm_workload(classes[name])
         return named
 
-    def attach(self, workload: Workload, drawn: int, request_id: int, entry: DatasetEntry | None) -> Attached:
-        urls, count = attached_images(workload, drawn, request_id, entry)
+    def attach(self, workload: Workload, asking: Asking) -> Attached:
+        urls, count = attached_images(workload, asking.drawn, asking.request_id, asking.entry)
         return Attached(image_parts(urls), count)
 
-    def fields(self, attached: Attached, body_bytes: int) -> dict[str, ExtraValue]:
+    def fields(self, attached: Attached, body_bytes: int, answer: StreamResult) -> dict[str, ExtraValue]:
         return {"images": attached.count, "request_bytes": body_bytes}
 
 

@@ -1,6 +1,7 @@
 """Requests that offered tools (`workload.tools`): report.json's `metrics.tools`.
 
-Plain mergeable counts in a GroupStats' `feature_counts["tools"]` (loadgen.collect.run_stats), made only once
+Plain mergeable counts in a GroupStats' `feature_counts["tools"]` (loadgen.collect.run_stats), made only
+once
 a record that offered tools is seen: requests that offered them, those answered with a call, the
 calls made and the calls whose arguments parse as a JSON object.
 """
@@ -26,7 +27,7 @@ KEY = "tools"  # its object under report.json's `metrics`, and its counts' name
 
 
 def add_tools(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues) -> None:
-    calls = cols.tool_calls[rows]
+    calls = cols.extra["tool_calls"][rows]
     offered = ~np.isnan(calls)
     if not offered.any():
         return
@@ -34,7 +35,7 @@ def add_tools(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues)
     count(counts, "offered", int(offered.sum()))
     count(counts, "calling", int((calls[offered] > 0).sum()))
     count(counts, "calls", int(calls[offered].sum()))
-    count(counts, "valid", int(np.nan_to_num(cols.tool_calls_valid[rows][offered]).sum()))
+    count(counts, "valid", int(np.nan_to_num(cols.extra["tool_calls_valid"][rows][offered]).sum()))
 
 
 def merge_tools(group: Group, other: Group) -> None:

@@ -1,0 +1,32 @@
+"""Tool calls (`workload.tools`, loadgen.scenario.tools): requests offer tools (ask), the calls
+their answers make are recorded (record), counted live and summed up as report.json's
+`metrics.tools` (stats)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from loadgen.features.slice import Counter, Slice
+from loadgen.features.tools.record import TOOL_FIELDS
+
+if TYPE_CHECKING:
+    from loadgen.collect.feature_stats import FeatureStats
+    from loadgen.features.slice import Attaches
+
+
+def _stats() -> FeatureStats:
+    from loadgen.features.tools.stats import TOOL_STATS
+
+    return TOOL_STATS
+
+
+def _attaches() -> Attaches:
+    from loadgen.features.tools.ask import TOOL_OFFER
+
+    return TOOL_OFFER
+
+
+CALLS = Counter(
+    "loadtest_tool_calls", "Tool calls the answers made (requests that offered tools)", "tool_calls"
+)
+TOOLS = Slice("tools", TOOL_FIELDS, _stats, attaches=_attaches, counters=(CALLS,))
