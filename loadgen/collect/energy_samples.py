@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 ENERGY_FILE = "energy.jsonl"
 
@@ -27,6 +27,14 @@ class ZeusMeasurement(Protocol):
     gpu_energy: dict[int, float]
     cpu_energy: dict[int, float] | None
     dram_energy: dict[int, float] | None
+
+
+class EnergyLine(TypedDict):
+    """A line of energy.jsonl."""
+
+    t_s: float
+    dt_s: float
+    joules: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -41,11 +49,12 @@ class EnergySample:
     def start_s(self) -> float:
         return self.t_s - self.dt_s
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EnergyLine:
         return {"t_s": self.t_s, "dt_s": self.dt_s, "joules": dict(self.joules)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EnergySample:
+        """A line as read (JSON, unchecked: an EnergyLine when this tool wrote it)."""
         joules = data["joules"]
         if not isinstance(joules, Mapping):
             raise TypeError("joules is not a mapping")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -29,6 +29,10 @@ VARIANT_WORDS: dict[Variant, str] = {
     "as_sent": "with their latencies reduced by their lag",
     "left_out": "with them left out",
 }
+
+# A requests.jsonl line as read, before RequestRecord.from_dict checks it (the one-pass report's
+# chunks): free-form, only `warmup`, `lag_ms` and `scheduled_s` are read here.
+RecordLine = Mapping[str, Any]
 
 # The client is behind, not stalled, when its lag grows: one stretch of late sends a second long
 # (a stall of our own or the machine's is milliseconds), or late stretches covering a quarter of
@@ -43,6 +47,19 @@ SUSTAINED_SHARE = 0.25
 SUSTAINED_SEND_SHARE = 0.5
 # Late sends kept for their times; a run with more is behind, whatever their times say.
 MAX_KEPT = 100_000
+
+
+class LateSendsData(TypedDict):
+    """report.json's `client.late_sends`, less `depends` (loadgen.report.rejudge adds it)."""
+
+    bound_ms: float
+    count: int
+    lag_min_ms: float | None
+    lag_max_ms: float | None
+    longest_stretch_s: float
+    late_share: float
+    send_share: float
+    sustained: bool
 
 
 @dataclass(frozen=True)
@@ -105,7 +122,7 @@ class LateSends:
         span = low if low == high else f"{low}–{high}"
         return f"{self.count} send{'s were' if self.count != 1 else ' was'} {span} ms late"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> LateSendsData:
         return {
             "bound_ms": self.bound_ms,
             "count": self.count,
@@ -146,7 +163,7 @@ class LateSendScan:
             self._lag.append(lag_ms[late])
             self._kept += count
 
-    def offer(self, chunk: Sequence[Mapping[str, Any]]) -> None:
+    def offer(self, chunk: Sequence[RecordLine]) -> None:
         """A chunk of raw record dicts, as read from requests.jsonl."""
         counted = [data for data in chunk if not data.get("warmup")]
         lag = np.fromiter((data.get("lag_ms") or 0.0 for data in counted), np.float64, len(counted))
@@ -206,11 +223,9 @@ def merge_spans(starts: np.ndarray, ends: np.ndarray) -> tuple[tuple[float, floa
     return tuple((start, end) for start, end in merged)
 
 
-def adjust_dicts(
-    chunk: Sequence[Mapping[str, Any]], variant: Variant, bound_ms: float
-) -> list[Mapping[str, Any]]:
+def adjust_dicts(chunk: Sequence[RecordLine], variant: Variant, bound_ms: float) -> list[RecordLine]:
     """A chunk of record dicts in one of the views (module docstring)."""
-    adjusted: list[Mapping[str, Any]] = []
+    adjusted: list[RecordLine] = []
     for data in chunk:
         lag = data.get("lag_ms") or 0.0
         if lag <= bound_ms:

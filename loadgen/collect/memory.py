@@ -8,10 +8,10 @@ so a few outliers — a garbage-collection dip, a burst of buffers — do not mo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -19,6 +19,26 @@ RESOURCES_FILE = "resources.jsonl"
 MB = 1024**2  # binary, like the scenario's sizes: 100KB × 50 req/s = 293 MB/min
 # Theil–Sen looks at every pair of points (n² memory): longer series are thinned evenly to this.
 MAX_SLOPE_POINTS = 2000
+
+
+class ResourceLine(TypedDict):
+    """A memory line of resources.jsonl (`gpu_mb` only where a GPU was sampled)."""
+
+    t_s: float
+    rss_mb: float
+    processes: int
+    gpu_mb: NotRequired[float]
+
+
+class MemorySummary(TypedDict):
+    """report.json's `server.memory` (loadgen.report.model.server.Memory validates it)."""
+
+    rss_mb_start: float | None
+    rss_mb_peak: float | None
+    growth_mb_per_min: float | None
+    samples: int
+    gpu_mb_peak: NotRequired[float]
+    gpu_growth_mb_per_min: NotRequired[float | None]
 
 
 @dataclass(frozen=True)
@@ -30,14 +50,15 @@ class ResourceSample:
     processes: int
     gpu_mb: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"t_s": self.t_s, "rss_mb": self.rss_mb, "processes": self.processes}
+    def to_dict(self) -> ResourceLine:
+        data: ResourceLine = {"t_s": self.t_s, "rss_mb": self.rss_mb, "processes": self.processes}
         if self.gpu_mb is not None:
             data["gpu_mb"] = self.gpu_mb
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ResourceSample:
+    def from_dict(cls, data: Mapping[str, Any]) -> ResourceSample:
+        """A line as read (JSON, unchecked: a ResourceLine when this tool wrote it)."""
         gpu = data.get("gpu_mb")
         return cls(
             t_s=float(data["t_s"]),
@@ -83,7 +104,7 @@ def theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
 
 def summarize_memory(
     samples: Iterable[ResourceSample], start_s: float, end_s: float | None = None
-) -> dict[str, Any]:
+) -> MemorySummary:
     """`server.memory` from the samples taken in [start_s, end_s] (warm-up cut off).
 
     rss_mb_start is the first such sample, rss_mb_peak the highest, growth_mb_per_min the
@@ -93,7 +114,7 @@ def summarize_memory(
         (s for s in samples if s.t_s >= start_s and (end_s is None or s.t_s <= end_s)),
         key=lambda s: s.t_s,
     )
-    summary: dict[str, Any] = {
+    summary: MemorySummary = {
         "rss_mb_start": kept[0].rss_mb if kept else None,
         "rss_mb_peak": max(s.rss_mb for s in kept) if kept else None,
         "growth_mb_per_min": growth_per_min([s.t_s for s in kept], [s.rss_mb for s in kept]),

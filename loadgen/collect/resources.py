@@ -223,6 +223,6 @@ class ResourceSampler:
             processes=processes,
             gpu_mb=None if gpu_mb is None else round(gpu_mb, 3),
         )
-        data: dict[str, Any] = sample.to_dict()
+        data = sample.to_dict()
         if self._file.append(json.dumps(data, separators=(",", ":"))):
             self.count += 1

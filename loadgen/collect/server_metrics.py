@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 import gevent
 
@@ -29,7 +29,8 @@ from loadgen.collect.resources import next_tick
 from loadgen.collect.server_metrics_summary import (
     KIND,
     MetricsSample,
-    sample_line,
+    ScrapeData,
+    scrape_data,
     values_for_watchers,
 )
 from loadgen.rundir.disk import LineFile
@@ -44,6 +45,22 @@ MAX_ERROR_CHARS = 200
 def metrics_url(endpoint: Endpoint, path: str) -> str:
     base = endpoint.base_url.rstrip("/").removesuffix("/v1")
     return base + (path if path.startswith("/") else "/" + path)
+
+
+class UnavailableData(TypedDict):
+    """The one line of a server not scraped in `auto` mode: why."""
+
+    unavailable: str
+
+
+class ErrorData(TypedDict):
+    """A failed scrape's line: what went wrong."""
+
+    error: str
+
+
+# What a line holds after its `t_s` and `kind`.
+LineData = ScrapeData | UnavailableData | ErrorData
 
 
 class ServerMetricsUnavailable(Exception):
@@ -84,7 +101,7 @@ class ServerMetricsScraper:
         self._on_failure = on_failure
         self._file: LineFile | None = None
         self._origin_ns: int | None = None
-        self._pending: list[tuple[int, dict[str, Any]]] = []
+        self._pending: list[tuple[int, LineData]] = []
         self._greenlet: gevent.Greenlet | None = None
 
     @property
@@ -169,18 +186,15 @@ class ServerMetricsScraper:
         if self._on_values is not None and live:
             with contextlib.suppress(Exception):  # a watcher is never worth the scrape
                 self._on_values(live)
-        sample = MetricsSample(0.0, source, values, histograms)
-        data = sample_line(sample)
-        del data["t_s"], data["kind"]
-        self._record(taken_ns, data)
+        self._record(taken_ns, scrape_data(MetricsSample(0.0, source, values, histograms)))
 
-    def _record(self, taken_ns: int, data: dict[str, Any]) -> None:
+    def _record(self, taken_ns: int, data: LineData) -> None:
         if self._origin_ns is None:
             self._pending.append((taken_ns, data))
         else:
             self._write(taken_ns, data)
 
-    def _write(self, taken_ns: int, data: dict[str, Any]) -> None:
+    def _write(self, taken_ns: int, data: LineData) -> None:
         assert self._origin_ns is not None
         if self._file is None or self._file.closed:
             return

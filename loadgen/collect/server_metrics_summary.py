@@ -17,30 +17,114 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
+
+# `server.metrics`'s keys, by kind of figure (a gauge's key is its normalized series' name too).
+GaugeKey = Literal["requests_running", "requests_waiting", "kv_cache_usage"]
+RateKey = Literal["generation_tokens_per_s", "prompt_tokens_per_s"]
+DeltaKey = Literal["requests_aborted", "lora_hits", "lora_misses"]
+LatencyKey = Literal["ttft_ms", "itl_ms", "e2e_ms", "queue_wait_ms"]
+Method = Literal["histogram buckets"]
 
 KIND = "server_metrics"  # the `kind` of these lines in resources.jsonl (memory lines have none)
-GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")
-COUNTER_RATES = {
+GAUGES: tuple[GaugeKey, ...] = ("requests_running", "requests_waiting", "kv_cache_usage")
+COUNTER_RATES: dict[str, RateKey] = {
     "generation_tokens_total": "generation_tokens_per_s",
     "prompt_tokens_total": "prompt_tokens_per_s",
 }
-HISTOGRAM_MS = {
+HISTOGRAM_MS: dict[str, LatencyKey] = {
     "ttft_seconds": "ttft_ms",
     "itl_seconds": "itl_ms",
     "e2e_seconds": "e2e_ms",
     "queue_wait_seconds": "queue_wait_ms",
 }
 # Counters reported as their increase over the window (counts, not rates).
-COUNTER_DELTAS = {
+COUNTER_DELTAS: dict[str, DeltaKey] = {
     "requests_aborted_total": "requests_aborted",
     "lora_hits_total": "lora_hits",  # LoRA adapters' requests whose adapter was resident
     "lora_misses_total": "lora_misses",  # ... and those that had to load it first
 }
-METHOD = "histogram buckets"
+METHOD: Method = "histogram buckets"
 # A client-vs-server TTFT gap at p95 above max(this, GAP_SHARE × server p95) is worth a line.
 GAP_MIN_MS = 5.0
 GAP_SHARE = 0.2
+
+
+class HistogramData(TypedDict):
+    """A histogram in a resources.jsonl line: [le, count ≤ le] pairs, then its sum and count."""
+
+    buckets: list[list[float]]
+    sum: float
+    count: float
+
+
+class ScrapeData(TypedDict):
+    """One scrape's figures: its resources.jsonl line is `{"t_s", "kind", **this}`."""
+
+    source: str
+    values: dict[str, float]
+    histograms: dict[str, HistogramData]
+
+
+class MeanMaxData(TypedDict):
+    """A gauge over the window (report.json's server.metrics.requests_running...)."""
+
+    mean: float
+    max: float
+
+
+class ServerHistogramData(TypedDict):
+    """A latency from the server's histogram over the window (server.metrics.ttft_ms...)."""
+
+    p50: float
+    p50_bucket_ms: list[float | None]
+    p95: float
+    p95_bucket_ms: list[float | None]
+    mean: float
+    count: int
+    method: Method
+
+
+class PrefixCacheData(TypedDict):
+    """server.metrics.prefix_cache: the server's own counters, in prompt tokens."""
+
+    queried_tokens: int
+    hit_tokens: int
+    hit_ratio: float | None
+
+
+class TtftGapData(TypedDict):
+    """server.metrics.ttft_gap_ms: the client's TTFT from send minus the server's, ms."""
+
+    p50: float | None
+    p95: float | None
+    mean: float | None
+
+
+class ServerMetricsData(TypedDict, total=False):
+    """report.json's `server.metrics` (loadgen.report.model.server.ServerMetrics validates it).
+    Every key may be absent: all but the scrape counts depend on what the server exposes and
+    on the scrapes around the window, and the gap readers below take any part of one."""
+
+    source: str | None
+    scrapes: int
+    failed_scrapes: int
+    unavailable: str | None
+    requests_running: MeanMaxData
+    requests_waiting: MeanMaxData
+    kv_cache_usage: MeanMaxData
+    generation_tokens_per_s: float | None
+    prompt_tokens_per_s: float | None
+    requests_aborted: int
+    lora_hits: int
+    lora_misses: int
+    prefix_cache: PrefixCacheData
+    ttft_ms: ServerHistogramData | None
+    itl_ms: ServerHistogramData | None
+    e2e_ms: ServerHistogramData | None
+    queue_wait_ms: ServerHistogramData | None
+    window_s: list[float]
+    ttft_gap_ms: TtftGapData | None
 
 
 @dataclass(frozen=True)
@@ -51,11 +135,12 @@ class Histogram:
     sum: float
     count: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HistogramData:
         return {"buckets": [list(pair) for pair in self.buckets], "sum": self.sum, "count": self.count}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Histogram:
+        """A line's histogram as read (JSON, unchecked: a HistogramData when this tool wrote it)."""
         buckets = tuple((float(le), float(n)) for le, n in data["buckets"])
         return cls(buckets=buckets, sum=float(data["sum"]), count=float(data["count"]))
 
@@ -79,10 +164,9 @@ class MetricsLog:
     unavailable: str | None = None
 
 
-def sample_line(sample: MetricsSample) -> dict[str, Any]:
+def scrape_data(sample: MetricsSample) -> ScrapeData:
+    """What a sample's resources.jsonl line holds after its `t_s` and `kind`."""
     return {
-        "t_s": sample.t_s,
-        "kind": KIND,
         "source": sample.source,
         "values": sample.values,
         "histograms": {name: hist.to_dict() for name, hist in sample.histograms.items()},
@@ -147,18 +231,25 @@ def histogram_quantile(q: float, hist: Histogram) -> tuple[float, tuple[float, f
     return lower, (lower, None)
 
 
-def _ms_percentiles(hist: Histogram) -> dict[str, Any] | None:
-    summary: dict[str, Any] = {}
-    for name, q in (("p50", 0.5), ("p95", 0.95)):
-        found = histogram_quantile(q, hist)
-        if found is None:
-            return None
-        value, (low, high) = found
-        summary[name] = value * 1000
-        summary[f"{name}_bucket_ms"] = [low * 1000, None if high is None else high * 1000]
-    # The mean is exact (the histogram's sum over its count), not a bucket estimate.
-    summary["mean"] = hist.sum / hist.count * 1000
-    return {**summary, "count": round(hist.count), "method": METHOD}
+def _ms_percentiles(hist: Histogram) -> ServerHistogramData | None:
+    p50, p95 = histogram_quantile(0.5, hist), histogram_quantile(0.95, hist)
+    if p50 is None or p95 is None:
+        return None
+    return {
+        "p50": p50[0] * 1000,
+        "p50_bucket_ms": _bucket_ms(p50[1]),
+        "p95": p95[0] * 1000,
+        "p95_bucket_ms": _bucket_ms(p95[1]),
+        # The mean is exact (the histogram's sum over its count), not a bucket estimate.
+        "mean": hist.sum / hist.count * 1000,
+        "count": round(hist.count),
+        "method": METHOD,
+    }
+
+
+def _bucket_ms(bounds: tuple[float, float | None]) -> list[float | None]:
+    low, high = bounds
+    return [low * 1000, None if high is None else high * 1000]
 
 
 def _bracket(samples: Sequence[MetricsSample], start_s: float, end_s: float) -> tuple[MetricsSample, ...]:
@@ -171,7 +262,7 @@ def _bracket(samples: Sequence[MetricsSample], start_s: float, end_s: float) -> 
     return (first, last) if last.t_s > first.t_s else ()
 
 
-def summarize_server_metrics(log: MetricsLog, start_s: float, end_s: float) -> dict[str, Any] | None:
+def summarize_server_metrics(log: MetricsLog, start_s: float, end_s: float) -> ServerMetricsData | None:
     """`server.metrics` for the measured window [start_s, end_s]; None when nothing was scraped
     (scraping off, or an external server without /metrics in `auto` mode and no note of it)."""
     if not log.samples:
@@ -184,37 +275,43 @@ def summarize_server_metrics(log: MetricsLog, start_s: float, end_s: float) -> d
             "unavailable": log.unavailable,
         }
     samples = log.samples
-    summary: dict[str, Any] = {
+    summary: ServerMetricsData = {
         "source": samples[-1].source,
         "scrapes": len(samples),
         "failed_scrapes": len(log.failures),
     }
     window = [s for s in samples if start_s <= s.t_s <= end_s]
-    for name in GAUGES:
-        values = [s.values[name] for s in window if name in s.values]
+    for gauge in GAUGES:
+        values = [s.values[gauge] for s in window if gauge in s.values]
         if values:
-            summary[name] = {"mean": sum(values) / len(values), "max": max(values)}
+            summary[gauge] = {"mean": sum(values) / len(values), "max": max(values)}
     bracket = _bracket(samples, start_s, end_s)
     if bracket:
         first, last = bracket
-        seconds = last.t_s - first.t_s
-        for counter, rate in COUNTER_RATES.items():
-            if counter in first.values and counter in last.values:
-                delta = last.values[counter] - first.values[counter]
-                summary[rate] = delta / seconds if delta >= 0 else None
-        for counter, key in COUNTER_DELTAS.items():
-            increase = _delta(first, last, counter)
-            if increase is not None:
-                summary[key] = round(increase)
-        prefix_cache = _prefix_cache(first, last)
-        if prefix_cache is not None:
-            summary["prefix_cache"] = prefix_cache
-        for name, key in HISTOGRAM_MS.items():
-            if name in last.histograms:
-                diff = diff_histogram(last.histograms[name], first.histograms.get(name))
-                summary[key] = _ms_percentiles(diff) if diff is not None else None
-        summary["window_s"] = [first.t_s, last.t_s]
+        _add_between(summary, first, last)
     return summary
+
+
+def _add_between(summary: ServerMetricsData, first: MetricsSample, last: MetricsSample) -> None:
+    """What the scrapes bracketing the window give: counters' rates and increases, the prefix
+    cache, the histograms' percentiles, and the bracket itself."""
+    seconds = last.t_s - first.t_s
+    for counter, rate in COUNTER_RATES.items():
+        if counter in first.values and counter in last.values:
+            delta = last.values[counter] - first.values[counter]
+            summary[rate] = delta / seconds if delta >= 0 else None
+    for counter, count_key in COUNTER_DELTAS.items():
+        increase = _delta(first, last, counter)
+        if increase is not None:
+            summary[count_key] = round(increase)
+    prefix_cache = _prefix_cache(first, last)
+    if prefix_cache is not None:
+        summary["prefix_cache"] = prefix_cache
+    for series, latency in HISTOGRAM_MS.items():
+        if series in last.histograms:
+            diff = diff_histogram(last.histograms[series], first.histograms.get(series))
+            summary[latency] = _ms_percentiles(diff) if diff is not None else None
+    summary["window_s"] = [first.t_s, last.t_s]
 
 
 def _delta(first: MetricsSample, last: MetricsSample, counter: str) -> float | None:
@@ -225,7 +322,7 @@ def _delta(first: MetricsSample, last: MetricsSample, counter: str) -> float | N
     return delta if delta >= 0 else None
 
 
-def _prefix_cache(first: MetricsSample, last: MetricsSample) -> dict[str, Any] | None:
+def _prefix_cache(first: MetricsSample, last: MetricsSample) -> PrefixCacheData | None:
     """The server's prefix cache over the window, in prompt tokens (vLLM's and the built-in
     engines' counters both count tokens): looked up, found, and their ratio."""
     queried = _delta(first, last, "prefix_cache_queries_total")
@@ -240,36 +337,46 @@ def _prefix_cache(first: MetricsSample, last: MetricsSample) -> dict[str, Any] |
 
 
 def with_ttft_gap(
-    server_metrics: Mapping[str, Any] | None, client_from_send: Mapping[str, Any] | None
-) -> dict[str, Any] | None:
+    server_metrics: ServerMetricsData | None, client_from_send: Mapping[str, float | None] | None
+) -> ServerMetricsData | None:
     """`server.metrics` plus `ttft_gap_ms`: the client's TTFT from send minus the server's own,
     at p50, p95 and the mean (what the network, the HTTP front and the client add to the
     engine's time). The percentiles' gaps carry the server's bucket error; the mean's does not."""
     if server_metrics is None:
         return None
-    result = dict(server_metrics)
-    server_ttft = server_metrics.get("ttft_ms") or {}
+    result = server_metrics.copy()
+    server_ttft = server_metrics.get("ttft_ms")
     client = client_from_send or {}
-    gap: dict[str, float | None] = {}
-    for pct in ("p50", "p95", "mean"):
-        server_value, client_value = server_ttft.get(pct), client.get(pct)
-        gap[pct] = None if server_value is None or client_value is None else client_value - server_value
-    result["ttft_gap_ms"] = gap if any(value is not None for value in gap.values()) else None
+
+    def gap(pct: Literal["p50", "p95", "mean"]) -> float | None:
+        server_value = None if server_ttft is None else server_ttft.get(pct)
+        client_value = client.get(pct)
+        return None if server_value is None or client_value is None else client_value - server_value
+
+    gaps: TtftGapData = {"p50": gap("p50"), "p95": gap("p95"), "mean": gap("mean")}
+    result["ttft_gap_ms"] = gaps if any(value is not None for value in gaps.values()) else None
     return result
 
 
-def notable_ttft_gap(server_metrics: Mapping[str, Any] | None) -> bool:
+def notable_ttft_gap(server_metrics: ServerMetricsData | None) -> bool:
+    """`gap_is_notable` for a `server.metrics` with its `ttft_gap_ms` (False without one)."""
+    if not server_metrics:
+        return False
+    gap, server_ttft = server_metrics.get("ttft_gap_ms"), server_metrics.get("ttft_ms")
+    if gap is None or server_ttft is None:
+        return False
+    return gap_is_notable(gap.get("p95"), server_ttft.get("p95"), server_ttft.get("p95_bucket_ms"))
+
+
+def gap_is_notable(
+    gap: float | None, server_p95: float | None, p95_bucket_ms: Sequence[float | None] | None
+) -> bool:
     """True when the p95 gap exceeds max(GAP_MIN_MS, GAP_SHARE × the server's p95) and the
     client's p95 lies above the server's p95 bucket, so the gap is not the bucket estimate's
     own error (a p95 in the +Inf bucket is a lower bound: no gap can be claimed)."""
-    if not server_metrics:
-        return False
-    gap = (server_metrics.get("ttft_gap_ms") or {}).get("p95")
-    server_ttft = server_metrics.get("ttft_ms") or {}
-    server_p95 = server_ttft.get("p95")
     if gap is None or server_p95 is None or not math.isfinite(gap):
         return False
-    bucket_top = (server_ttft.get("p95_bucket_ms") or [None, server_p95])[1]
+    bucket_top = (p95_bucket_ms or [None, server_p95])[1]
     if bucket_top is None or server_p95 + gap <= bucket_top:
         return False
     return bool(gap > max(GAP_MIN_MS, GAP_SHARE * server_p95))

@@ -8,7 +8,7 @@ the tests), plus the small helpers other modules share.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -22,6 +22,15 @@ from loadgen.fmt import format_number
 __all__ = ["PERCENTILE_KEYS", "Percentiles", "PhaseWindow", "target_rate"]
 
 CHUNK = 65_536  # records per columns chunk
+
+
+class ClientTrust(TypedDict):
+    """report.json's `client` as client_trust judges it (loadgen.report.rejudge adds the rest)."""
+
+    trustworthy: bool
+    schedule_lag_p99_ms: float
+    cpu_percent: float | None
+    untrusted_because: str | None
 
 
 def percentiles(values: Sequence[float]) -> Percentiles:
@@ -57,6 +66,8 @@ def run_stats(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) 
     return RunStats.of(chunked_columns(list(records), CHUNK), windows)
 
 
+# compute_metrics and phase_metrics hand on RunStats's `metrics` objects as it types them
+# (loadgen.collect.run_stats): their keys are made there.
 def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) -> dict[str, Any]:
     """The `metrics` object of report.json over the given windows (warm-up excluded)."""
     return run_stats(records, windows).overall().metrics(windows)
@@ -77,7 +88,7 @@ def client_trust(
     max_lag_p99_ms: float,
     cpu_percent: float | None = None,
     max_cpu_percent: float | None = None,
-) -> dict[str, Any]:
+) -> ClientTrust:
     """Is the load generator keeping up? Two signs it is not, either one enough:
 
     - the schedule-lag p99 passes its bound (requests left late);

@@ -30,14 +30,15 @@ class RunsError(Exception):
     """A path that is not a comparable run (the message says which and why)."""
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _run_environment(path: Path) -> object:
+    """run.json's `environment` as read (unchecked: EnvironmentMeta.read takes it leniently)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RunsError(f"cannot read {path}: {exc}") from None
     if not isinstance(data, dict):
         raise RunsError(f"{path} is not a JSON object")
-    return data
+    return data.get("environment")
 
 
 def _read_report(path: Path) -> Report:
@@ -50,7 +51,8 @@ def _read_report(path: Path) -> Report:
 
 
 def _scenario_data(run_dir: Path) -> dict[str, Any]:
-    """The run's scenario.yaml as plain data ({} when unreadable: it only supplies defaults)."""
+    """The run's scenario.yaml as plain data ({} when unreadable: it only supplies defaults),
+    before any validation: free-form (a scenario of an older version, a hand-edited one)."""
     try:
         data = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
@@ -76,11 +78,12 @@ def _one_run(path: Path) -> EnvironmentRun:
     report = _read_report(report_path)
     if report.phases and all(phase.level is None for phase in report.phases):  # traffic phases, no levels
         raise RunsError(f"{run_dir}: report.json is not a search run's (environments compare capacity)")
-    meta = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    meta = run_dir / "run.json"
+    declared = _run_environment(meta) if meta.exists() else None
     scenario = _scenario_data(run_dir)
     capacity = scenario.get("capacity") if isinstance(scenario.get("capacity"), dict) else {}
     default_cost = (capacity or {}).get("cost_per_replica_hour")  # the scenario's, where run.json has none
-    environment = EnvironmentMeta.read(meta.get("environment"), run_dir.name, default_cost)
+    environment = EnvironmentMeta.read(declared, run_dir.name, default_cost)
     return EnvironmentRun(
         name=environment.name,
         report=report,

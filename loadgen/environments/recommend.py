@@ -53,7 +53,7 @@ from loadgen.environments.ranking import (
     sure_words,
     sureness,
 )
-from loadgen.evaluate.plan import plan_from_capacity
+from loadgen.evaluate.plan import NoPlan, Plan, plan_from_capacity
 from loadgen.evaluate.replicas import HOURS_PER_MONTH, PlanOn
 from loadgen.fmt import format_number
 from loadgen.report.drill_facts import drills_of, failed_drills, failure_words
@@ -119,7 +119,7 @@ def _plan(run: EnvironmentRun, basis: PlanBasis | None) -> ReplicaPlan:
     if basis is None or capacity is None or not capacity.rate_rps:
         return ReplicaPlan()
     plan = plan_from_capacity(
-        capacity.model_dump(),  # loadgen.evaluate plans from report.json's `capacity` as JSON data
+        capacity,
         peak_rate=basis.peak_rate,
         target_utilization=basis.target_utilization,
         redundancy=basis.redundancy,
@@ -127,15 +127,22 @@ def _plan(run: EnvironmentRun, basis: PlanBasis | None) -> ReplicaPlan:
         plan_on=basis.plan_on,
         cost_per_replica_hour=run.cost_per_replica_hour,
     )
+    return _kept(plan)
+
+
+def _kept(plan: Plan) -> ReplicaPlan:
+    """What the comparison keeps of a plan (a NoPlan: only why there is none)."""
+    if isinstance(plan, NoPlan):
+        return ReplicaPlan(error=plan.error)
+    sized = plan.sized
     return ReplicaPlan(
-        count=plan.get("count"),
-        count_at_point=plan.get("count_at_point"),
-        plan_on=plan.get("plan_on"),
-        error=plan.get("error"),
-        formula=plan.get("formula"),
-        monthly_cost=plan.get("monthly_cost"),
-        monthly_cost_at_point=plan.get("monthly_cost_at_point"),
-        cost_per_million_tokens=plan.get("cost_per_million_tokens"),
+        count=sized.count,
+        count_at_point=plan.count_at_point,
+        plan_on=plan.plan_on,
+        formula=sized.formula,
+        monthly_cost=sized.monthly_cost,
+        monthly_cost_at_point=plan.monthly_cost_at_point,
+        cost_per_million_tokens=sized.cost_per_million_tokens,
     )
 
 

@@ -63,6 +63,7 @@ class DrillSetup:
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> DrillSetup:
+        """From the drill's entry as read back from run.json (JSON, unchecked)."""
         kind = str(data["kind"])
         events = (
             Event(

@@ -32,7 +32,7 @@ def json_data(part: object) -> Any:
     in `JSON_PROPERTIES`; a mapping key by key, a tuple or list item by item (as a list); anything
     else (numbers, strings, None) as it is."""
     if is_dataclass(part) and not isinstance(part, type):
-        data: dict[str, object] = {}
+        data: dict[str, object] = {}  # any part's fields by name: the dataclass types them
         for item in fields(part):
             value = getattr(part, item.name)
             how = item.metadata.get(_HOW)

@@ -7,8 +7,8 @@ the same level results. Each verdict is a typed part (parts.py) of report.json.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Protocol
 
 from loadgen.collect.records import RequestRecord
 from loadgen.evaluate.capacity import CapacityAtSLO, capacity_at_slo, rate_unit
@@ -17,7 +17,7 @@ from loadgen.evaluate.drill_events import DrillSetup
 from loadgen.evaluate.drill_verdict import DrillResult, evaluate_drills
 from loadgen.evaluate.knee import KneeResult, find_knee
 from loadgen.evaluate.level_results import LevelRole, LevelWindow, group_levels, level_result, search_results
-from loadgen.evaluate.parts import FLATTEN, OMIT_NONE, json_data
+from loadgen.evaluate.parts import FLATTEN, OMIT_NONE
 from loadgen.evaluate.replicas import (
     HOURS_PER_MONTH,
     CapacitySpec,
@@ -46,6 +46,37 @@ class CurveVerdict:
         return None if self.capacity is None else self.capacity.rate_rps
 
 
+class CapacityFigures(Protocol):
+    """What a replica plan takes of a capacity: a CapacityAtSLO, report.json's (validated)
+    `capacity`, or one read back from a report.json (`CapacityRead`)."""
+
+    @property
+    def rate_rps(self) -> float | None: ...
+
+    @property
+    def ci95(self) -> Sequence[float] | None: ...
+
+    @property
+    def sessions_per_s(self) -> float | None: ...
+
+    @property
+    def sessions_ci95(self) -> Sequence[float] | None: ...
+
+    @property
+    def output_tokens_per_s(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class CapacityRead:
+    """The figures a plan takes of report.json's `capacity` as read back (replica_plan)."""
+
+    rate_rps: float | None
+    ci95: Sequence[float] | None
+    sessions_per_s: float | None
+    sessions_ci95: Sequence[float] | None
+    output_tokens_per_s: float | None
+
+
 @dataclass(frozen=True)
 class VerifySetup:
     """What run.json's meta.verify says the verification did (loadgen.run.verify), read once
@@ -57,6 +88,7 @@ class VerifySetup:
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> VerifySetup:
+        """From run.json's meta.verify as read back (JSON, unchecked: read leniently)."""
         drills = tuple(DrillSetup.of(drill) for drill in data.get("drills") or [])
         return cls(replicas=data.get("replicas"), skipped=data.get("skipped") or None, drills=drills)
 
@@ -150,40 +182,13 @@ def judge_curve(results: Sequence[LevelResult], over: Over, precision: float | N
 
 
 def plan_on_capacity(
-    capacity: CapacityAtSLO | None, spec: CapacitySpec | None, peak_rate: float | None
+    capacity: CapacityFigures | None, spec: CapacitySpec | None, peak_rate: float | None
 ) -> Plan | None:
     """report.json's `replicas` (without `verified`); a `NoPlan` when no plan can be made.
     With sessions the peak is a session arrival rate (the levels' unit): divided by sessions/s."""
     if spec is None or peak_rate is None:
         return None
     sessions = capacity is not None and capacity.sessions_per_s is not None
-    # The capacity's point, its interval and its output tokens/s, in the levels' unit.
-    basis: tuple[float | None, Sequence[float] | None, float | None] = (None, None, None)
-    if capacity is not None:
-        basis = (
-            capacity.sessions_per_s if sessions else capacity.rate_rps,
-            capacity.sessions_ci95 if sessions else capacity.ci95,
-            capacity.output_tokens_per_s,
-        )
-    return size_plan(
-        *basis,
-        peak_rate=peak_rate,
-        target_utilization=spec.target_utilization,
-        redundancy=spec.redundancy,
-        unit=rate_unit(sessions),
-        plan_on=spec.plan_on,
-        cost_per_replica_hour=spec.cost_per_replica_hour,
-    )
-
-
-def replica_plan(
-    capacity: Mapping[str, Any] | None, spec: CapacitySpec | None, peak_rate: float | None
-) -> dict[str, Any] | None:
-    """`plan_on_capacity` on report.json's `capacity` as JSON data, as JSON data: the plan a
-    finished run's report.json gives (tests/e2e/test_search.py replans from it)."""
-    if spec is None or peak_rate is None:
-        return None
-    sessions = capacity is not None and capacity.get("sessions_per_s") is not None
     return plan_from_capacity(
         capacity,
         peak_rate=peak_rate,
@@ -195,8 +200,19 @@ def replica_plan(
     )
 
 
+def replica_plan(
+    capacity: Mapping[str, Any] | None, spec: CapacitySpec | None, peak_rate: float | None
+) -> Plan | None:
+    """`plan_on_capacity` on report.json's `capacity` as read back (JSON, unchecked): the plan a
+    finished run's report.json gives (tests/e2e/test_search.py replans from it)."""
+    figures = None
+    if capacity is not None:  # CapacityRead's fields are report.json's keys
+        figures = CapacityRead(**{item.name: capacity.get(item.name) for item in fields(CapacityRead)})
+    return plan_on_capacity(figures, spec, peak_rate)
+
+
 def plan_from_capacity(
-    capacity: Mapping[str, Any] | None,
+    capacity: CapacityFigures | None,
     *,
     peak_rate: float,
     target_utilization: float,
@@ -204,15 +220,11 @@ def plan_from_capacity(
     unit: str,
     plan_on: PlanOn,
     cost_per_replica_hour: float | None,
-) -> dict[str, Any]:
-    """`size_plan` on report.json's `capacity` as JSON data, as JSON data (the comparison of
-    environments, loadgen.environments.recommend, replans each environment's on one basis)."""
-    sessions = unit == rate_unit(True)
-    data = capacity or {}
-    plan = size_plan(
-        data.get("sessions_per_s" if sessions else "rate_rps"),
-        data.get("sessions_ci95" if sessions else "ci95"),
-        data.get("output_tokens_per_s"),
+) -> Plan:
+    """`size_plan` on a capacity's figures in `unit` (the comparison of environments,
+    loadgen.environments.recommend, replans each environment's on one basis)."""
+    return size_plan(
+        *_basis(capacity, sessions=unit == rate_unit(True)),
         peak_rate=peak_rate,
         target_utilization=target_utilization,
         redundancy=redundancy,
@@ -220,7 +232,17 @@ def plan_from_capacity(
         plan_on=plan_on,
         cost_per_replica_hour=cost_per_replica_hour,
     )
-    return dict(json_data(plan))
+
+
+def _basis(
+    capacity: CapacityFigures | None, sessions: bool
+) -> tuple[float | None, Sequence[float] | None, float | None]:
+    """The capacity's point, its interval and its output tokens/s, in the levels' unit."""
+    if capacity is None:
+        return None, None, None
+    if sessions:
+        return capacity.sessions_per_s, capacity.sessions_ci95, capacity.output_tokens_per_s
+    return capacity.rate_rps, capacity.ci95, capacity.output_tokens_per_s
 
 
 def size_plan(
@@ -367,7 +389,7 @@ def evaluate(
     seed: int = 0,
 ) -> tuple[list[LevelResult], Evaluation]:
     """(the searched levels' results, {knee, capacity, replicas}) for report.json. `verify_setup`:
-    run.json's meta.verify."""
+    run.json's meta.verify as read back (VerifySetup.of reads it)."""
     results = search_results(windows, records, slo, search.max_drift, search.precision is not None, seed)
     curve = judge_curve(results, search.over, search.precision)
     replicas = plan_on_capacity(curve.capacity, capacity_spec, peak_rate)

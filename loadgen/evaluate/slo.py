@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import Field, model_validator
 
@@ -102,6 +102,18 @@ class SLOSpec(ClassSLOSpec):
     adapters: dict[str, ClassSLOSpec] = Field(default_factory=dict)
 
 
+class SLOResultData(TypedDict):
+    """One entry of report.json's `slo`."""
+
+    name: str
+    threshold: float
+    observed: float | None
+    unit: str
+    passed: bool
+    op: Comparison
+    note: str | None
+
+
 @dataclass(frozen=True)
 class SLOResult:
     """One check. `threshold` and `observed` are in `unit`; `op` is how observed must compare."""
@@ -125,7 +137,7 @@ class SLOResult:
         shown = self.op if self.passed else {"<=": ">", ">=": "<"}[self.op]
         return f"{self.name} = {self._with_unit(self.observed)} {shown} {self._with_unit(self.threshold)}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SLOResultData:
         """One entry of report.json's `slo` (loadgen.report.build); parts.json_data writes the same."""
         return {
             "name": self.name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from loadgen.collect.server_metrics_summary import notable_ttft_gap
+from loadgen.collect.server_metrics_summary import gap_is_notable
 from loadgen.evaluate.capacity import rate_unit
 from loadgen.fmt import format_number
 from loadgen.report.client_words import punctuality_lines
@@ -293,7 +293,7 @@ def _server_metrics_lines(server_metrics: ServerMetrics | None, metrics: Metrics
         )
     if server_metrics.requests_aborted:
         lines.append(f"- Aborted: {server_metrics.requests_aborted} requests whose client left mid-answer")
-    if notable_ttft_gap(server_metrics.model_dump(exclude_unset=True)) and server_ttft and gap:
+    if server_ttft and gap and gap_is_notable(gap.p95, server_ttft.p95, server_ttft.p95_bucket_ms):
         lines.append(
             f"- Finding: at p95 the client sees the first token {_num(gap.p95, 'ms')} later than the "
             f"server reports ({_num(client_ttft.p95, 'ms')} vs {_num(server_ttft.p95, 'ms')}): "

@@ -104,7 +104,7 @@ def changed_answers(answers: Answers) -> list[str]:
 
 
 def rejudge_client(
-    client: dict[str, Any],
+    client: Mapping[str, Any],
     late: LateSends | None,
     answers: Answers,
     *,

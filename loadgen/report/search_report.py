@@ -13,6 +13,7 @@ from typing import Any
 
 from loadgen.collect.late_sends import Variant, adjust_records
 from loadgen.collect.records import RequestRecord
+from loadgen.collect.server_metrics_summary import ServerMetricsData
 from loadgen.collect.stats import phase_metrics
 from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow, group_levels, mark_unmeasured, search_results
@@ -140,7 +141,7 @@ def build_search_report(
     *,
     peak_rate: float | None,
     verify_setup: Mapping[str, Any] | None,
-    server_metrics: Callable[[float, float], dict[str, Any] | None] | None = None,
+    server_metrics: Callable[[float, float], ServerMetricsData | None] | None = None,
 ) -> Report:
     """A search run's report.json: the plain report over the operating point's window(s), plus
     the curve, knee, capacity, replica plan and verification. `server_metrics(start_s, end_s)`:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from loadgen.evaluate.parts import json_data
 from loadgen.evaluate.plan import replica_plan
 from loadgen.evaluate.replicas import CapacitySpec
 from tests import simulated_curve
@@ -70,7 +71,8 @@ def test_replica_counts_follow_the_arithmetic(knee_run) -> None:
     replicas = knee_run.report["replicas"]
     assert replicas["count"] == math.ceil(60 / (capacity["rate_rps"] * 0.8)) == 2
     for peak, count in ((30, 1), (60, 2), (100, 4)):
-        plan = replica_plan(capacity, CapacitySpec(peak_rate=peak, target_utilization=0.8), float(peak))
+        spec = CapacitySpec(peak_rate=peak, target_utilization=0.8)
+        plan = json_data(replica_plan(capacity, spec, float(peak)))
         assert plan is not None and plan["count"] == count == math.ceil(peak / (capacity["rate_rps"] * 0.8))
 
 

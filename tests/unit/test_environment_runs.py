@@ -4,12 +4,14 @@ paths that are not comparable runs."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from loadgen.environments.comparison_model import DeclaredPower, EnvironmentMeta
 from loadgen.environments.from_runs import RunsError, environment_folders, load_runs
 from loadgen.report.model import Report
 from tests.unit.report_samples import sample_report, write_report
@@ -67,3 +69,9 @@ def test_paths_that_are_not_search_runs_are_refused(tmp_path: Path):
     (other / "report.json").write_text('{"verdict": "pass", "metrics": {}}')
     with pytest.raises(RunsError, match=r"not a loadtest report.json \(schema_version: Field required\)"):
         load_runs([other])
+
+
+def test_run_json_keeps_an_environment_as_its_fields_in_order() -> None:
+    powered = EnvironmentMeta("gpu", "big", 4.0, True, DeclaredPower(300.0, "datasheet"))
+    for meta in (powered, EnvironmentMeta("cpu", "", None, False, None)):
+        assert json.dumps(meta.to_dict()) == json.dumps(asdict(meta))

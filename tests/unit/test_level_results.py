@@ -4,7 +4,7 @@ report objects (knee, capacity, replicas, verification) built from synthetic lev
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -204,6 +204,11 @@ def test_group_levels_keeps_first_run_order_and_roles_apart() -> None:
     assert LevelWindow.from_dict(windows[3].to_dict()) == windows[3]
 
 
+def test_a_level_window_is_written_as_its_fields_in_order() -> None:
+    level = LevelWindow(3, 60.0, Over.RATE, 3, 4, 60.0, role="verify", replicas=2, cpu_percent=12.5)
+    assert list(level.to_dict().items()) == list(asdict(level).items())
+
+
 def simulated_search(slots: int = 8, service_s: float = 0.2, ttft_s: float = 0.05):
     """Closed-loop levels against a deterministic server with `slots` slots: beyond them, requests
     queue a whole service time (TTFT grows), throughput stays slots / service."""
@@ -251,7 +256,7 @@ def test_evaluate_builds_knee_capacity_and_plan_from_level_runs() -> None:
 
 def test_replica_plan_without_capacity_says_why() -> None:
     spec = CapacitySpec(peak_rate=50)
-    plan = replica_plan({"rate_rps": 0.0}, spec, 50.0)
+    plan = json_data(replica_plan({"rate_rps": 0.0}, spec, 50.0))
     assert plan is not None and plan["count"] is None and "capacity at SLO is 0" in plan["error"]
     assert replica_plan(None, None, 50.0) is None
 

@@ -20,6 +20,8 @@ from loadgen.collect.server_metrics_summary import (
     Histogram,
     MetricsLog,
     MetricsSample,
+    ServerHistogramData,
+    ServerMetricsData,
     diff_histogram,
     histogram_quantile,
     notable_ttft_gap,
@@ -201,13 +203,14 @@ def test_window_summary_from_the_scrapes_around_it() -> None:
     assert summary["source"] == "vllm" and summary["scrapes"] == 12 and summary["failed_scrapes"] == 2
     # Gauges over the scrapes inside [2, 8]: t = 2.5 … 7.5, i.e. i = 3 … 8.
     assert summary["requests_running"] == {"mean": pytest.approx(5.5), "max": 8.0}
-    assert summary["kv_cache_usage"] == {"mean": pytest.approx(0.6), "max": pytest.approx(0.8)}
+    assert dict(summary["kv_cache_usage"]) == {"mean": pytest.approx(0.6), "max": pytest.approx(0.8)}
     assert "requests_waiting" not in summary
     assert summary["generation_tokens_per_s"] == pytest.approx(100.0)
     assert summary["window_s"] == [1.5, 8.5]  # the last scrape ≤ start, the first ≥ end
     # Between those scrapes only fast requests finished (70 of them): the slow warm-up ones,
     # which are 30 of the 100 cumulative counts, must not show.
     ttft = summary["ttft_ms"]
+    assert ttft is not None
     assert ttft["count"] == 70 and ttft["method"] == "histogram buckets"
     assert ttft["p50"] == pytest.approx(5.0) and ttft["p50_bucket_ms"] == [0.0, 10.0]
     assert ttft["p95"] == pytest.approx(9.5) and ttft["p95_bucket_ms"] == [0.0, 10.0]
@@ -252,24 +255,36 @@ def test_nothing_scraped_is_none_and_an_unavailable_server_says_why() -> None:
     assert "ttft_ms" not in single and "generation_tokens_per_s" not in single  # no interval
 
 
-def test_ttft_gap_and_when_it_is_a_finding() -> None:
-    server = {"ttft_ms": {"p50": 20.0, "p95": 20.0, "mean": 19.0}}
-    gapped = with_ttft_gap(server, {"p50": 22.0, "p95": 30.0, "mean": 21.5})
-    assert gapped is not None and gapped["ttft_gap_ms"] == {
-        "p50": pytest.approx(2.0),
-        "p95": pytest.approx(10.0),
-        "mean": pytest.approx(2.5),
+def _ttft(p50: float, p95: float, mean: float, p95_bucket_ms: list[float | None]) -> ServerMetricsData:
+    """A server.metrics with only its TTFT: what the gap reads of it are p50, p95, the mean and
+    p95's bucket (a bucket topped at p95 itself: no bucket error above the estimate)."""
+    ttft: ServerHistogramData = {
+        "p50": p50,
+        "p50_bucket_ms": [0.0, None],
+        "p95": p95,
+        "p95_bucket_ms": p95_bucket_ms,
+        "mean": mean,
+        "count": 100,
+        "method": "histogram buckets",
     }
+    return {"ttft_ms": ttft}
+
+
+def test_ttft_gap_and_when_it_is_a_finding() -> None:
+    server = _ttft(20.0, 20.0, 19.0, [0.0, 20.0])
+    gapped = with_ttft_gap(server, {"p50": 22.0, "p95": 30.0, "mean": 21.5})
+    assert gapped is not None
+    assert gapped["ttft_gap_ms"] == pytest.approx({"p50": 2.0, "p95": 10.0, "mean": 2.5})
     assert notable_ttft_gap(gapped)  # 10 ms > max(5 ms, 4 ms)
     assert not notable_ttft_gap(with_ttft_gap(server, {"p50": 20.0, "p95": 24.9}))  # under 5 ms
-    slow = {"ttft_ms": {"p50": 100.0, "p95": 100.0}}
+    slow = _ttft(100.0, 100.0, 100.0, [0.0, 100.0])
     assert not notable_ttft_gap(with_ttft_gap(slow, {"p50": 100.0, "p95": 119.0}))  # under 20%
     assert notable_ttft_gap(with_ttft_gap(slow, {"p50": 100.0, "p95": 121.0}))
     # A client p95 still inside the server's p95 bucket: the gap may be the estimate's own error.
-    bucketed = {"ttft_ms": {"p50": 30.0, "p95": 30.0, "p95_bucket_ms": [25.0, 50.0]}}
+    bucketed = _ttft(30.0, 30.0, 30.0, [25.0, 50.0])
     assert not notable_ttft_gap(with_ttft_gap(bucketed, {"p50": 30.0, "p95": 45.0}))
     assert notable_ttft_gap(with_ttft_gap(bucketed, {"p50": 30.0, "p95": 55.0}))
-    beyond = {"ttft_ms": {"p50": 30.0, "p95": 60.0, "p95_bucket_ms": [60.0, None]}}  # in +Inf
+    beyond = _ttft(30.0, 60.0, 30.0, [60.0, None])  # in +Inf
     assert not notable_ttft_gap(with_ttft_gap(beyond, {"p50": 30.0, "p95": 500.0}))
     assert with_ttft_gap(None, {"p50": 1.0}) is None
     assert with_ttft_gap({"scrapes": 3}, {"p50": 1.0}) == {"scrapes": 3, "ttft_gap_ms": None}
