@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -60,6 +60,33 @@ Overall = Literal["regression", "inconclusive", "no regression"]
 LATENCY_METRICS: tuple[str, ...] = ("ttft", "itl", "tpot", "e2e")
 LATENCY_PERCENTILES: tuple[str, ...] = ("p50", "p95", "p99")
 _QUANTILE = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
+
+
+class RowData(TypedDict):
+    """A Row as `loadtest compare --json` writes it (an infinite change or MDE as null)."""
+
+    metric: str
+    unit: str
+    baseline: float | None
+    current: float | None
+    change: float | None
+    p_value: float | None
+    mde: float | None
+    verdict: Verdict
+    test: str
+
+
+class ComparisonData(TypedDict):
+    """What `loadtest compare --json` writes: the verdict, the limits it was judged by, every row."""
+
+    verdict: Overall
+    regressed: bool
+    summary: str
+    max_regression: float
+    alpha: float
+    per_request: bool
+    notes: list[str]
+    rows: list[RowData]
 
 
 @dataclass(frozen=True)
@@ -84,7 +111,7 @@ class Row:
     # power (module docstring); None for rows without per-request spread.
     mde: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RowData:
         change = self.change if self.change is None or math.isfinite(self.change) else None
         mde = self.mde if self.mde is None or math.isfinite(self.mde) else None
         return {
@@ -163,7 +190,7 @@ class Comparison:
             return "INCONCLUSIVE" + summary.removeprefix("inconclusive")
         return f"{'REGRESSION' if self.regressed else 'OK'}: {summary}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ComparisonData:
         return {
             "verdict": self.verdict,
             "regressed": self.regressed,
@@ -298,7 +325,7 @@ def compare_error_rate(base: RunData, cur: RunData, settings: Settings) -> Row:
 
 
 def compare_threshold(
-    metric: str, unit: str, base: Any, cur: Any, worse_if_up: bool, settings: Settings
+    metric: str, unit: str, base: float | None, cur: float | None, worse_if_up: bool, settings: Settings
 ) -> Row:
     """A summary number judged by the threshold alone (no per-request data behind it)."""
     base_value = float(base) if isinstance(base, int | float) else None

@@ -235,14 +235,19 @@ def workers_summary(
 
 def workers_error(workers: WorkerCounts | WorkersSection | None) -> str | None:
     """The run error a lost worker makes (a gate must not pass on missing data), or None."""
-    lost = [] if workers is None else list(workers.get("lost") or [])
-    if workers is None or not lost:
+    if workers is None:
         return None
-    count = sum(int(entry["requests_lost"]) for entry in lost)
-    names = ", ".join(str(entry["worker"]) for entry in lost)
-    return (
-        f"{len(lost)} of {workers['count']} workers lost (worker {names}): {count} requests never came back"
-    )
+    lost = [(int(entry["worker"]), int(entry["requests_lost"])) for entry in workers.get("lost") or []]
+    return lost_error(workers["count"], lost)
+
+
+def lost_error(workers: int, lost: Sequence[tuple[int, int]]) -> str | None:
+    """workers_error from the count of workers and each lost one's (index, requests lost)."""
+    if not lost:
+        return None
+    count = sum(requests for _, requests in lost)
+    names = ", ".join(str(worker) for worker, _ in lost)
+    return f"{len(lost)} of {workers} workers lost (worker {names}): {count} requests never came back"
 
 
 def max_worker_cpu(workers: WorkerCounts | WorkersSection) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypedDict, cast
 from urllib.parse import urlsplit
 
 import requests.exceptions
@@ -31,6 +31,20 @@ class GrafanaSetupError(Exception):
     """Grafana cannot be used at all (bad URL, no credentials); the message is the reason."""
 
 
+# A dashboard's JSON model: Grafana's schema (hundreds of keys, by panel type and version), not
+# ours. It is read, checked for the few keys a push needs (push.load_dashboard) and sent on whole.
+Dashboard = dict[str, Any]
+
+
+class DashboardUpdate(TypedDict):
+    """The body of Grafana's `POST /api/dashboards/db`: create or update a dashboard by its uid."""
+
+    dashboard: Dashboard
+    folderUid: str
+    overwrite: bool
+    message: str  # the version's note in the dashboard's history
+
+
 # The part of grafana-client's API used here, typed (grafana-client's own methods are not).
 class FolderApi(Protocol):
     def get_all_folders(self, parent_uid: str | None = None) -> Any: ...
@@ -41,7 +55,7 @@ class FolderApi(Protocol):
 class DashboardApi(Protocol):
     def get_dashboard(self, dashboard_uid: str) -> Any: ...
 
-    def update_dashboard(self, dashboard: dict[str, Any]) -> Any: ...
+    def update_dashboard(self, dashboard: DashboardUpdate) -> Any: ...
 
 
 class AnnotationsApi(Protocol):

@@ -12,9 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from loadgen.grafana.connection import Grafana, public_url
+from loadgen.grafana.connection import Dashboard, Grafana, public_url
 
 DEFAULT_FOLDER = "loadtest"
 UID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,40}$")  # what Grafana accepts as a uid
@@ -35,7 +34,7 @@ class PushResult:
     folder_created: bool
 
 
-def load_dashboard(path: Path) -> dict[str, Any]:
+def load_dashboard(path: Path) -> Dashboard:
     """The dashboard model in `path`, checked for what a push needs (uid, title, panels)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -74,7 +73,7 @@ def ensure_folder(api: Grafana, title: str) -> tuple[str, bool]:
 
 
 def push_dashboard(
-    api: Grafana, dashboard: dict[str, Any], *, grafana_url: str, folder: str = DEFAULT_FOLDER
+    api: Grafana, dashboard: Dashboard, *, grafana_url: str, folder: str = DEFAULT_FOLDER
 ) -> PushResult:
     """Create or update `dashboard` (by its uid) in `folder`; Grafana's errors propagate."""
     folder_uid, folder_created = ensure_folder(api, folder)

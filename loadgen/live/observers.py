@@ -64,6 +64,8 @@ class RunObserver:
 
     def run_finished(self, report: Mapping[str, Any]) -> None:
         """report.json is written; `report` is its content."""
+        # As JSON data, free-form here: observers sit below loadgen.report's models, and one of
+        # a user's own may read any key of report.json (docs/report-json.md).
 
     def close(self) -> None:
         """The run is over; free what the observer holds (an exporter may linger first)."""

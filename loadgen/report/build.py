@@ -9,23 +9,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from loadgen.collect.late_sends import Variant
+from loadgen.collect.late_sends import LateSends, Variant
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import with_ttft_gap
 from loadgen.collect.stats import PhaseWindow, client_trust, run_stats
-from loadgen.distributed.protocol import workers_error
+from loadgen.distributed.protocol import lost_error
+from loadgen.evaluate.parts import Measured
 from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
 from loadgen.report.model import Report, Verdict
+from loadgen.report.model.client import Client, ClientStalls, MachineStalls
+from loadgen.report.model.metrics import Metrics, Phase, ReportPart, SLOCheck, Workers
+from loadgen.report.model.server import Server
 from loadgen.report.rejudge import Answers, LateView, MemoryLateView, rejudge_client, slo_answers
-from loadgen.rundir.run_json import WorkersSection
 from loadgen.scenario.model import Scenario
 
 SCHEMA_VERSION = 1
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
-Groups = dict[str, dict[str, Any]]  # metrics by class or adapter name
+Groups = Mapping[str, Measured]  # metrics by class or adapter name
+Part = TypeVar("Part", bound=ReportPart)
 
 # Fractions keep more digits than ms values: 3 decimals would hide a 0.04% error rate.
 _DIGITS = {"error_rate": 6, "cancel_rate": 6}
@@ -43,6 +47,12 @@ def round_floats(value: Any, digits: int = _DEFAULT_DIGITS) -> Any:
     return value
 
 
+def report_part(model: type[Part], data: object) -> Part:
+    """`data` (JSON data: loadgen.collect's, loadgen.evaluate's, run.json's) as its part of
+    report.json: its floats rounded (round_floats), then validated by the part's model."""
+    return model.model_validate(round_floats(data))
+
+
 def format_started_at(started_at: datetime) -> str:
     """ISO 8601 in UTC with a Z; a naive datetime is taken to be UTC already."""
     if started_at.tzinfo is None:
@@ -50,7 +60,7 @@ def format_started_at(started_at: datetime) -> str:
     return started_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def normalize_server(server: Mapping[str, Any]) -> dict[str, Any]:
+def normalize_server(server: Measured) -> Measured:
     """The `server` object with every contract key present (None where not measured)."""
     cold = dict(server.get("cold_start_s") or {})
     memory = dict(server.get("memory") or {})
@@ -77,7 +87,7 @@ def normalize_server(server: Mapping[str, Any]) -> dict[str, Any]:
 
 def decide_verdict(
     run_error: str | None,
-    client: Mapping[str, Any],
+    client: Client,
     slos: Sequence[SLOResult],
     requests: int,
 ) -> tuple[Verdict, str]:
@@ -87,10 +97,10 @@ def decide_verdict(
     if requests == 0:
         # A gate must not pass on nothing (with no SLOs there would be nothing to fail).
         return "error", "no requests were measured after warm-up"
-    if not client["trustworthy"]:
+    if not client.trustworthy:
         return (
             "error",
-            f"{client['untrusted_because']}: the client could not keep up, numbers not trustworthy",
+            f"{client.untrusted_because}: the client could not keep up, numbers not trustworthy",
         )
     failed = [result for result in slos if not result.passed]
     if failed:
@@ -108,13 +118,16 @@ class RunFacts:
     name: str
     started_at: datetime
     duration_s: float
-    server: Mapping[str, Any]
+    # run.json's `server` with the summaries of the server's samples: JSON data the SLOs read by
+    # the keys a scenario names (loadgen.evaluate.parts.Measured), validated with the report.
+    server: Measured
     run_error: str | None = None
     client_cpu_percent: float | None = None  # the load generator's, during the traffic
-    workers: WorkersSection | None = None  # a distributed run's `client.workers`
-    # What held the load generator's loop, and the machine's stalls (run.json; None: not watched).
-    client_stalls: Mapping[str, Any] | None = None
-    machine_stalls: Mapping[str, Any] | None = None
+    workers: Workers | None = None  # a distributed run's `client.workers`
+    # What held the load generator's loop, and the machine's stalls (run.json; None: not watched);
+    # `machine_stalls.late_sends` is counted by build_report.
+    client_stalls: ClientStalls | None = None
+    machine_stalls: MachineStalls | None = None
     machine_spans: tuple[tuple[float, float], ...] = ()  # those stalls, (start, end) on the run clock
 
 
@@ -150,13 +163,15 @@ def build_report(
         records = list(records)
         late = late or MemoryLateView(records, windows, judging.max_lag_p99_ms)
     stats = records if isinstance(records, RunStats) else run_stats(records, windows)
-    run_error = facts.run_error or workers_error(workers)
+    lost = [] if workers is None else [(w.worker, w.requests_lost) for w in workers.lost]
+    run_error = facts.run_error or (None if workers is None else lost_error(workers.count, lost))
     metrics = stats.overall().metrics(windows)
     server_info = normalize_server(server)
     if "metrics" in server_info:  # the server's own /metrics (None where not scraped)
-        server_info["metrics"] = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
+        gap = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
+        server_info = {**server_info, "metrics": gap}
 
-    def judge(stats: RunStats, metrics: dict[str, Any]) -> tuple[Groups, Groups, list[SLOResult]]:
+    def judge(stats: RunStats, metrics: Measured) -> tuple[Groups, Groups, list[SLOResult]]:
         """Each class's and adapter's metrics, and the SLO results, of `stats`."""
         named = list(slo_spec.classes) if slo_spec is not None else []
         # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
@@ -184,47 +199,58 @@ def build_report(
     late_sends = None if late is None else late.late()
     during = None if late_sends is None else late_sends.during(facts.machine_spans)
     client = rejudge_client(
-        client_trust(
-            stats.lag.percentiles()["p99"] or 0.0,
-            judging.max_lag_p99_ms,
-            facts.client_cpu_percent,
-            judging.max_client_cpu_percent,
-        ),
+        _trusted(stats, judging, facts.client_cpu_percent, late_sends),
         late_sends,
         answers,
         cpu_exceeded=cpu_exceeded,
         note=f", {during} of them while the machine stalled" if during else "",
     )
     if facts.client_stalls is not None:
-        client["stalls"] = dict(facts.client_stalls)
+        client.stalls = facts.client_stalls
     if facts.machine_stalls is not None:
-        machine = {key: value for key, value in facts.machine_stalls.items() if key != "origin_ns"}
-        client["machine"] = {"count": None, "max_ms": None, **machine, "late_sends": during}
+        machine = facts.machine_stalls.model_copy()
+        machine.late_sends = during
+        client.machine = machine
     if workers is not None:
-        client["workers"] = {
-            key: value for key, value in workers.items() if key not in ("local_pids", "pids")
-        }
+        client.workers = workers
     verdict, reason = decide_verdict(run_error, client, slos, metrics["requests"])
-    report = {
-        "schema_version": SCHEMA_VERSION,
-        "name": name,
-        "verdict": verdict,
-        "reason": reason,
-        "started_at": format_started_at(started_at),
-        "duration_s": duration_s,
-        "metrics": metrics,
-        **({"classes": classes} if len(classes) > 1 else {}),
-        **({"adapters": adapters} if adapters else {}),
-        "phases": stats.phase_list(overall=metrics),
-        "server": server_info,
-        "slo": [result.to_dict() for result in slos],
-        "client": client,
-        "knee": None,
-        "capacity": None,
-        "replicas": None,
-    }
-    # The parts come from loadgen.collect and loadgen.evaluate as dicts: typed here, once.
-    return Report.model_validate(round_floats(report))
+    report = Report(
+        schema_version=SCHEMA_VERSION,
+        name=name,
+        verdict=verdict,
+        reason=reason,
+        started_at=format_started_at(started_at),
+        duration_s=round(duration_s, _DEFAULT_DIGITS),
+        metrics=report_part(Metrics, metrics),
+        phases=[report_part(Phase, phase) for phase in stats.phase_list(overall=metrics)],
+        server=report_part(Server, server_info),
+        slo=[report_part(SLOCheck, result.to_dict()) for result in slos],
+        client=client,
+        knee=None,
+        capacity=None,
+        replicas=None,
+    )
+    # Set only when there is more than the whole run to say (else the keys stay out).
+    if len(classes) > 1:
+        report.classes = {key: report_part(Metrics, value) for key, value in classes.items()}
+    if adapters:
+        report.adapters = {key: report_part(Metrics, value) for key, value in adapters.items()}
+    return report
+
+
+def _trusted(
+    stats: RunStats, judging: Judging, cpu_percent: float | None, late_sends: LateSends | None
+) -> Client:
+    """client_trust's judgement of the load generator, with its late sends (`depends` null: not
+    re-judged yet) and no warning: what rejudge_client starts from."""
+    trust = client_trust(
+        stats.lag.percentiles()["p99"] or 0.0,
+        judging.max_lag_p99_ms,
+        cpu_percent,
+        judging.max_client_cpu_percent,
+    )
+    sends = None if late_sends is None else {**late_sends.to_dict(), "depends": None}
+    return report_part(Client, {**trust, "late_sends": sends, "warning": None})
 
 
 def exit_code(report: Report) -> int:

@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from loadgen.collect.energy_accounting import Served, Span, idle_watts, whole_run, window_energy
 from loadgen.collect.energy_samples import EnergySample
 from loadgen.report.model import Report
-from loadgen.report.model.energy import Energy
+from loadgen.report.model.energy import Energy, EnergyWindow, IdlePower, LevelEnergy, WholeRun
 from loadgen.report.model.metrics import Phase
 
 DIGITS = 4  # significant digits: 0.0004 J/token and 350 W alike keep their precision
@@ -26,27 +28,53 @@ WHOLE_DEVICES = "counted devices are whole devices: every process on them, the l
 NO_SAMPLES = "energy.jsonl holds no sample"
 
 
-def not_measured(setting: str, reason: str) -> dict[str, Any]:
+class EnergyStatus(BaseModel):
+    """run.json's `energy` (loadgen.collect.energy_sampler's `describe`), read back: what was
+    decided and done. Its other keys (the sampling interval, the sample count) are not reported."""
+
+    model_config = ConfigDict(frozen=True)
+
+    setting: str | None = None
+    measured: bool | None = None
+    reason: str | None = None  # why nothing was measured
+    source: str | None = None
+    how: str | None = None
+    devices: list[str] | None = None
+    notes: list[str] = Field(default_factory=list)
+    idle_s: list[float] | None = None  # the idle span sampled before the traffic, on the run clock
+    failure: str | None = None  # why sampling stopped mid-run
+
+
+def not_measured(setting: str, reason: str) -> Energy:
     """The section of a run that measured nothing: the reason and no figure."""
-    return {
-        "measured": False,
-        "setting": setting,
-        "reason": reason,
-        "source": None,
-        "devices": [],
-        "how": "",
-        "notes": [],
-        "idle": None,
-        "whole_run": None,
-        "measured_window": None,
-        "phases": [],
-        "levels": [],
-        "capacity": None,
-    }
+    return Energy(
+        measured=False,
+        setting=setting,
+        reason=reason,
+        source=None,
+        devices=[],
+        how="",
+        notes=[],
+        idle=None,
+        whole_run=None,
+        measured_window=None,
+        phases=[],
+        levels=[],
+        capacity=None,
+    )
 
 
-def _window(figures: dict[str, Any] | None, phase: int | None = None) -> dict[str, Any] | None:
-    return None if figures is None else {"phase": phase, **figures}
+def _window(
+    samples: Sequence[EnergySample],
+    spans: Sequence[Span],
+    served: Served,
+    idle: Mapping[str, float] | None,
+    phase: int | None = None,
+) -> EnergyWindow | None:
+    """The energy of the window `spans` (`phase`: the `phases` entry it is; None for a sum of
+    windows); None where it was not sampled."""
+    figures = window_energy(samples, spans, served, idle)
+    return None if figures is None else EnergyWindow.model_validate(significant({"phase": phase, **figures}))
 
 
 def _phase_served(phase: Phase, span: Span) -> Served:
@@ -55,9 +83,11 @@ def _phase_served(phase: Phase, span: Span) -> Served:
     return Served(float(good), (metrics.output_tokens_per_s or 0.0) * span.duration_s)
 
 
-def _idle(samples: Sequence[EnergySample], status: Mapping[str, Any]) -> tuple[dict[str, float] | None, Any]:
+def _idle(
+    samples: Sequence[EnergySample], status: EnergyStatus
+) -> tuple[dict[str, float] | None, IdlePower | None]:
     """(idle watts by device, report.json's `idle`) from run.json's idle span."""
-    bounds = status.get("idle_s")
+    bounds = status.idle_s
     if not bounds:
         return None, None
     span = Span(float(bounds[0]), float(bounds[1]))
@@ -65,11 +95,16 @@ def _idle(samples: Sequence[EnergySample], status: Mapping[str, Any]) -> tuple[d
     if watts is None:
         return None, None
     section = {"window_s": span.duration_s, "watts": sum(watts.values()), "watts_by_device": watts}
-    return watts, section
+    return watts, IdlePower.model_validate(significant(section))
+
+
+def _whole_run(samples: Sequence[EnergySample]) -> WholeRun | None:
+    figures = whole_run(samples)
+    return None if figures is None else WholeRun.model_validate(significant(figures))
 
 
 def energy_section(
-    status: Mapping[str, Any] | None,
+    status: EnergyStatus | None,
     samples: Sequence[EnergySample],
     report: Report,
     phase_spans: Mapping[int, Span],
@@ -77,20 +112,21 @@ def energy_section(
 ) -> Energy | None:
     """report.json's `energy`. `status`: run.json's `energy` (None: a run folder from before
     energy was measured, no section); `phase_spans`: each `phases` entry's measured window by
-    its index; `level_spans`: a search's searched levels' windows (trials), by level."""
+    its index; `level_spans`: a search's searched levels' windows (trials), by level. Every
+    figure keeps DIGITS significant digits."""
     if status is None:
         return None
-    setting = str(status.get("setting") or "auto")
-    if not status.get("measured"):
-        return Energy.model_validate(not_measured(setting, str(status.get("reason") or "not measured")))
+    setting = status.setting or "auto"
+    if not status.measured:
+        return not_measured(setting, status.reason or "not measured")
     if not samples:
-        return Energy.model_validate(not_measured(setting, NO_SAMPLES))
+        return not_measured(setting, NO_SAMPLES)
     idle, idle_section = _idle(samples, status)
     phases = []
     for phase in report.phases:
         span = phase_spans.get(phase.index)
         if span is not None:
-            found = _window(window_energy(samples, [span], _phase_served(phase, span), idle), phase.index)
+            found = _window(samples, [span], _phase_served(phase, span), idle, phase.index)
             if found is not None:
                 phases.append(found)
     levels, at_level = _levels(samples, report, level_spans or {}, idle)
@@ -102,25 +138,24 @@ def energy_section(
         measured = at_level.get(operating.level) if operating is not None else None
     else:
         measured = _sum_of(samples, report.phases, phase_spans, idle)
-    notes = [WHOLE_DEVICES, *status.get("notes", [])]
-    if status.get("failure"):
-        notes.append(str(status["failure"]))
-    section = {
-        "measured": True,
-        "setting": setting,
-        "reason": None,
-        "source": status.get("source"),
-        "devices": list(status.get("devices") or []),
-        "how": str(status.get("how") or ""),
-        "notes": notes,
-        "idle": idle_section,
-        "whole_run": whole_run(samples),
-        "measured_window": measured,
-        "phases": phases,
-        "levels": levels,
-        "capacity": at_capacity,
-    }
-    return Energy.model_validate(significant(section))
+    notes = [WHOLE_DEVICES, *status.notes]
+    if status.failure:
+        notes.append(status.failure)
+    return Energy(
+        measured=True,
+        setting=setting,
+        reason=None,
+        source=status.source,
+        devices=list(status.devices or []),
+        how=status.how or "",
+        notes=notes,
+        idle=idle_section,
+        whole_run=_whole_run(samples),
+        measured_window=measured,
+        phases=phases,
+        levels=levels,
+        capacity=at_capacity,
+    )
 
 
 def significant(value: Any) -> Any:
@@ -139,14 +174,14 @@ def _sum_of(
     phases: Sequence[Phase],
     spans: Mapping[int, Span],
     idle: Mapping[str, float] | None,
-) -> dict[str, Any] | None:
+) -> EnergyWindow | None:
     """Every phase's window together (a plain run's measured traffic)."""
     kept = [(phase, spans[phase.index]) for phase in phases if phase.index in spans]
     if not kept:
         return None
     served = [_phase_served(phase, span) for phase, span in kept]
     total = Served(sum(s.requests for s in served), sum(s.output_tokens for s in served))
-    return _window(window_energy(samples, [span for _, span in kept], total, idle))
+    return _window(samples, [span for _, span in kept], total, idle)
 
 
 def _levels(
@@ -154,26 +189,27 @@ def _levels(
     report: Report,
     level_spans: Mapping[float, Sequence[Span]],
     idle: Mapping[str, float] | None,
-) -> tuple[list[dict[str, Any]], dict[float, dict[str, Any]]]:
+) -> tuple[list[LevelEnergy], dict[float, EnergyWindow]]:
     """(`levels`, each level's window by level) for a search's searched levels."""
-    levels, by_level = [], {}
+    levels: list[LevelEnergy] = []
+    by_level: dict[float, EnergyWindow] = {}
     for level in report.knee.levels if report.knee else []:
         spans = level_spans.get(level.level)
         if not spans:
             continue
         seconds = sum(span.duration_s for span in spans)
         served = Served(level.throughput_rps * seconds, level.output_tokens_per_s * seconds)
-        figures = _window(window_energy(samples, spans, served, idle))
+        figures = _window(samples, spans, served, idle)
         if figures is None:
             continue
         by_level[level.level] = figures
         levels.append(
-            {
-                "level": level.level,
-                "goodput_rps": level.throughput_rps,
-                "output_tokens_per_s": level.output_tokens_per_s,
-                "slo_passed": level.slo_passed,
-                "energy": figures,
-            }
+            LevelEnergy(
+                level=significant(level.level),
+                goodput_rps=significant(level.throughput_rps),
+                output_tokens_per_s=significant(level.output_tokens_per_s),
+                slo_passed=level.slo_passed,
+                energy=figures,
+            )
         )
     return levels, by_level

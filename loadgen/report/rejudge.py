@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from loadgen.collect.late_sends import (
     VARIANT_WORDS,
@@ -34,6 +34,7 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.collect.stats import run_stats
 from loadgen.collect.windows import PhaseWindow
 from loadgen.evaluate.slo import SLOResult
+from loadgen.report.model.client import Client
 from loadgen.report.scan import scan_records
 
 
@@ -104,33 +105,33 @@ def changed_answers(answers: Answers) -> list[str]:
 
 
 def rejudge_client(
-    client: Mapping[str, Any],
+    client: Client,
     late: LateSends | None,
     answers: Answers,
     *,
     cpu_exceeded: bool,
     note: str = "",
-) -> dict[str, Any]:
-    """client_trust's result, re-judged when only its lag bound was crossed (module docstring):
-    `late_sends` added (None without records), `trustworthy`, `untrusted_because` and `warning`
-    set. `note`: what the machine's own stalls say of the late sends, for the warning
-    (', 3 of them while the machine stalled')."""
-    client = {**client, "late_sends": None, "warning": None}
-    if late is None:
+) -> Client:
+    """`client` as client_trust judged it (with `late` as its `late_sends`, `depends` null, and no
+    warning), re-judged when only its lag bound was crossed (module docstring): a copy with
+    `trustworthy`, `untrusted_because`, `warning` and `late_sends.depends` set. `note`: what the
+    machine's own stalls say of the late sends, for the warning (', 3 of them while the machine
+    stalled')."""
+    sends = client.late_sends
+    if late is None or sends is None or client.trustworthy or cpu_exceeded or not late.count:
         return client
-    client["late_sends"] = {**late.to_dict(), "depends": None}
-    lag = client["untrusted_because"]
-    if client["trustworthy"] or cpu_exceeded or not late.count:
-        return client
+    lag = client.untrusted_because
+    judged = client.model_copy()
     if late.sustained:
-        client["untrusted_because"] = f"{lag}, sustained ({late.sustained_words()})"
-        return client
+        judged.untrusted_because = f"{lag}, sustained ({late.sustained_words()})"
+        return judged
     changed = changed_answers(answers)
-    client["late_sends"]["depends"] = changed
+    judged.late_sends = sends.model_copy()
+    judged.late_sends.depends = changed
     if changed:
         depends = "; ".join(changed)
-        client["untrusted_because"] = f"{lag}, and the verdict depends on the late sends: {depends}"
-        return client
-    client["trustworthy"], client["untrusted_because"] = True, None
-    client["warning"] = f"{late.words()}{note} ({lag}); no verdict depends on them"
-    return client
+        judged.untrusted_because = f"{lag}, and the verdict depends on the late sends: {depends}"
+        return judged
+    judged.trustworthy, judged.untrusted_because = True, None
+    judged.warning = f"{late.words()}{note} ({lag}); no verdict depends on them"
+    return judged

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loadgen.collect.energy_accounting import Span
 from loadgen.collect.energy_samples import ENERGY_FILE, EnergySample, read_energy_samples
@@ -27,15 +27,18 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import read_server_metrics, summarize_server_metrics
 from loadgen.collect.stats_wire import SUMMARY_FILE, SummaryError, read_summary
 from loadgen.evaluate.level_results import LevelWindow
-from loadgen.report.build import Judging, RunFacts, build_report
-from loadgen.report.energy_report import energy_section
+from loadgen.evaluate.parts import Measured
+from loadgen.report.build import Judging, RunFacts, build_report, report_part
+from loadgen.report.energy_report import EnergyStatus, energy_section
 from loadgen.report.model import Report
+from loadgen.report.model.client import ClientStalls, MachineStalls
+from loadgen.report.model.energy import Energy
+from loadgen.report.model.metrics import Workers
 from loadgen.report.rejudge import FileLateView
 from loadgen.report.safe_write import write_formats
-from loadgen.report.scan import ChunkHook, scan_records
+from loadgen.report.scan import ChunkHook, RawRecord, scan_records
 from loadgen.report.search_report import build_search_report
 from loadgen.rundir.folder import RunMeta
-from loadgen.rundir.run_json import ClientStallsSection
 from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.schedule import Schedule
@@ -98,7 +101,7 @@ def render_reports(
     )
     report = build_report(facts, judging, stats, schedule.windows, late)
     spans = {window.index: Span(window.start_s, window.end_s) for window in schedule.windows}
-    report.energy = energy_section(meta.energy, _energy_samples(run_dir), report, spans)
+    report.energy = _energy(run_dir, meta, report, spans)
     _write(report, run_dir, scenario, schedule, meta, charts, formats)
     return report
 
@@ -133,13 +136,13 @@ def _render_search(
     levels: dict[float, list[Span]] = {}
     for window in measured:  # the searched levels' trials, by level
         levels.setdefault(window.level, []).append(spans[window.index])
-    report.energy = energy_section(meta.energy, _energy_samples(run_dir), report, spans, levels)
+    report.energy = _energy(run_dir, meta, report, spans, levels)
     _write(report, run_dir, scenario, schedule, meta, records, formats)
     return report
 
 
 def _facts(
-    run_dir: Path, scenario: Scenario, meta: RunMeta, server: dict[str, Any], run_error: str | None
+    run_dir: Path, scenario: Scenario, meta: RunMeta, server: Measured, run_error: str | None
 ) -> RunFacts:
     """What run.json says about the run, as the report states it."""
     spans = machine_spans(run_dir, meta.machine_stalls)
@@ -150,23 +153,58 @@ def _facts(
         server=server,
         run_error=run_error,
         client_cpu_percent=meta.client_cpu_percent,
-        workers=meta.workers if meta.workers and "count" in meta.workers else None,
-        client_stalls=_client_stalls(run_dir, meta.client_stalls, spans),
-        machine_stalls=meta.machine_stalls,
+        workers=_workers(meta),
+        client_stalls=_client_stalls(run_dir, meta, spans),
+        machine_stalls=_machine_stalls(meta),
         machine_spans=spans,
     )
 
 
+def _workers(meta: RunMeta) -> Workers | None:
+    """run.json's `workers` as report.json's `client.workers` (the processes' pids left out);
+    None for a run without workers, or one whose workers never reported."""
+    workers = meta.workers
+    if not workers or "count" not in workers:
+        return None
+    return report_part(
+        Workers, {key: value for key, value in workers.items() if key not in ("local_pids", "pids")}
+    )
+
+
 def _client_stalls(
-    run_dir: Path, summary: ClientStallsSection | None, machine: tuple[tuple[float, float], ...]
-) -> dict[str, Any] | None:
+    run_dir: Path, meta: RunMeta, machine: tuple[tuple[float, float], ...]
+) -> ClientStalls | None:
     """run.json's `client_stalls`, with how many of them the machine's own stalls overlapped."""
+    summary = meta.client_stalls
     if summary is None:
         return None
     held = [
         (line["t_s"], line["t_s"] + line["ms"] / 1000) for line in read_stalls(run_dir / CLIENT_STALLS_FILE)
     ]
-    return {**summary, "during_machine": count_overlapping(held, machine)}
+    return report_part(ClientStalls, {**summary, "during_machine": count_overlapping(held, machine)})
+
+
+def _machine_stalls(meta: RunMeta) -> MachineStalls | None:
+    """run.json's `machine_stalls` as report.json's `client.machine`, less the run clock's zero
+    it was read with; its `late_sends` are counted by build_report (null until then)."""
+    summary = meta.machine_stalls
+    if summary is None:
+        return None
+    machine = {key: value for key, value in summary.items() if key != "origin_ns"}
+    return report_part(MachineStalls, {"count": None, "max_ms": None, **machine, "late_sends": None})
+
+
+def _energy(
+    run_dir: Path,
+    meta: RunMeta,
+    report: Report,
+    spans: Mapping[int, Span],
+    levels: Mapping[float, Sequence[Span]] | None = None,
+) -> Energy | None:
+    """report.json's `energy` from run.json's status and energy.jsonl (None: a run folder from
+    before energy was measured)."""
+    status = None if meta.energy is None else EnergyStatus.model_validate(meta.energy)
+    return energy_section(status, _energy_samples(run_dir), report, spans, levels)
 
 
 def _write(
@@ -201,7 +239,7 @@ def _both(offer: ChunkHook, charts: ChartRecords | None) -> ChunkHook:
     if charts is None:
         return offer
 
-    def both(chunk: Sequence[Mapping[str, Any]]) -> None:
+    def both(chunk: Sequence[RawRecord]) -> None:
         offer(chunk)
         charts.offer(chunk)
 

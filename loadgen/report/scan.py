@@ -20,10 +20,13 @@ from loadgen.collect.windows import PhaseWindow
 
 CHUNK_RECORDS = 65_536
 
-# Called with each chunk of raw record dicts (as read from the file) after RunStats has it.
-ChunkHook = Callable[[Sequence[Mapping[str, Any]]], None]
+# A record as requests.jsonl holds it, parsed but not validated: free-form here, since the one
+# pass reads millions of them and each reader takes only the fields it needs by name.
+RawRecord = Mapping[str, Any]
+# Called with each chunk of raw records (as read from the file) after RunStats has it.
+ChunkHook = Callable[[Sequence[RawRecord]], None]
 # Turns each chunk into the records RunStats is to see (a re-judged run's views: late_sends).
-ChunkAdjust = Callable[[Sequence[Mapping[str, Any]]], Sequence[Mapping[str, Any]]]
+ChunkAdjust = Callable[[Sequence[RawRecord]], Sequence[RawRecord]]
 
 
 def scan_records(
@@ -45,7 +48,7 @@ def scan_records(
     return stats
 
 
-def _chunks(path: Path | None, skipped: SkippedLines | None) -> Iterator[list[dict[str, Any]]]:
+def _chunks(path: Path | None, skipped: SkippedLines | None) -> Iterator[Sequence[RawRecord]]:
     if path is None or not path.exists():
         return
     yield from chunks(iter_record_dicts(path, skipped), CHUNK_RECORDS)

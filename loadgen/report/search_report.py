@@ -144,8 +144,9 @@ def build_search_report(
     server_metrics: Callable[[float, float], ServerMetricsData | None] | None = None,
 ) -> Report:
     """A search run's report.json: the plain report over the operating point's window(s), plus
-    the curve, knee, capacity, replica plan and verification. `server_metrics(start_s, end_s)`:
-    the server's own /metrics over a window."""
+    the curve, knee, capacity, replica plan and verification. `verify_setup`: run.json's
+    `verify`, free-form JSON until loadgen.evaluate.plan reads it (VerifySetup.of);
+    `server_metrics(start_s, end_s)`: the server's own /metrics over a window."""
     mode = scenario.mode
     assert isinstance(mode, SearchMode)
     records = mark_unmeasured(records, windows)

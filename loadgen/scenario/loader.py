@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from loadgen.inputs.files import BASE_DIR_CONTEXT
 from loadgen.scenario.bounds import SENDERS_CONTEXT
@@ -81,15 +82,16 @@ def parse_scenario(
         raise ScenarioError(_dedupe(issues)) from None
 
 
-def _issue(error: Any, root: yaml.Node, name: str) -> ScenarioIssue:
+def _issue(error: ErrorDetails, root: yaml.Node, name: str) -> ScenarioIssue:
     place = locate(error, root)
     return ScenarioIssue(name, place.line, place.column, place.path, _reason(error, place.model))
 
 
-def _reason(error: Any, model: type[BaseModel] | None) -> str:
-    kind: str = error["type"]
+def _reason(error: ErrorDetails, model: type[BaseModel] | None) -> str:
+    kind = error["type"]
+    # pydantic's context of the error: its keys depend on the error's type (`gt`, `expected`, ...).
     ctx: dict[str, Any] = error.get("ctx") or {}
-    message: str = error["msg"]
+    message = error["msg"]
     if kind == "extra_forbidden":
         key = str(error["loc"][-1])
         known = list(model.model_fields) if model else []

@@ -8,7 +8,7 @@ documents every key; docs/schema/scenario.schema.json is generated from these mo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import (
     Field,
@@ -335,8 +335,9 @@ class Scenario(StrictModel):
             capacity = capacity.model_copy(
                 update={"cost_per_replica_hour": environment.cost_per_replica_hour}
             )
-        update: dict[str, Any] = {"server": environment.server, "environments": [], "capacity": capacity}
-        return self.model_copy(update=update)
+        return self.model_copy(
+            update={"server": environment.server, "environments": [], "capacity": capacity}
+        )
 
     @property
     def verify_spec(self) -> VerifySpec | None:

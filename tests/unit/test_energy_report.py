@@ -16,7 +16,7 @@ from loadgen.collect.energy_accounting import Span
 from loadgen.collect.energy_devices import NOT_INSTALLED
 from loadgen.collect.energy_samples import EnergySample, from_measurement
 from loadgen.report.energy_markdown import energy_lines
-from loadgen.report.energy_report import energy_section
+from loadgen.report.energy_report import EnergyStatus, energy_section
 from loadgen.report.energy_words import energy_line
 from loadgen.report.html.energy_section import energy_body
 from loadgen.report.json_report import report_data
@@ -25,17 +25,19 @@ from loadgen.report.model import Report
 from tests.unit import report_samples as samples
 from tests.unit.report_samples import sample_report
 
-MEASURED = {
-    "setting": "auto",
-    "measured": True,
-    "reason": None,
-    "source": "zeus 0.16.0",
-    "how": "auto: the GPUs and CPU packages the server's process tree uses",
-    "devices": ["gpu0"],
-    "notes": [],
-    "idle_s": [-5.0, 0.0],
-    "failure": None,
-}
+MEASURED = EnergyStatus.model_validate(
+    {
+        "setting": "auto",
+        "measured": True,
+        "reason": None,
+        "source": "zeus 0.16.0",
+        "how": "auto: the GPUs and CPU packages the server's process tree uses",
+        "devices": ["gpu0"],
+        "notes": [],
+        "idle_s": [-5.0, 0.0],
+        "failure": None,
+    }
+)
 NOT_MEASURED = {"setting": "auto", "measured": False, "reason": "no NVML device, no RAPL"}
 
 
@@ -143,7 +145,9 @@ def test_a_search_gets_tokens_per_joule_against_load_and_at_capacity() -> None:
 def test_nothing_measured_is_one_plain_line_and_no_number(status: dict[str, Any], line: str) -> None:
     report = plain()
     # Even with samples on disk (they cannot be trusted without a status saying so), no figure.
-    energy = energy_section(status, powered((0, 10, 400.0)), report, {0: Span(0.0, 10.0)})
+    energy = energy_section(
+        EnergyStatus.model_validate(status), powered((0, 10, 400.0)), report, {0: Span(0.0, 10.0)}
+    )
     assert energy is not None and not energy.measured
     report.energy = energy
     data = report_data(report)["energy"]

@@ -46,7 +46,7 @@ def measured(report: Report, joules_per_token: float, watts: float) -> Report:
         "above_idle_joules_per_output_token": None,
         "tokens_per_joule": 1 / joules_per_token,
     }
-    section = not_measured("auto", "") | {
+    section = not_measured("auto", "").model_dump() | {
         "measured": True,
         "reason": None,
         "source": "zeus 0.16.0",
@@ -59,7 +59,7 @@ def measured(report: Report, joules_per_token: float, watts: float) -> Report:
 
 
 def unmeasured(report: Report) -> Report:
-    report.energy = Energy.model_validate(not_measured("auto", "no NVML device, no RAPL"))
+    report.energy = not_measured("auto", "no NVML device, no RAPL")
     return report
 
 

@@ -9,10 +9,9 @@ per-second counts of every record (loadgen.collect.timeline) for everything that
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from loadgen.collect.memory import RESOURCES_FILE, ResourceSample, read_samples
 from loadgen.collect.record_files import records_file
@@ -25,6 +24,7 @@ from loadgen.evaluate.curve import Over
 from loadgen.evaluate.level_results import LevelWindow, mark_unmeasured
 from loadgen.fmt import format_number
 from loadgen.report.html.charts import Span
+from loadgen.report.scan import RawRecord
 from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
@@ -44,7 +44,7 @@ class ChartRecords:
     tokens). `offer` takes RequestRecords or the dicts of requests.jsonl."""
 
     def __init__(self, capacity: int = CHART_SAMPLE, seed: int = 0) -> None:
-        self.sample: RecordSample[RequestRecord | Mapping[str, Any]] = RecordSample(capacity, seed)
+        self.sample: RecordSample[RequestRecord | RawRecord] = RecordSample(capacity, seed)
         self.timeline = Timeline()
 
     @classmethod
@@ -54,7 +54,7 @@ class ChartRecords:
             charts.offer(chunk)
         return charts
 
-    def offer(self, records: Sequence[RequestRecord] | Sequence[Mapping[str, Any]]) -> None:
+    def offer(self, records: Sequence[RequestRecord] | Sequence[RawRecord]) -> None:
         self.sample.offer(records)
         self.timeline.add(records)
 
