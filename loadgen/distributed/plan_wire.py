@@ -12,8 +12,8 @@ constants go once per plan, with the worker's share of its concurrency cap.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 from loadgen.traffic.planned import NO_DRAWS
 from loadgen.traffic.schedule import (
@@ -27,6 +27,36 @@ from loadgen.traffic.schedule import (
 )
 
 
+class FeatureColumn(TypedDict):
+    """A feature's column: each request's index into `values`, its distinct values in their wire
+    form (_ENCODE: plain values of the feature's own shape), index 0: off (None)."""
+
+    at: list[int]
+    values: list[Any]  # each feature's own shape (a str, a tuple, a list of pairs): see _ENCODE
+
+
+class PlanColumns(TypedDict):
+    """A share of the plan on the wire (encode_requests): the core columns in _CORE's order, the
+    class as an index into `classes`, then the columns of the features some request has (in the
+    order they first appear)."""
+
+    id: list[int]
+    phase: list[int]
+    scheduled_s: list[float]
+    prompt_tokens: list[int]
+    output_tokens: list[int]
+    warmup: list[bool]
+    dataset_row: list[int | None]
+    request_class: list[int]
+    classes: list[str]
+    prompt: NotRequired[FeatureColumn]
+    cancel: NotRequired[FeatureColumn]
+    prefix: NotRequired[FeatureColumn]
+    session: NotRequired[FeatureColumn]
+    adapter: NotRequired[FeatureColumn]
+    drawn: NotRequired[FeatureColumn]
+
+
 def split_plan(requests: Iterable[PlannedRequest], workers: int) -> list[list[PlannedRequest]]:
     """Worker k gets the requests at positions k, k+N, k+2N, …: each request exactly once, each
     worker's share in schedule order (so a trace's order holds within every worker)."""
@@ -38,7 +68,7 @@ def split_plan(requests: Iterable[PlannedRequest], workers: int) -> list[list[Pl
     return shares
 
 
-def split_columns(requests: Iterable[PlannedRequest], workers: int) -> list[dict[str, Any]]:
+def split_columns(requests: Iterable[PlannedRequest], workers: int) -> list[PlanColumns]:
     """split_plan's shares in encode_requests' wire form, in one pass over a (lazy) plan. The
     master sends each worker its whole share up front, so the shares are held, but only as these
     columns of plain values (about a tenth of the PlannedRequest objects' memory)."""
@@ -68,7 +98,7 @@ def decode_phases(data: Sequence[Sequence[Any]]) -> dict[int, PhaseConstants]:
     return {int(index): PhaseConstants(int(cap), level) for index, cap, level in data}
 
 
-def encode_requests(requests: Iterable[PlannedRequest]) -> dict[str, Any]:
+def encode_requests(requests: Iterable[PlannedRequest]) -> PlanColumns:
     """Columns of plain values, smaller on the wire than dicts: one per core field (the class as
     an index into `classes`), and per feature that some request has, each request's index into
     the feature's distinct values (`{"at": [...], "values": [off, ...]}`, index 0: off)."""
@@ -78,12 +108,12 @@ def encode_requests(requests: Iterable[PlannedRequest]) -> dict[str, Any]:
     return columns.data
 
 
-def decode_requests(columns: Mapping[str, Any]) -> list[PlannedRequest]:
+def decode_requests(columns: PlanColumns) -> list[PlannedRequest]:
     """The inverse of encode_requests; columns this version does not know are ignored."""
     return list(decode_plan(columns))
 
 
-def decode_plan(columns: Mapping[str, Any]) -> PlannedRequests:
+def decode_plan(columns: PlanColumns) -> PlannedRequests:
     """decode_requests as a lazy plan: each request is made from the columns as it is sent."""
     ids, phases, times = columns["id"], columns["phase"], columns["scheduled_s"]
     prompt_tokens, output_tokens = columns["prompt_tokens"], columns["output_tokens"]
@@ -115,10 +145,12 @@ def decode_plan(columns: Mapping[str, Any]) -> PlannedRequests:
     return PlannedRequests(len(ids), each)
 
 
-_CORE = ("id", "phase", "scheduled_s", "prompt_tokens", "output_tokens", "warmup", "dataset_row")
+CoreName = Literal["id", "phase", "scheduled_s", "prompt_tokens", "output_tokens", "warmup", "dataset_row"]
+FeatureName = Literal["prompt", "cancel", "prefix", "session", "adapter", "drawn"]
+_CORE: tuple[CoreName, ...] = get_args(CoreName)
 # Each feature's value on the wire, and back; a request without it has None (the slices' draws:
 # none, NO_DRAWS).
-_FEATURES = ("prompt", "cancel", "prefix", "session", "adapter", "drawn")
+_FEATURES: tuple[FeatureName, ...] = get_args(FeatureName)
 _ENCODE: dict[str, Callable[[Any], Any]] = {
     "cancel": lambda cancel: (cancel.after_s, cancel.after_tokens),
     "prefix": lambda prefix: (prefix.group, prefix.blocks, prefix.block_tokens),
@@ -137,17 +169,27 @@ class _Columns:
     """One share's wire form, a request at a time (see encode_requests)."""
 
     def __init__(self) -> None:
-        self._data: dict[str, Any] = {name: [] for name in (*_CORE, "request_class", "classes")}
+        self._data: PlanColumns = {
+            "id": [],
+            "phase": [],
+            "scheduled_s": [],
+            "prompt_tokens": [],
+            "output_tokens": [],
+            "warmup": [],
+            "dataset_row": [],
+            "request_class": [],
+            "classes": [],
+        }
         self._appends = [self._data[name].append for name in _CORE]
         self._classes: dict[str, int] = {}
-        self._features: dict[str, _Feature] = {}
+        self._features: dict[FeatureName, _Feature] = {}
 
     @property
-    def data(self) -> dict[str, Any]:
-        features = {
-            name: {"at": feature.at, "values": feature.values} for name, feature in self._features.items()
-        }
-        return {**self._data, **features}
+    def data(self) -> PlanColumns:
+        columns = self._data.copy()
+        for name, feature in self._features.items():
+            columns[name] = {"at": feature.at, "values": feature.values}
+        return columns
 
     def add(self, request: PlannedRequest) -> None:
         data = self._data
@@ -204,7 +246,7 @@ class _AllOff:
         return 0
 
 
-def _decoded(name: str, column: Mapping[str, Any] | None) -> tuple[Any, list[Any]]:
+def _decoded(name: str, column: FeatureColumn | None) -> tuple[Any, list[Any]]:
     """A feature's index column and its values as planned (index 0: off)."""
     off = NO_DRAWS if name == "drawn" else None
     if column is None:

@@ -21,6 +21,7 @@ from loadgen.collect.columns import columns_from_dicts
 from loadgen.collect.records import RequestRecord, summarize_itl
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
+from loadgen.distributed.plan_wire import PlanColumns
 from loadgen.inputs.files import BASE_DIR_CONTEXT
 from loadgen.rundir.run_json import LostWorker, WorkersSection
 from loadgen.scenario.workload import Workload, WorkloadField
@@ -66,7 +67,7 @@ class WorkerPlan(TypedDict):
     t0_wall_ns: int  # the run clock's zero, in the worker's wall clock
     endpoint: EndpointData
     workload: object  # dump_workload's plain data, validated again by load_workload
-    requests: dict[str, Any]  # the share's columns, as plan_wire.split_columns types them
+    requests: PlanColumns  # the share's columns (plan_wire.split_columns)
     phases: list[list[Any]]  # each phase's constants, as plan_wire.encode_phases types them
     slots: int
     phase_starts: list[float]
@@ -117,6 +118,8 @@ class DistributedOptions:
         return self.local + self.remote
 
 
+# A record on the wire is RequestRecord.to_dict(): its keys include the feature slices' fields
+# (registered at import), so its type is collect's, untyped; off the wire, from_dict checks it.
 def encode_records(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
     return [record.to_dict() for record in records]
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from loadgen.inputs.dataset_images import content_text
+
+# A chat message as a dataset line writes it, sent as given: free-form JSON (the readers check
+# only its content, loadgen.inputs.dataset_images.content_images).
+GivenMessage = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -13,7 +18,7 @@ class DatasetEntry:
     """One dataset line: a prompt, or chat messages sent as given."""
 
     prompt: str | None
-    messages: tuple[dict[str, Any], ...] | None
+    messages: tuple[GivenMessage, ...] | None
     tokens: int | None  # counted by the client's tokenizer; None without one
     # A ShareGPT conversation's: its first gpt reply's length (max_tokens; None: the class's
     # output_tokens), and its later human messages as (text, length, its reply's length or None).

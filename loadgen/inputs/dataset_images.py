@@ -3,7 +3,7 @@
 - A line (JSONL `{"prompt": ...}` or `{"messages": [...]}`, or a ShareGPT conversation, as
   ShareGPT-4V and LLaVA write them) may name `"image"`: a file, or a list of files, relative to
   the dataset's folder. The files that exist there are sent with the line's (first) user message
-  as `image_url` parts (loadgen.traffic.image_bytes), read once and kept; a named file that is not
+  as `image_url` parts (loadgen.features.images.attach), read once and kept; a named file that is not
   there is left out (a dataset is often shared without its images). With images, the `<image>`
   placeholders LLaVA puts in the text are taken out: the parts say where the images are.
 - A `messages` line whose content is a list of OpenAI content parts (`text`, `image_url`) is sent
@@ -28,8 +28,9 @@ PLACEHOLDER = "<image>"
 
 
 def named_images(data: dict[str, Any], folder: Path) -> tuple[str, ...]:
-    """The absolute paths of the image files `data` names that exist beside the dataset;
-    ValueError for an `image` that is not a file name or a list of them."""
+    """The absolute paths of the image files `data` (a dataset line as read: free-form JSON, its
+    `image` checked here) names that exist beside the dataset; ValueError for an `image` that is
+    not a file name or a list of them."""
     named = data.get("image")
     if named is None:
         return ()

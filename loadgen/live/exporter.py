@@ -146,7 +146,7 @@ class LiveExporter(RunObserver):
         if capacity_rps is not None:
             self.metrics.set_gauge(CAPACITY_RPS, float(capacity_rps))
 
-    def run_finished(self, report: Mapping[str, Any]) -> None:
+    def run_finished(self, report: Mapping[str, Any]) -> None:  # report.json as RunObserver hands it
         self.metrics.set_gauge(TARGET_RATE, 0.0)  # nothing is being sent any more
         # Ctrl-C ends the run: the user wants out, not another `linger` of waiting.
         self._interrupted = str(report.get("reason", "")).startswith("interrupted")

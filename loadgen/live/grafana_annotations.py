@@ -75,7 +75,7 @@ class GrafanaAnnotator(RunObserver):
         label = phase.label or _label(phase)
         self._post(f"{label} (run {self._run_id})", ["level" if phase.level is not None else "phase"])
 
-    def run_finished(self, report: Mapping[str, Any]) -> None:
+    def run_finished(self, report: Mapping[str, Any]) -> None:  # report.json as RunObserver hands it
         verdict = str(report.get("verdict", "error"))
         reason = str(report.get("reason", ""))
         text = f"loadtest run {self._run_id} finished: {verdict.upper()}: {reason}"

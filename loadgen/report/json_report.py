@@ -15,7 +15,8 @@ FILENAME = "report.json"
 
 def report_data(report: Report) -> dict[str, Any]:
     """report.json's content as plain JSON values: the keys that were set (a key written only in
-    some runs stays out when it was never set), by their JSON names (`p99.9`)."""
+    some runs stays out when it was never set), by their JSON names (`p99.9`). Untyped as pydantic
+    dumps it: the Report model is its type."""
     return report.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 

@@ -88,6 +88,7 @@ def family(
     `value` types a fixed value and a uniform's min and max, `mean` and `std` a normal's (and
     `mean` a lognormal's)."""
 
+    # `fields`: each field's name and annotation, a type form (Any is mypy's only type for one).
     def model(kind: str, base: type, fields: dict[str, Any], doc: str | None = None) -> Any:
         title = f"{kind}{name}"
         namespace = {"__module__": module, "__qualname__": title, "__doc__": doc, "bounds": bounds}

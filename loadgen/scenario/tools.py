@@ -39,6 +39,7 @@ from pydantic import (
 from kernel.strict import StrictModel
 from kernel.units import Fraction
 from loadgen.inputs.files import field_error, resolve
+from loadgen.wire.call import NamedToolChoice
 
 MAX_TOOLS = 128  # OpenAI's own limit on `tools`
 MAX_TOOL_FILE_BYTES = 16 * 1024 * 1024
@@ -141,7 +142,7 @@ class ToolsSpec(StrictModel):
         return list(self._tools)
 
     @property
-    def tool_choice(self) -> str | dict[str, Any]:
+    def tool_choice(self) -> str | NamedToolChoice:
         """As the body carries it: a mode, or the named function."""
         if self.choice in ("auto", "required", "none"):
             return self.choice

@@ -9,9 +9,9 @@ prefixes do not depend on how many levels ran before it, and a workload with nei
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -22,6 +22,15 @@ from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_en
 from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
 from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
+
+
+class _Changes(TypedDict, total=False):
+    """What a level's draws change in one planned request (dataclasses.replace's fields)."""
+
+    cancel: Cancel
+    prefix: Prefix
+    adapter: str | None  # as PlannedRequest.adapter (set only when the draw named one)
+    drawn: Mapping[str, int]
 
 
 class LevelBehaviour:
@@ -57,7 +66,7 @@ class LevelBehaviour:
         drawn = {name: cursor.take(classes).tolist() for name, cursor in self._drawn.items()}
         shaped = []
         for position, request in enumerate(requests):
-            changes: dict[str, Any] = {}
+            changes: _Changes = {}
             if position in cancelled:
                 changes["cancel"] = Cancel(*cancelled[position])
             # A dataset line is sent as written (the scenario refuses prefix: with dataset:).

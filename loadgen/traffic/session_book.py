@@ -45,11 +45,11 @@ from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.answer import ToolCall
+from loadgen.wire.chat import ChatMessage, MadeToolCall
 
 # Mixed into the seed of every session's generator ("sess"), apart from the plan's other streams.
 SESSIONS_STREAM = 0x73657373
 
-Message = dict[str, Any]
 # Mixed into the seed of an agent session's step draws ("agnt"): tool latencies, result lengths.
 AGENT_STREAM = 0x61676E74
 
@@ -135,7 +135,7 @@ class _Session:
     session: int  # turn 1's plan id
     draws: SessionDraws
     turn: int  # the turn in flight (or due)
-    history: list[Message]
+    history: list[ChatMessage]
     start_s: float  # turn 1's due time on the run clock
     first: PlannedRequest  # turn 1: its phase, cap, class, warm-up and level go to every turn
     linger_end_s: float  # later turns due after this are not sent
@@ -173,7 +173,7 @@ class SessionBook:
         """Sessions with a turn in flight or due."""
         return len(self._open)
 
-    def messages(self, planned: PlannedRequest, workload: Workload) -> list[Message] | None:
+    def messages(self, planned: PlannedRequest, workload: Workload) -> list[ChatMessage] | None:
         """The messages to send for `planned`: its session's history and a new user message;
         None when it belongs to no session. Opens the session of a turn 1."""
         session = self._open.get(planned.id)
@@ -326,7 +326,7 @@ class SessionBook:
         the results' words."""
         assert session.agent_rng is not None
         lengths = sample(agent.result_tokens, len(calls), session.agent_rng).tolist()
-        made = [
+        made: list[MadeToolCall] = [
             {
                 "id": call.id or f"call_{index}",
                 "type": "function",

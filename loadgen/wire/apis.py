@@ -6,12 +6,13 @@ scenario's `workload.api`) and one line in WIRE_APIS.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, get_args
+from typing import Literal, Protocol, get_args
 
 from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import Call
 from loadgen.wire.chat import ChatApi
 from loadgen.wire.completions import CompletionsApi
+from loadgen.wire.openai_body import OpenAIBody
 
 
 class WireApi(Protocol):
@@ -28,7 +29,7 @@ class WireApi(Protocol):
         """What its requests can carry beyond a prompt."""
         ...
 
-    def request(self, call: Call) -> tuple[str, dict[str, Any]]:
+    def request(self, call: Call) -> tuple[str, OpenAIBody]:
         """The path and JSON body (ValueError: the call asks what this API cannot carry)."""
         ...
 
@@ -57,6 +58,6 @@ def wire_api(name: str) -> WireApi:
     return WIRE_APIS[name]
 
 
-def request_body(api: str, call: Call) -> tuple[str, dict[str, Any]]:
+def request_body(api: str, call: Call) -> tuple[str, OpenAIBody]:
     """The path and body of `call` over `api`."""
     return WIRE_APIS[api].request(call)

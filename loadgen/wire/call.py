@@ -6,7 +6,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
+
+from loadgen.inputs.dataset_entry import GivenMessage
+
+# A content part a feature attaches to the last user message, as the chat API carries it: its
+# shape is the feature slice's own (loadgen.features), which the wire never names; sent as given.
+ContentPart = Mapping[str, object]
+
+# An OpenAI tool schema as the user's file (or the generator, loadgen.scenario.tools) writes it:
+# free-form JSON, sent as given.
+ToolSchema = Mapping[str, Any]
+
+
+class ToolName(TypedDict):
+    name: str
+
+
+class NamedToolChoice(TypedDict):
+    """`tool_choice` naming one function: {"type": "function", "function": {"name": ...}}."""
+
+    type: Literal["function"]
+    function: ToolName
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +45,8 @@ class ToolsAsk:
     """A request that offers tools (workload.tools): their definitions and the choice, as the
     scenario gives them, and whether the built-in servers should answer with a call."""
 
-    tools: Sequence[Mapping[str, Any]]
-    choice: Any
+    tools: Sequence[ToolSchema]
+    choice: str | NamedToolChoice  # a mode (auto, required, none) or one named function
     simulate_call: bool
 
 
@@ -40,7 +61,7 @@ class Call:
     max_tokens: int  # the whole output budget, reasoning included (servers count it so)
     ignore_eos: bool
     stream: bool
-    messages: Sequence[Mapping[str, Any]] | None = None
-    content_parts: Sequence[Mapping[str, Any]] = ()
+    messages: Sequence[GivenMessage] | None = None
+    content_parts: Sequence[ContentPart] = ()
     reasoning: ReasoningAsk | None = None
     tools: ToolsAsk | None = None

@@ -4,13 +4,50 @@ chunks carry `delta`s."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Literal, NotRequired, TypedDict
 
+from loadgen.inputs.dataset_entry import GivenMessage
 from loadgen.wire.answer import AnswerReader, Metrics, Part
-from loadgen.wire.call import Call
-from loadgen.wire.openai_body import shared_fields
+from loadgen.wire.call import Call, ContentPart
+from loadgen.wire.openai_body import OpenAIBody, shared_fields
 from loadgen.wire.openai_stream import openai_reader
+
+
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: str
+
+
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+class MadeToolCall(TypedDict):
+    """A tool call the assistant made, as a conversation's history carries it back."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class AssistantMessage(TypedDict):
+    role: Literal["assistant"]
+    content: str | None  # None: an answer that only called tools
+    tool_calls: NotRequired[list[MadeToolCall]]
+
+
+class ToolMessage(TypedDict):
+    """A tool's result, answering the call `tool_call_id`."""
+
+    role: Literal["tool"]
+    tool_call_id: str
+    content: str
+
+
+# A message a conversation's history holds: the tool's own, or a dataset's as given.
+ChatMessage = UserMessage | AssistantMessage | ToolMessage | GivenMessage
 
 
 class ChatApi:
@@ -19,9 +56,10 @@ class ChatApi:
     metrics: Metrics = "generation"
     carries: frozenset[Part] = frozenset({"messages", "content_parts", "tools"})
 
-    def request(self, call: Call) -> tuple[str, dict[str, Any]]:
+    def request(self, call: Call) -> tuple[str, OpenAIBody]:
         body = shared_fields(call)
-        messages = list(call.messages) if call.messages else [{"role": "user", "content": call.prompt}]
+        given = call.messages
+        messages: list[GivenMessage] = list(given) if given else [{"role": "user", "content": call.prompt}]
         body["messages"] = with_parts(messages, call.content_parts) if call.content_parts else messages
         return self.path, body
 
@@ -29,7 +67,7 @@ class ChatApi:
         return openai_reader(think=think, calls=calls, keep_text=keep_text)
 
 
-def with_parts(messages: list[Any], content_parts: Sequence[Mapping[str, Any]]) -> list[Any]:
+def with_parts(messages: list[GivenMessage], content_parts: Sequence[ContentPart]) -> list[GivenMessage]:
     """`messages` with `content_parts` added to the last user message (its text first)."""
     last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
     message = dict(messages[last])

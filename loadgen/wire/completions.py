@@ -3,11 +3,9 @@ content parts; the answer's chunks carry `text`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import Call
-from loadgen.wire.openai_body import shared_fields
+from loadgen.wire.openai_body import OpenAIBody, shared_fields
 from loadgen.wire.openai_stream import openai_reader
 
 
@@ -17,7 +15,7 @@ class CompletionsApi:
     metrics: Metrics = "generation"
     carries: frozenset[Part] = frozenset()
 
-    def request(self, call: Call) -> tuple[str, dict[str, Any]]:
+    def request(self, call: Call) -> tuple[str, OpenAIBody]:
         if call.messages or call.content_parts:
             raise ValueError("chat messages and content parts need api: chat")
         body = shared_fields(call)

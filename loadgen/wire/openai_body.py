@@ -4,23 +4,58 @@ effort, tools; the built-in servers' simulation fields, which real servers ignor
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Final, Literal, Required, TypedDict
 
-from loadgen.wire.call import Call
+from loadgen.inputs.dataset_entry import GivenMessage
+from loadgen.wire.call import Call, NamedToolChoice, ToolSchema
 
 # The body fields the built-in servers read (servers/http/openai.py); real servers ignore them.
-SIMULATE_REASONING = "simulate_reasoning"
-SIMULATE_TOOL_CALL = "simulate_tool_call"
+SIMULATE_REASONING: Final = "simulate_reasoning"
+SIMULATE_TOOL_CALL: Final = "simulate_tool_call"
 
 
-def shared_fields(call: Call) -> dict[str, Any]:
-    body: dict[str, Any] = {
+class SimulatedReasoning(TypedDict):
+    tokens: int
+    format: str
+
+
+class StreamOptions(TypedDict):
+    include_usage: Literal[True]
+
+
+class FeatureFields(TypedDict, total=False):
+    """The reasoning and tool fields of a request: each only when asked."""
+
+    reasoning_effort: str
+    simulate_reasoning: SimulatedReasoning
+    tools: Sequence[ToolSchema]
+    tool_choice: str | NamedToolChoice
+    simulate_tool_call: bool
+
+
+class OpenAIBody(FeatureFields, total=False):
+    """A chat or completions request body, its keys in the order they are sent: the shared
+    fields, the features' (FeatureFields), then `messages` (chat) or `prompt` (completions)."""
+
+    model: Required[str]
+    max_tokens: Required[int]
+    stream: Required[bool]
+    temperature: Required[float]
+    ignore_eos: bool
+    stream_options: StreamOptions
+    messages: Sequence[GivenMessage]
+    prompt: str
+
+
+def shared_fields(call: Call) -> OpenAIBody:
+    body: OpenAIBody = {
         "model": call.model,
         "max_tokens": call.max_tokens,
         "stream": call.stream,
         "temperature": 0,
     }
-    body.update(feature_fields(call))
+    add_feature_fields(body, call)
     if call.ignore_eos:
         body["ignore_eos"] = True  # a vLLM extension that keeps output lengths exact
     if call.stream:
@@ -28,9 +63,15 @@ def shared_fields(call: Call) -> dict[str, Any]:
     return body
 
 
-def feature_fields(call: Call) -> dict[str, Any]:
+def feature_fields(call: Call) -> FeatureFields:
     """The reasoning and tool fields of a request (none for a plain one)."""
-    fields: dict[str, Any] = {}
+    fields: FeatureFields = {}
+    add_feature_fields(fields, call)
+    return fields
+
+
+def add_feature_fields(fields: FeatureFields, call: Call) -> None:
+    """Adds the reasoning and tool fields of `call` to `fields` (a body, as it is built)."""
     reasoning, tools = call.reasoning, call.tools
     if reasoning is not None:
         if reasoning.effort is not None:
@@ -44,4 +85,3 @@ def feature_fields(call: Call) -> dict[str, Any]:
         fields["tools"], fields["tool_choice"] = tools.tools, tools.choice
         if tools.simulate_call:
             fields[SIMULATE_TOOL_CALL] = True
-    return fields

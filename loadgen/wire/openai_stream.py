@@ -252,6 +252,7 @@ class StreamParser:
         return _ANSWER
 
     def _usage(self, usage: dict[str, Any]) -> None:
+        """The answer's `usage` as the server sent it (unchecked JSON: each count is checked here)."""
         result = self.result
         if isinstance(usage.get("completion_tokens"), int):
             result.usage_output_tokens = usage["completion_tokens"]

@@ -13,7 +13,7 @@ from loadgen.scenario.workload import Workload
 from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.wire.call import Call
 from loadgen.wire.openai_body import SIMULATE_REASONING as SIMULATE_FIELD
-from loadgen.wire.openai_body import feature_fields
+from loadgen.wire.openai_body import FeatureFields, feature_fields
 from loadgen.wire.openai_stream import StreamParser
 from servers.http.openai import SSE_DONE, ChatShape, Shape, SimulateReasoning, sse
 
@@ -24,7 +24,7 @@ def workload(reasoning: dict[str, Any], api: str = "chat") -> Workload:
     return Workload.model_validate({"api": api, "reasoning": reasoning})
 
 
-def reasoning_fields(spec: Workload, tokens: int) -> dict[str, Any]:
+def reasoning_fields(spec: Workload, tokens: int) -> FeatureFields:
     """The body fields the request's ask becomes (either OpenAI API: they share them)."""
     ask = reasoning_ask(spec, tokens)
     return feature_fields(

@@ -137,7 +137,8 @@ def test_the_book_sends_the_history_with_the_actual_answers() -> None:
     draws = session_draws(7, first.id, spec, scenario.workload)
     messages = book.messages(first, scenario.workload)
     assert messages is not None and [m["role"] for m in messages] == ["user"]
-    assert len(messages[0]["content"].split()) == first.prompt_tokens
+    opening = messages[0]["content"]  # a user message's: text (the history's type allows None)
+    assert isinstance(opening, str) and len(opening.split()) == first.prompt_tokens
     done_s = first.scheduled_s + 0.5
     record = _record(first, done_s=done_s)
     second = book.answered(first, record, " tok ken sim")
