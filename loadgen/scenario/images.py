@@ -11,7 +11,7 @@ workload:
     # folder: photos/                        # or: the image files of a folder, sent as they are
 ```
 
-Semantics (carried out by loadgen.traffic.plan_images, loadgen.traffic.image_bytes and the user):
+Semantics (carried out by the images slice, loadgen.features.images: its plan and attach modules):
 
 - Each request's image count is drawn from `count` (written as the workload's lengths: fixed,
   uniform, normal, lognormal; rounded, clipped to 0..MAX_IMAGES) from the plan's own seeded
