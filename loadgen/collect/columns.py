@@ -17,7 +17,13 @@ import numpy as np
 
 from loadgen.collect.itl_codec import ITL_KEY, itl_array, record_itl_array
 from loadgen.collect.records import RequestRecord, is_failure
-from loadgen.collect.request_record import PLAIN_COLUMNS, ColumnKind, answer_after_fields, extra_columns
+from loadgen.collect.request_record import (
+    PLAIN_COLUMNS,
+    ColumnKind,
+    RecordLine,
+    answer_after_fields,
+    extra_columns,
+)
 
 STATUS_CODES = {"ok": 0, "error": 1, "timeout": 2, "cancelled": 3}
 OK, ERROR, TIMEOUT, CANCELLED = 0, 1, 2, 3  # an unknown status reads as ERROR
@@ -85,7 +91,7 @@ def _error_key(status: str, kind: str | None) -> str | None:
     return "timeout" if status == "timeout" else kind or "other"
 
 
-def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
+def columns_from_dicts(chunk: Sequence[RecordLine]) -> Columns:
     """Columns of records as read from a file, a field at a time (the one-pass report's reader:
     one comprehension per field costs a fraction of appending each record's fields in turn).
     The fields that name a column kind (request_record.PLAIN_COLUMNS) are read as that kind;
@@ -128,20 +134,20 @@ def columns_from_dicts(chunk: Sequence[Mapping[str, Any]]) -> Columns:
     )
 
 
-def _counts(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+def _counts(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
     return np.fromiter((data.get(key) or 0 for data in chunk), np.int64, len(chunk))
 
 
-def _amounts(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+def _amounts(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
     return np.fromiter((data.get(key) or 0.0 for data in chunk), np.float64, len(chunk))
 
 
-def _flags(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+def _flags(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
     return np.fromiter((bool(data.get(key)) for data in chunk), bool, len(chunk))
 
 
 def _first_answer(
-    chunk: Sequence[Mapping[str, Any]],
+    chunk: Sequence[RecordLine],
     first_token: np.ndarray,
     reasoning: np.ndarray,
     later: list[np.ndarray],
@@ -159,17 +165,17 @@ def _first_answer(
     return np.where(plain, first_token, answer)
 
 
-def _tallies(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+def _tallies(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
     values = (data.get(key) for data in chunk)
     return np.fromiter((-1 if value is None else value for value in values), np.int64, len(chunk))
 
 
-def _times(chunk: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+def _times(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
     values = [data.get(key) for data in chunk]
     return np.array([_NAN if value is None else value for value in values], dtype=np.float64)
 
 
-_READERS: dict[ColumnKind, Callable[[Sequence[Mapping[str, Any]], str], np.ndarray]] = {
+_READERS: dict[ColumnKind, Callable[[Sequence[RecordLine], str], np.ndarray]] = {
     "number": _times,
     "count": _counts,
     "amount": _amounts,
@@ -178,7 +184,7 @@ _READERS: dict[ColumnKind, Callable[[Sequence[Mapping[str, Any]], str], np.ndarr
 }
 
 
-def _chunk_gaps(chunk: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_gaps(chunk: Sequence[RecordLine]) -> tuple[np.ndarray, np.ndarray]:
     """Every record's gaps (ms) as one array, and how many each record has. The usual packed
     string (no stall escaped after a ".") is decoded for the whole chunk at once; the others
     (stalls, float lists of old files, summaries) one by one, in their place."""

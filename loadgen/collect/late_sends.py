@@ -15,13 +15,14 @@ inside what the bound allows.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import numpy as np
 
 from loadgen.collect.records import RequestRecord
+from loadgen.collect.request_record import RecordLine
 
 Variant = Literal["as_sent", "left_out"]
 VARIANTS: tuple[Variant, ...] = ("as_sent", "left_out")
@@ -30,9 +31,6 @@ VARIANT_WORDS: dict[Variant, str] = {
     "left_out": "with them left out",
 }
 
-# A requests.jsonl line as read, before RequestRecord.from_dict checks it (the one-pass report's
-# chunks): free-form, only `warmup`, `lag_ms` and `scheduled_s` are read here.
-RecordLine = Mapping[str, Any]
 
 # The client is behind, not stalled, when its lag grows: one stretch of late sends a second long
 # (a stall of our own or the machine's is milliseconds), or late stretches covering a quarter of

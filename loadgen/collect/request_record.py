@@ -33,6 +33,12 @@ NOT_FAILED = frozenset({"ok", "cancelled"})
 # interrupted: the run was stopped mid-request; client: a bug in the load generator.
 ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client"]
 TokensSource = Literal["usage", "chunks"]
+# A line of requests.jsonl as read (JSON parsed, not yet checked): the core's keys and the slices'
+# (registered at run time, so no TypedDict can list them); RequestRecord.from_dict checks one, and
+# the columns read them a key at a time. Free-form by design: the one name for it.
+RecordLine = Mapping[str, Any]
+
+
 # Where set_stream_gaps (loadgen.collect.records) keeps a record's gaps with their `itl_us` string:
 # an attribute outside the fields (to_dict, replace and copies leave it out, and then the gaps are
 # packed afresh).

@@ -10,7 +10,7 @@ data: dicts, lists, str, int, float, bool, None.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from loadgen.collect import stats_wire
 from loadgen.collect.columns import columns_from_dicts
 from loadgen.collect.records import RequestRecord, summarize_itl
+from loadgen.collect.request_record import RecordLine
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
 from loadgen.distributed.plan_wire import PlanColumns
@@ -157,7 +158,7 @@ def decode_windows(data: Sequence[WindowData]) -> list[PhaseWindow]:
     return [PhaseWindow(**window) for window in data]
 
 
-def decode_records(batch: Sequence[Mapping[str, Any]]) -> list[RequestRecord]:
+def decode_records(batch: Sequence[RecordLine]) -> list[RequestRecord]:
     return [RequestRecord.from_dict(dict(data)) for data in batch]
 
 

@@ -7,22 +7,20 @@ is offered to whoever else needs the records (report.html's sample) before it is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from loadgen.collect.columns import columns_from_dicts
 from loadgen.collect.digest import EXACT_BUDGET
 from loadgen.collect.records import SkippedLines, iter_record_dicts
+from loadgen.collect.request_record import RecordLine
 from loadgen.collect.reservoir import chunks
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow
 
 CHUNK_RECORDS = 65_536
 
-# A record as requests.jsonl holds it, parsed but not validated: free-form here, since the one
-# pass reads millions of them and each reader takes only the fields it needs by name.
-RawRecord = Mapping[str, Any]
+RawRecord = RecordLine  # a line as parsed (loadgen.collect.request_record)
 # Called with each chunk of raw records (as read from the file) after RunStats has it.
 ChunkHook = Callable[[Sequence[RawRecord]], None]
 # Turns each chunk into the records RunStats is to see (a re-judged run's views: late_sends).
