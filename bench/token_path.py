@@ -50,7 +50,7 @@ def _events() -> list[bytes]:
 
 
 def _take_for(parser: Any) -> Any:
-    """What users.py's _read_stream hands the line reader: the parser's feed_lines, or in an
+    """What exchange_outcome.read_stream hands the line reader: the parser's feed_lines, or in an
     older tree (--root) its take, a call to feed a line."""
     if hasattr(parser, "feed_lines"):
         return parser.feed_lines

@@ -29,30 +29,26 @@ from locust.exception import StopUser
 from orjson import dumps
 
 from kernel.redact import redact
-from loadgen.collect.records import ErrorKind, RequestRecord, Status, set_stream_gaps
+from loadgen.collect.records import ErrorKind, RequestRecord, set_stream_gaps
 from loadgen.features import attachments
 from loadgen.features.slice import Asking, Attached, Attaches
 from loadgen.inputs.dataset_entry import DatasetEntry
-from loadgen.inputs.line_reader import LineTooLong, head_read, read_answer, read_body
+from loadgen.inputs.line_reader import LineTooLong, read_body
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
-from loadgen.traffic.http_send import broken, no_response, post, release, short
+from loadgen.traffic.exchange_outcome import Outcome, TokensReached, answered, read_stream, sort_ending
+from loadgen.traffic.http_send import post, release, short
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.session_book import SessionBook
-from loadgen.traffic.stream_sweeper import loop_sweeper
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
 from loadgen.wire.call import Call
 from loadgen.wire.http_answer import http_error_text, parse_retry_after
 from servers.adapter import Endpoint
-
-
-class _TokensReached(Exception):
-    """The planned number of tokens arrived: the client cancels (workload.cancel)."""
 
 
 @dataclass
@@ -204,10 +200,10 @@ class OpenAIUser(FastHttpUser):
             if planned.request_class in classes
         ]
 
-    def _exchange(self, prepared: _Prepared, planned: PlannedRequest) -> _Outcome:
+    def _exchange(self, prepared: _Prepared, planned: PlannedRequest) -> Outcome:
         """Send, read the answer, and sort how it ended. One timer bounds the whole request;
         a planned cancel is a second one (after a time) or a count of chunks."""
-        workload, out = prepared.workload, _Outcome()
+        workload, out = prepared.workload, Outcome()
         timeout = gevent.Timeout(workload.request_timeout)
         after_s = planned.cancel.after_s if planned.cancel is not None else None
         cancel = gevent.Timeout(after_s) if after_s is not None else None
@@ -218,7 +214,7 @@ class OpenAIUser(FastHttpUser):
             cancel.start()
         try:
             # A stream's head is read with its body (read_answer): one wake-up for both. Until
-            # it has come, a failure is no response (_answered).
+            # it has come, a failure is no response (answered).
             response = post(
                 self.client.client.clientpool,
                 prepared.url,
@@ -227,8 +223,8 @@ class OpenAIUser(FastHttpUser):
                 not workload.stream,
             )
             self._read(response, prepared, planned, out)
-        except (gevent.Timeout, _TokensReached, LineTooLong, OSError, HTTPException, ValueError) as exc:
-            if not _sort(exc, out, response, timeout, cancel, workload.request_timeout):
+        except (gevent.Timeout, TokensReached, LineTooLong, OSError, HTTPException, ValueError) as exc:
+            if not sort_ending(exc, out, response, timeout, cancel, workload.request_timeout):
                 raise  # another greenlet's timeout
         finally:
             timeout.close()
@@ -244,13 +240,13 @@ class OpenAIUser(FastHttpUser):
             out.status, out.kind, out.error = "error", "protocol", "response ended before it was complete"
         return out
 
-    def _read(self, response: Any, prepared: _Prepared, planned: PlannedRequest, out: _Outcome) -> None:
+    def _read(self, response: Any, prepared: _Prepared, planned: PlannedRequest, out: Outcome) -> None:
         """The answer into the reader (a stream as it lands, a body whole); an error status's
         text and Retry-After into `out`."""
         workload, limit = prepared.workload, prepared.workload.max_line
         if workload.stream:
             after_tokens = planned.cancel.after_tokens if planned.cancel is not None else None
-            out.done_ns = _read_stream(response, prepared.reader, limit, after_tokens)
+            out.done_ns = read_stream(response, prepared.reader, limit, after_tokens)
         out.http_status = response.status_code
         if out.http_status != 200:
             out.retry_after = parse_retry_after(response.get("retry-after"))
@@ -259,16 +255,16 @@ class OpenAIUser(FastHttpUser):
         elif not workload.stream:
             prepared.reader.feed_body(read_body(response, limit), time.perf_counter_ns())
 
-    def _release(self, response: Any, out: _Outcome) -> None:
+    def _release(self, response: Any, out: Outcome) -> None:
         """The connection back to the pool, or dropped where it cannot be reused."""
-        if out.http_status is None and _answered(response):  # the stream's reading raised
+        if out.http_status is None and answered(response):  # the stream's reading raised
             out.http_status = response.status_code
         if response is not None:  # a cancelled stream is left unread: its connection goes
             release(response, drop=out.kind == "line_too_long" or out.status == "cancelled")
         if out.status == "cancelled" and not out.http_status:
             self._reset_connections()
 
-    def _record(self, ticket: Ticket, prepared: _Prepared, out: _Outcome) -> RequestRecord:
+    def _record(self, ticket: Ticket, prepared: _Prepared, out: Outcome) -> RequestRecord:
         ctx, planned, result = self.run_context, ticket.planned, prepared.reader.result
         streamed = prepared.workload.stream
         prompt_tokens = result.usage_prompt_tokens
@@ -376,82 +372,6 @@ class _Prepared:
     workload: Workload
     entry: DatasetEntry | None
     attached: list[tuple[Attaches, Attached]]
-
-
-@dataclass(slots=True)
-class _Outcome:
-    """How one exchange ended (OpenAIUser._exchange)."""
-
-    status: Status = "ok"
-    kind: ErrorKind | None = None
-    error: str | None = None
-    http_status: int | None = None
-    retry_after: float | None = None
-    sent_ns: int = 0
-    done_ns: int = 0  # when the answer ended (0 until known)
-
-
-def _sort(
-    exc: BaseException,
-    out: _Outcome,
-    response: Any,
-    timeout: gevent.Timeout,
-    cancel: gevent.Timeout | None,
-    request_timeout: float,
-) -> bool:
-    """What ended an exchange early, into `out`; False: not the exchange's (a timer of another's)."""
-    if isinstance(exc, gevent.Timeout):
-        if cancel is not None and exc is cancel:  # before the headers came, or after
-            out.status, out.done_ns = "cancelled", time.perf_counter_ns()
-        elif exc is not timeout:
-            return False
-        elif not _answered(response):
-            out.status, out.kind, out.error = no_response(exc, timeout, request_timeout)
-        else:
-            out.status, out.kind = "timeout", None
-            out.error = f"timeout: response not complete within {request_timeout:g}s"
-    elif isinstance(exc, _TokensReached):
-        out.status, out.done_ns = "cancelled", time.perf_counter_ns()
-    elif isinstance(exc, LineTooLong):  # the rest of the line is still on the wire: drop the connection
-        out.status, out.kind, out.error = "error", "line_too_long", str(exc)
-    elif isinstance(exc, (OSError, HTTPException)):  # refused; reset or closed mid-answer; malformed HTTP
-        if not _answered(response):
-            out.status, out.kind, out.error = no_response(exc, timeout, request_timeout)
-        else:
-            out.status, out.kind, out.error = "error", *broken(exc)
-    else:  # a ValueError: refused by the HTTP client before sending (e.g. a bad URL)
-        out.status, out.kind, out.error = "error", "client", short(f"{type(exc).__name__}: {exc}")
-    return True
-
-
-def _answered(response: Any) -> bool:
-    """Whether the server answered: the response's head came (before it, a failure is no response)."""
-    return response is not None and head_read(response)
-
-
-def _read_stream(
-    stream: Any, parser: AnswerReader, limit: int, cancel_after_tokens: int | None = None
-) -> int:
-    """Read the head and, for a 200, SSE lines to the end of the body; return when `[DONE]` (or
-    the last line) landed (0 for another status: its body is left unread).
-    Raise _TokensReached once `cancel_after_tokens` content chunks arrived before the end.
-    Each line is stamped with when the receive that completed it arrived (line_reader.py)."""
-    result = parser.result
-    stop_at = cancel_after_tokens or 0
-    feed_lines = parser.feed_lines
-
-    def take_until(lines: list[bytearray], arrived_ns: int) -> bool:
-        for line in lines:
-            feed_lines([line], arrived_ns)
-            if len(result.chunk_ns) >= stop_at and not result.done:
-                raise _TokensReached
-        return result.error is not None
-
-    take = take_until if stop_at else feed_lines
-    last_ns = read_answer(stream, limit, take, loop_sweeper())
-    if result.error or stream.status_code != 200:
-        return last_ns
-    return result.done_ns or last_ns or time.perf_counter_ns()
 
 
 def _seconds(ns: int, t0_ns: int) -> float:
