@@ -61,12 +61,9 @@ class Columns:
     turn: np.ndarray  # int64
     session_turns: np.ndarray  # int64
     session_start: np.ndarray  # float64
-    # Reasoning streams (loadgen.collect.reasoning_stats): when the first answer token came (the
-    # first token unless reasoning or a slice's answer_after part came first; NaN: no answer),
-    # the reasoning tokens and the reasoning time (NaN: no reasoning).
+    # When the first answer token came: the first token unless a slice's answer_after field says
+    # something streamed before it (reasoning, a tool call); NaN: no answer came.
     first_answer: np.ndarray  # float64
-    reasoning_tokens: np.ndarray  # float64
-    reasoning_ms: np.ndarray  # float64
     # Agent sessions (loadgen.collect.session_stats): the step in its turn (0 elsewhere), the
     # tool latency waited before it (NaN elsewhere), and whether another step followed it.
     step: np.ndarray  # int64
@@ -120,7 +117,7 @@ def columns_from_dicts(chunk: Sequence[RecordLine]) -> Columns:
         itl=gaps,
         itl_owner=np.repeat(np.arange(len(chunk), dtype=np.int64), counts),
         prefixed=np.fromiter((data.get("prefix_group") is not None for data in chunk), bool, len(chunk)),
-        first_answer=_first_answer(chunk, plain["first_token"], plain["reasoning_tokens"], later),
+        first_answer=_first_answer(chunk, plain["first_token"], later),
         adapter=np.fromiter(
             (
                 -1 if (name := data.get("adapter")) is None else adapters.setdefault(name, len(adapters))
@@ -149,19 +146,18 @@ def _flags(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
 def _first_answer(
     chunk: Sequence[RecordLine],
     first_token: np.ndarray,
-    reasoning: np.ndarray,
     later: list[np.ndarray],
 ) -> np.ndarray:
-    """A record names its first answer only when it differs from its first token; one with
-    reasoning, or a slice's answer_after field set (tool calls), and no such time got no answer
-    (NaN) (records.first_answer_s)."""
+    """A record names its first answer only when it differs from its first token; one with a
+    slice's answer_after field set (reasoning, tool calls) and no such time got no answer (NaN)
+    (records.first_answer_s)."""
     answer = _times(chunk, "first_answer_s")
     called = np.zeros(len(chunk), dtype=bool)
     for values in later:
         called |= np.nan_to_num(values) > 0
-    if np.isnan(answer).all() and np.isnan(reasoning).all() and not called.any():
+    if np.isnan(answer).all() and not called.any():
         return first_token  # a plain run: every answer began with the first token
-    plain = np.isnan(answer) & np.isnan(reasoning) & ~called
+    plain = np.isnan(answer) & ~called
     return np.where(plain, first_token, answer)
 
 

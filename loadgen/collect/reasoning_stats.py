@@ -39,7 +39,7 @@ def add_reasoning(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkVal
     """Take in the selected rows, before the group's `ttft_ms` digest takes this chunk (the copy
     below must hold earlier chunks only)."""
     answer, first = cols.first_answer[rows], cols.first_token[rows]
-    reasoning = cols.reasoning_tokens[rows]
+    reasoning = cols.extra["reasoning_tokens"][rows]
     shown = ~np.isnan(reasoning)
     digests = group.digests
     if TTFAT not in digests:
@@ -50,7 +50,7 @@ def add_reasoning(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkVal
         digests[REASONING] = Digest(group.budget)
     ttfat = ttfat_values(cols, rows, chunk.status)
     digests[TTFAT].add(ttfat[~np.isnan(ttfat)])
-    thinking = cols.reasoning_ms[rows]
+    thinking = cols.extra["reasoning_ms"][rows]
     digests[REASONING].add(thinking[~np.isnan(thinking)])
     counts = counts_of(group, KEY)
     count(counts, "requests", int(shown.sum()))

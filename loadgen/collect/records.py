@@ -35,8 +35,8 @@ ITL_LIST_LIMIT = 4096
 
 def first_answer_s(record: RequestRecord) -> float | None:
     """When the record's first answer token came: named where it is not the first token (reasoning,
-    or a slice's part such as a tool call, came first); None where those came and no answer."""
-    if record.first_answer_s is not None or record.reasoning_tokens is not None or answered_after(record):
+    or a tool call: a slice's answer_after field, came first); None where those came and no answer."""
+    if record.first_answer_s is not None or answered_after(record):
         return record.first_answer_s
     return record.first_token_s
 

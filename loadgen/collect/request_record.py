@@ -222,31 +222,9 @@ class RequestRecord:
             "number",
             "when the first answer token arrived, only where reasoning or a tool call came before it "
             "([reasoning streams](scenario.md#reasoning-streams)); absent where the answer began with "
-            "the first token, or (with `reasoning_tokens`) where no answer came",
-            feature="reasoning",
+            "the first token, or where reasoning or a tool call came and no answer did",
+            feature="reasoning",  # a label of the run-folder page: set where something came first
             sparse=True,
-        ),
-    )
-    reasoning_tokens: int | None = field(
-        default=None,
-        metadata=doc(
-            "integer",
-            "its reasoning tokens: the server's `usage.completion_tokens_details.reasoning_tokens`, "
-            "else the reasoning chunks counted; absent: no reasoning (they are part of `output_tokens`)",
-            feature="reasoning",
-            sparse=True,
-            column="number",
-        ),
-    )
-    reasoning_ms: float | None = field(
-        default=None,
-        metadata=doc(
-            "number",
-            "first reasoning token → first answer token (or the last reasoning token when no answer "
-            "came), ms",
-            feature="reasoning",
-            sparse=True,
-            column="number",
         ),
     )
     step: int | None = field(
@@ -309,17 +287,17 @@ class RequestRecord:
         # Shallow, by hand: dataclasses.asdict deep-copies the ITL list of every record.
         data = {name: getattr(self, name) for name in FIELD_NAMES}
         data["class"] = data.pop("request_class")
-        if self.extra:
-            data.update(self.extra)
+        extra = self.extra or {}
+        for name in SLICE_FIELDS:  # every slice's, None where unset, as the core's
+            data[name] = extra.get(name)
         return data
 
     def to_file_dict(self) -> dict[str, Any]:
         """What a line of requests.jsonl holds: to_dict with the gaps packed (`itl_us`)."""
         data = self.to_dict()
-        if self.extra:  # a slice's sparse field while None
-            for name, value in self.extra.items():
-                if value is None and SLICE_FIELDS[name].sparse:
-                    del data[name]
+        for name, described in SLICE_FIELDS.items():  # a slice's sparse field while None
+            if described.sparse and data[name] is None:
+                del data[name]
         for name in SPARSE_KEYS:
             if data[name] is None:
                 del data[name]

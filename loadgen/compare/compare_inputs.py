@@ -223,7 +223,7 @@ def latency_samples(ok: Sequence[RequestRecord]) -> dict[str, LatencySample]:
         "tpot": LatencySample.single(present([tpot_ms(r) for r in ok])),
         "e2e": LatencySample.single(present([elapsed_ms(r.done_s, r.scheduled_s) for r in ok])),
     }
-    if any(r.first_answer_s is not None or r.reasoning_tokens is not None or answered_after(r) for r in ok):
+    if any(r.first_answer_s is not None or answered_after(r) for r in ok):
         # The report's own values: an answer that began with the first token is timed there, a
         # stream that reasoned and never answered is left out (NaN).
         cols = columns_of(ok)

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 from loadgen.collect.slice_registry import register_fields, register_stats
 from loadgen.features.images import IMAGES
+from loadgen.features.reasoning import REASONING
 from loadgen.features.slice import Slice
 from loadgen.features.tools import TOOLS
 
 if TYPE_CHECKING:
     from loadgen.features.slice import Attaches, Classes, DrawPlan
 
-SLICES: tuple[Slice, ...] = (TOOLS, IMAGES)
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
@@ -37,7 +38,8 @@ def attachments() -> tuple[tuple[str, Attaches], ...]:
 def _install() -> None:
     for feature in SLICES:
         register_fields(feature.fields)
-        register_stats(feature.stats)
+        if feature.stats is not None:
+            register_stats(feature.stats)
 
 
 _install()

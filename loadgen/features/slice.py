@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.inputs.dataset_entry import DatasetEntry
     from loadgen.scenario.model import Workload
     from loadgen.wire.answer import StreamResult
-    from loadgen.wire.call import ToolsAsk
+    from loadgen.wire.call import ReasoningAsk, ToolsAsk
 
 # The plan's classes as the schedule gives them: (name, weight, workload).
 Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
@@ -57,11 +57,16 @@ class Draws(Protocol):
 @dataclass(frozen=True, slots=True)
 class Attached:
     """What a slice added to one request, in the wire's terms (loadgen.wire.call.Call): content
-    parts and how many things they are, tools to offer (their calls are then read and kept)."""
+    parts and how many things they are, tools to offer (their calls are then read and kept), a
+    reasoning ask with the output tokens it adds to the budget and how its answer shows thinking
+    (`think`, the reader's; None: found as the server sends it)."""
 
     parts: Sequence[Mapping[str, Any]] = ()
     count: int = 0
     tools: ToolsAsk | None = None
+    reasoning: ReasoningAsk | None = None
+    budget: int = 0
+    think: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +90,11 @@ class Attaches(Protocol):
         """One request's part."""
         ...
 
-    def fields(self, attached: Attached, body_bytes: int, answer: StreamResult) -> dict[str, ExtraValue]:
+    def fields(
+        self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
+    ) -> dict[str, ExtraValue]:
         """The record's fields for a request that carried `attached` in a body of that size and
-        was answered so (what the API's reader made of the answer)."""
+        was answered so (what the API's reader made of the answer; `streamed`: as a stream)."""
         ...
 
 
@@ -108,7 +115,7 @@ class Slice:
 
     name: str
     fields: Mapping[str, FieldDoc]
-    stats: Callable[[], FeatureStats]
+    stats: Callable[[], FeatureStats] | None
     draws: Callable[[], Draws] | None = None
     attaches: Callable[[], Attaches] | None = None
     counters: tuple[Counter, ...] = ()

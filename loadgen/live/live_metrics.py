@@ -35,7 +35,6 @@ from loadgen.live.metric_names import (
     LATENCY_BUCKETS,
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
-    REASONING_TOKENS,
     REQUEST_LABELS,
     REQUESTS,
     RUN_GAUGES,
@@ -87,7 +86,6 @@ class _Series:
     statuses: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0.0))
     output_tokens: float = 0.0
     prompt_tokens: float = 0.0
-    reasoning_tokens: float = 0.0
     # The feature slices' counters (metric_names.SLICE_COUNTERS), by name.
     counted: dict[str, float] = field(default_factory=lambda: {c.name: 0.0 for c in SLICE_COUNTERS})
 
@@ -156,7 +154,6 @@ class LiveMetrics(Collector):
             answer_end = _answer_end(record)
             if answer_end is not None:
                 series.histograms[TTFAT_SECONDS].observe(answer_end - record.scheduled_s)
-            series.reasoning_tokens += record.reasoning_tokens or 0
             if record.extra:
                 for counter in SLICE_COUNTERS:
                     value = record.extra.get(counter.field)
@@ -209,7 +206,6 @@ class LiveMetrics(Collector):
         requests = CounterMetricFamily(REQUESTS, HELP[REQUESTS], labels=[*REQUEST_LABELS, "status"])
         output = CounterMetricFamily(OUTPUT_TOKENS, HELP[OUTPUT_TOKENS], labels=REQUEST_LABELS)
         prompt = CounterMetricFamily(PROMPT_TOKENS, HELP[PROMPT_TOKENS], labels=REQUEST_LABELS)
-        reasoning = CounterMetricFamily(REASONING_TOKENS, HELP[REASONING_TOKENS], labels=REQUEST_LABELS)
         counted = [CounterMetricFamily(c.name, HELP[c.name], labels=REQUEST_LABELS) for c in SLICE_COUNTERS]
         for (phase, request_class), series in sorted(self._series.items()):
             labels = [*run, phase, request_class]
@@ -219,11 +215,10 @@ class LiveMetrics(Collector):
                 requests.add_metric([*labels, status], count)
             output.add_metric(labels, series.output_tokens)
             prompt.add_metric(labels, series.prompt_tokens)
-            reasoning.add_metric(labels, series.reasoning_tokens)
             for family in counted:
                 family.add_metric(labels, series.counted[family.name])
         yield from histograms.values()
-        yield from (requests, output, prompt, reasoning, *counted)
+        yield from (requests, output, prompt, *counted)
         if self._adapters:
             adapters = HistogramMetricFamily(
                 ADAPTER_TTFT_SECONDS, HELP[ADAPTER_TTFT_SECONDS], labels=ADAPTER_LABELS

@@ -5,8 +5,8 @@ pins them. Changing one here is a breaking change for every dashboard built on t
 
 - histograms `loadtest_{ttft,ttfat,itl,e2e}_seconds{scenario, run_id, phase, class}`, and
   `loadtest_adapter_ttft_seconds{scenario, run_id, adapter}` (requests naming a LoRA adapter);
-- counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt,reasoning}_tokens_total`,
-  and the feature slices' (loadgen.features: the tool calls made);
+- counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt}_tokens_total`, and the
+  feature slices' (loadgen.features: the reasoning tokens received, the tool calls made);
 - gauges `{scenario, run_id}`: in-flight, target rate, phase index, search level, knee, capacity,
   the server's figures, the counted devices' watts, `loadtest_slo_threshold{slo, unit}` and
   `loadtest_run_info{server_kind}`; the counter `loadtest_energy_joules_total{scenario, run_id}`
@@ -29,10 +29,9 @@ ADAPTER_TTFT_SECONDS = "loadtest_adapter_ttft_seconds"  # per LoRA adapter (work
 REQUESTS = "loadtest_requests"
 OUTPUT_TOKENS = "loadtest_output_tokens"
 PROMPT_TOKENS = "loadtest_prompt_tokens"
-REASONING_TOKENS = "loadtest_reasoning_tokens"
 # The feature slices' counters: each the sum of one of their record fields, per phase and class.
 SLICE_COUNTERS: tuple[Counter, ...] = tuple(counter for feature in SLICES for counter in feature.counters)
-COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, REASONING_TOKENS, *(c.name for c in SLICE_COUNTERS))
+COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, *(c.name for c in SLICE_COUNTERS))
 # The counted devices' energy so far, with only the run's labels: J/token is its rate over the
 # output tokens' rate (the dashboard's Energy panel).
 ENERGY_JOULES = "loadtest_energy_joules"
@@ -90,7 +89,6 @@ HELP = {
     REQUESTS: "Finished requests by status",
     OUTPUT_TOKENS: "Output tokens received",
     PROMPT_TOKENS: "Prompt tokens sent (as the server counted them where it said)",
-    REASONING_TOKENS: "Reasoning tokens received (part of the output tokens)",
     **{counter.name: counter.help for counter in SLICE_COUNTERS},
     IN_FLIGHT: "Requests in flight now",
     TARGET_RATE: "Target request rate of the current phase (NaN for a closed-loop level)",

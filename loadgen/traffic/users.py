@@ -29,6 +29,7 @@ from locust.exception import StopUser
 from orjson import dumps
 
 from kernel.redact import redact
+from loadgen.collect.field_doc import ExtraValue
 from loadgen.collect.records import ErrorKind, RequestRecord, set_stream_gaps
 from loadgen.features import attachments
 from loadgen.features.slice import Asking, Attached, Attaches
@@ -41,12 +42,11 @@ from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.exchange_outcome import Outcome, TokensReached, answered, read_stream, sort_ending
 from loadgen.traffic.http_send import post, release, short
 from loadgen.traffic.prompts import request_prompt
-from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.session_book import SessionBook
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
-from loadgen.wire.call import Call
+from loadgen.wire.call import Call, ReasoningAsk, ToolsAsk
 from loadgen.wire.http_answer import http_error_text, parse_retry_after
 from servers.adapter import Endpoint
 
@@ -159,32 +159,28 @@ class OpenAIUser(FastHttpUser):
         workload = ctx.classes.get(planned.request_class, ctx.workload)
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
         history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
-        thinking = (
-            reasoning_tokens_of(workload, planned.request_class, planned.id) if workload.reasoning else 0
-        )
         attached = self._attached(workload, planned, entry) if ctx.attaching else []
-        tools = next((each.tools for _, each in attached if each.tools is not None), None)
+        asks = _Asks.of(attached)
         call = Call(
             model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
-            max_tokens=planned.output_tokens + thinking,  # servers count reasoning in the budget
+            max_tokens=planned.output_tokens + asks.budget,  # a slice's share of the output included
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
             messages=entry.messages if entry else history,
             content_parts=[p for _, each in attached for p in each.parts] if attached else (),
-            reasoning=reasoning_ask(workload, thinking),
-            tools=tools,
+            reasoning=asks.reasoning,
+            tools=asks.tools,
         )
         api = wire_api(workload.api)
         path, body = api.request(call)
-        think = workload.reasoning.format if workload.reasoning else "auto"
         return _Prepared(
             # A replica's own URL: the pool keeps one connection per host.
             url=(ctx.endpoint.base_url if slot is None else slot.base_url) + path,
             # Serialized here with orjson (a tenth of json's time; megabytes of base64 with
             # media, whose size is then known) rather than by Locust with json.
             data=dumps(body),
-            reader=api.reader(think=think, calls=tools is not None, keep_text=history is not None),
+            reader=api.reader(think=asks.think, calls=asks.tools is not None, keep_text=history is not None),
             workload=workload,
             entry=entry,
             attached=attached,
@@ -302,19 +298,18 @@ class OpenAIUser(FastHttpUser):
         return record
 
     def _add_features(self, record: RequestRecord, prepared: _Prepared, planned: PlannedRequest) -> None:
-        """The features' fields of the record: reasoning, the slices' (each from what it attached
-        and the answer); a session's turn answered (its next one released)."""
+        """The features' fields of the record: when the first answer came where something streamed
+        before it, the slices' (each from what it attached and the answer); a session's turn
+        answered (its next one released)."""
         ctx, result, streamed = self.run_context, prepared.reader.result, prepared.workload.stream
-        if result.reasoning_chunks or result.usage_reasoning_tokens or result.tool_call_chunks:
-            record.reasoning_tokens = result.reasoning_tokens
-            if streamed:
-                answer = result.answer_ns
-                record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
-                record.reasoning_ms = result.reasoning_ms()
-        if prepared.attached:
-            record.extra = {}
-            for part, attached in prepared.attached:
-                record.extra.update(part.fields(attached, len(prepared.data), result))
+        if streamed and result.answer_later:
+            answer = result.answer_ns
+            record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
+        extra: dict[str, ExtraValue] = {}
+        for part, attached in prepared.attached:
+            extra.update(part.fields(attached, len(prepared.data), result, streamed))
+        if extra:
+            record.extra = extra
         text = prepared.reader.text
         if ctx.sessions is not None and text is not None:  # a session's turn: its reader kept the text
             following = ctx.sessions.answered(planned, record, text, result.tool_calls)
@@ -359,6 +354,31 @@ class OpenAIUser(FastHttpUser):
 def _asking(planned: PlannedRequest, name: str, entry: DatasetEntry | None) -> Asking:
     """The request as slice `name` sees it."""
     return Asking(planned.request_class, planned.id, planned.drawn.get(name, 0), entry)
+
+
+@dataclass(frozen=True, slots=True)
+class _Asks:
+    """What the slices' parts ask of the call and its reader, gathered."""
+
+    budget: int = 0
+    reasoning: ReasoningAsk | None = None
+    tools: ToolsAsk | None = None
+    think: str = "auto"
+
+    @classmethod
+    def of(cls, attached: list[tuple[Attaches, Attached]]) -> _Asks:
+        if not attached:
+            return _NO_ASKS
+        parts = [each for _, each in attached]
+        return cls(
+            budget=sum(each.budget for each in parts),
+            reasoning=next((each.reasoning for each in parts if each.reasoning is not None), None),
+            tools=next((each.tools for each in parts if each.tools is not None), None),
+            think=next((each.think for each in parts if each.think is not None), "auto"),
+        )
+
+
+_NO_ASKS = _Asks()
 
 
 @dataclass(slots=True)

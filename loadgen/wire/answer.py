@@ -84,6 +84,12 @@ class StreamResult:
         return self.reasoning_chunks or None
 
     @property
+    def answer_later(self) -> bool:
+        """Whether something streamed before any answer could (reasoning, a tool call): the
+        record then says when its first answer came (first_answer_s)."""
+        return bool(self.reasoning_chunks or self.usage_reasoning_tokens or self.tool_call_chunks)
+
+    @property
     def answer_ns(self) -> int | None:
         """When the first answer token came, only where something else came before it
         (reasoning, a tool call): otherwise it is the first token, and records leave it out."""

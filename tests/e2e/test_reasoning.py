@@ -10,9 +10,9 @@ from statistics import median
 
 import pytest
 
+from loadgen.features.reasoning.ask import reasoning_tokens_of
 from loadgen.scenario.loader import parse_scenario
 from loadgen.scenario.workload import workload_classes
-from loadgen.traffic.reasoning_request import reasoning_tokens_of
 from tests.cli_helpers import run_cli
 
 TTFT_MS, ITL_MS, ANSWER = 30.0, 4.0, 6

@@ -227,7 +227,7 @@ def _thinking(index: int, thought_ms: float | None) -> RequestRecord:
     record = _record(index, 4.0)
     assert record.first_token_s is not None
     answer = None if thought_ms is None else record.first_token_s + thought_ms / 1000
-    return replace(record, first_answer_s=answer, reasoning_tokens=20)
+    return replace(record, first_answer_s=answer, extra={"reasoning_tokens": 20})
 
 
 def test_ttfat_is_sampled_from_when_each_answer_began():

@@ -1,8 +1,9 @@
 """A traffic feature built as a slice lives in its own package: the core never names it.
 
-Read from the source: outside its package, a slice's name appears only where the issue that made
-slices leaves it (its scenario model, its report section, a dataset's own lines) and in the one
-registry line of loadgen.features. Images were re-added this way as the check of the seams.
+Read from the source: outside its package, a slice's record fields, its package and (for images
+and tool calls) its very word appear only where the issue that made slices leaves them (its
+scenario model, its report section, a dataset's own lines, the wire's reading of an answer) and in
+the one registry line of loadgen.features. Images were re-added this way as the check of the seams.
 """
 
 from __future__ import annotations
@@ -16,16 +17,21 @@ ROOT = Path(__file__).resolve().parents[2]
 LOADGEN = ROOT / "loadgen"
 # Where a slice may still be named: its YAML model, its report section, the dataset readers.
 NAMED_OUTSIDE = ("scenario/", "report/", "inputs/")
-# And where each one may be, besides: the APIs read tool calls off the wire into the tool's own
-# events (loadgen.wire), which agent sessions answer (session_book) and the user hands them.
-ALSO_NAMED = {"tools": ("wire/", "traffic/session_book.py", "traffic/users.py")}
-# The word each slice is found by in the source ("image" for images: "images" and "image_url").
+# And where each one may be, besides: the APIs read reasoning and tool calls off the wire into the
+# tool's own events (loadgen.wire), which agent sessions answer (session_book) and the user hands
+# them; the reasoning statistics still sit with TTFAT's in collect.
+ALSO_NAMED = {
+    "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
+    "reasoning": ("wire/", "collect/reasoning_stats.py"),
+}
+# The word a slice is found by in the source besides its fields and package ("image" for images:
+# "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.
 STEMS = {"images": "image", "tools": "tool_call"}
 
 
-def _mentions(stem: str) -> dict[str, list[int]]:
+def _mentions(pattern: str) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
-    word = re.compile(stem, re.IGNORECASE)
+    word = re.compile(pattern, re.IGNORECASE)
     for path in sorted(LOADGEN.rglob("*.py")):
         lines = [
             n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if word.search(line)
@@ -40,7 +46,8 @@ def test_each_slice_is_one_package_and_one_registry_line() -> None:
     for feature in SLICES:
         package = LOADGEN / "features" / feature.name
         assert (package / "__init__.py").is_file(), f"slice {feature.name} has no package of its own"
-        mentions = _mentions(STEMS.get(feature.name, feature.name))
+        names = [rf"\b{field}\b" for field in feature.fields] + [rf"features\.{feature.name}\b"]
+        mentions = _mentions("|".join([*names, *([STEMS[feature.name]] if feature.name in STEMS else [])]))
         core = {
             where: lines
             for where, lines in mentions.items()
@@ -62,7 +69,7 @@ def test_a_slice_reaches_the_record_and_the_statistics_through_its_registration(
     keys = {key for key, _, _ in key_rows()}
     columns = {name for _, name, _ in extra_columns()}
     for feature in SLICES:
-        assert feature.stats() in feature_stats()
+        assert feature.stats is None or feature.stats() in feature_stats()
         for name, doc in feature.fields.items():
             assert field_docs()[name] is doc and name in keys
             assert name.removesuffix("_s") in columns

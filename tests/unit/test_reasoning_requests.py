@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from loadgen.features.reasoning.ask import reasoning_ask, reasoning_tokens_of
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.workload import Workload
-from loadgen.traffic.reasoning_request import reasoning_ask, reasoning_tokens_of
 from loadgen.wire.call import Call
 from loadgen.wire.openai_body import SIMULATE_REASONING as SIMULATE_FIELD
 from loadgen.wire.openai_body import FeatureFields, feature_fields

@@ -152,7 +152,9 @@ class ImageAttachment:
         urls, count = attached_images(workload, asking.drawn, asking.request_id, asking.entry)
         return Attached(image_parts(urls), count)
 
-    def fields(self, attached: Attached, body_bytes: int, answer: StreamResult) -> dict[str, ExtraValue]:
+    def fields(
+        self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
+    ) -> dict[str, ExtraValue]:
         return {"images": attached.count, "request_bytes": body_bytes}
 
 

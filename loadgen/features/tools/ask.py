@@ -49,7 +49,9 @@ class ToolOffer:
         call = calls_tool(workload, asking.request_class, asking.request_id)
         return Attached(tools=tools_ask(workload, call))
 
-    def fields(self, attached: Attached, body_bytes: int, answer: StreamResult) -> dict[str, ExtraValue]:
+    def fields(
+        self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
+    ) -> dict[str, ExtraValue]:
         calls = answer.tool_calls
         return {"tool_calls": len(calls), "tool_calls_valid": sum(call.valid for call in calls.values())}
 

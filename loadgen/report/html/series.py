@@ -61,7 +61,7 @@ class Columns:
             level=times([r.level for r in records]),
             itl=tuple(r.itl_ms if isinstance(r.itl_ms, list) else [] for r in records),
             answer=times([first_answer_s(r) for r in records]),
-            reasoning_ms=times([r.reasoning_ms for r in records]),
+            reasoning_ms=times([_slice_number(r, "reasoning_ms") for r in records]),
         )
 
     def __len__(self) -> int:
@@ -262,3 +262,9 @@ def theil_sen_line(
     intercept = float(np.median(values - slope * times_s))
     ends = np.array([times_s.min(), times_s.max()])
     return ends, intercept + slope * ends
+
+
+def _slice_number(record: RequestRecord, name: str) -> float | None:
+    """A slice's numeric field of a record (RequestRecord.extra), None where it has none."""
+    value = None if record.extra is None else record.extra.get(name)
+    return float(value) if isinstance(value, int | float) else None

@@ -1,0 +1,24 @@
+"""Reasoning streams (`workload.reasoning`, loadgen.scenario.reasoning): requests ask a reasoning
+model for its thinking (ask), every answer's reasoning is recorded (record) and counted live."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from loadgen.features.reasoning.record import REASONING_FIELDS
+from loadgen.features.slice import Counter, Slice
+
+if TYPE_CHECKING:
+    from loadgen.features.slice import Attaches
+
+
+def _attaches() -> Attaches:
+    from loadgen.features.reasoning.ask import REASONING_ASKER
+
+    return REASONING_ASKER
+
+
+TOKENS = Counter(
+    "loadtest_reasoning_tokens", "Reasoning tokens received (part of the output tokens)", "reasoning_tokens"
+)
+REASONING = Slice("reasoning", REASONING_FIELDS, None, attaches=_attaches, counters=(TOKENS,))

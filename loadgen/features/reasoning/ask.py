@@ -1,0 +1,70 @@
+"""What a request asks of a reasoning model (workload.reasoning): a longer output budget, the
+reasoning length the built-in servers should stream, and a reasoning effort; and what the record
+says of any answer's reasoning, asked for or not.
+
+The reasoning length is drawn per request from a generator seeded by the request's id and class,
+not from the plan's streams: a scenario without reasoning plans exactly as before, and a request
+asks for the same length in every run of the same plan.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+
+import numpy as np
+
+from loadgen.collect.field_doc import ExtraValue
+from loadgen.features.slice import Asking, Attached
+from loadgen.scenario.distributions import sample
+from loadgen.scenario.workload import Workload
+from loadgen.wire.answer import StreamResult
+from loadgen.wire.call import ReasoningAsk
+
+NOTHING_ASKED = Attached()  # a class without workload.reasoning: its answers are still read
+
+
+def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int) -> int:
+    """This request's reasoning length (0 when the workload asks for none)."""
+    spec = workload.reasoning
+    if spec is None or spec.tokens is None:
+        return 0
+    rng = np.random.default_rng((zlib.crc32(request_class.encode()), request_id))
+    return int(sample(spec.tokens, 1, rng)[0])
+
+
+def reasoning_ask(workload: Workload, tokens: int) -> ReasoningAsk | None:
+    """What a reasoning request asks (None without workload.reasoning); its API renders it."""
+    spec = workload.reasoning
+    if spec is None:
+        return None
+    return ReasoningAsk(spec.effort, tokens, spec.emitted_format(workload.api))
+
+
+class ReasoningAsker:
+    """The slice's part of every request (loadgen.features.slice.Attaches): an ask where the
+    class has workload.reasoning, and the reasoning any answer showed."""
+
+    def senders(self, classes: Mapping[str, Workload]) -> frozenset[str]:
+        return frozenset(classes)
+
+    def attach(self, workload: Workload, asking: Asking) -> Attached:
+        spec = workload.reasoning
+        if spec is None:
+            return NOTHING_ASKED
+        tokens = reasoning_tokens_of(workload, asking.request_class, asking.request_id)
+        # servers count reasoning in the output budget
+        return Attached(reasoning=reasoning_ask(workload, tokens), budget=tokens, think=spec.format)
+
+    def fields(
+        self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
+    ) -> dict[str, ExtraValue]:
+        if not answer.answer_later:
+            return {}
+        made: dict[str, ExtraValue] = {"reasoning_tokens": answer.reasoning_tokens}
+        if streamed:
+            made["reasoning_ms"] = answer.reasoning_ms()
+        return made
+
+
+REASONING_ASKER = ReasoningAsker()
