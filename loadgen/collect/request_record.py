@@ -324,7 +324,8 @@ class RequestRecord:
             data[LEGACY_KEY] = unpack_gaps(packed)
         if data.keys() <= _FIELD_SET:
             return cls(**data)
-        extra = {key: value for key, value in data.items() if key in SLICE_FIELDS}
+        # a slice's field read as None is as good as absent (to_dict writes every one)
+        extra = {key: value for key, value in data.items() if key in SLICE_FIELDS and value is not None}
         own = {key: value for key, value in data.items() if key in _FIELD_SET}
         return cls(**own, extra=extra or None)
 

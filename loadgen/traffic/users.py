@@ -308,8 +308,8 @@ class OpenAIUser(FastHttpUser):
         extra: dict[str, ExtraValue] = {}
         for part, attached in prepared.attached:
             extra.update(part.fields(attached, len(prepared.data), result, streamed))
-        if extra:
-            record.extra = extra
+        if extra:  # a field left None is as good as absent, as a line read back holds it
+            record.extra = {name: value for name, value in extra.items() if value is not None} or None
         text = prepared.reader.text
         if ctx.sessions is not None and text is not None:  # a session's turn: its reader kept the text
             following = ctx.sessions.answered(planned, record, text, result.tool_calls)
