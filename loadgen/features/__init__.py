@@ -19,7 +19,7 @@ from loadgen.features.slice import Slice
 from loadgen.features.tools import TOOLS
 
 if TYPE_CHECKING:
-    from loadgen.features.slice import Attaches, Classes, DrawPlan
+    from loadgen.features.slice import Attaches, Classes, DrawPlan, Reads
 
 SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES)
 
@@ -33,6 +33,11 @@ def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
 def attachments() -> tuple[tuple[str, Attaches], ...]:
     """The slices that attach to a request, with their names."""
     return tuple((s.name, s.attaches()) for s in SLICES if s.attaches is not None)
+
+
+def readers() -> tuple[Reads, ...]:
+    """The slices that read every answer."""
+    return tuple(s.reads() for s in SLICES if s.reads is not None)
 
 
 def _install() -> None:

@@ -5,8 +5,10 @@ A slice is one package under loadgen.features: its scenario model stays a field 
 - `draws`: the per-request value it draws from a stream of its own (seeded from the scenario's
   seed and its own constant, never from the plan's generator, so a scenario without the feature
   plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
-- `attaches`: its contribution to a request (content parts on its last user message, tools to
-  offer), and the record's fields once the answer is read;
+- `attaches`: its contribution to a request of the classes that ask for the feature (content
+  parts on its last user message, tools to offer), and the record's fields once the answer is read;
+- `reads`: the record's fields from any answer, asked for or not (a reasoning model thinks
+  unasked): one call a request, so a plain request builds nothing of a slice's;
 - `counters`: the live counters (/metrics) its record fields add to;
 - `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
 - `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`).
@@ -92,9 +94,16 @@ class Attaches(Protocol):
 
     def fields(
         self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
-    ) -> dict[str, ExtraValue]:
+    ) -> Mapping[str, ExtraValue]:
         """The record's fields for a request that carried `attached` in a body of that size and
         was answered so (what the API's reader made of the answer; `streamed`: as a stream)."""
+        ...
+
+
+class Reads(Protocol):
+    def fields(self, answer: StreamResult, streamed: bool) -> Mapping[str, ExtraValue]:
+        """The record's fields for any request answered so (empty: the answer showed nothing of
+        the feature); called for every answered request, attached to or not."""
         ...
 
 
@@ -118,4 +127,5 @@ class Slice:
     stats: Callable[[], FeatureStats] | None
     draws: Callable[[], Draws] | None = None
     attaches: Callable[[], Attaches] | None = None
+    reads: Callable[[], Reads] | None = None
     counters: tuple[Counter, ...] = ()

@@ -31,8 +31,8 @@ from orjson import dumps
 from kernel.redact import redact
 from loadgen.collect.field_doc import ExtraValue
 from loadgen.collect.records import ErrorKind, RequestRecord, set_stream_gaps
-from loadgen.features import attachments
-from loadgen.features.slice import Asking, Attached, Attaches
+from loadgen.features import attachments, readers
+from loadgen.features.slice import Asking, Attached, Attaches, Reads
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.line_reader import LineTooLong, read_body
 from loadgen.scenario.model import Workload
@@ -72,8 +72,10 @@ class RunContext:
     next_turn: Callable[[PlannedRequest], None] | None = None
     classes: dict[str, Workload] = field(init=False, default_factory=dict)
     # The feature slices that attach to requests (loadgen.features): each with its name and the
-    # classes whose requests it attaches to; only those some class has.
+    # classes whose requests it attaches to; only those some class has. And those that read
+    # every answer.
     attaching: tuple[tuple[str, Attaches, frozenset[str]], ...] = field(init=False, default=())
+    reading: tuple[Reads, ...] = field(init=False, default=())
     headers: dict[str, str] = field(init=False, default_factory=dict)
     secrets: tuple[str, ...] = field(init=False, default=())
 
@@ -81,6 +83,7 @@ class RunContext:
         self.classes = {name: workload for name, _, workload in workload_classes(self.workload)}
         senders = [(name, part, part.senders(self.classes)) for name, part in attachments()]
         self.attaching = tuple(each for each in senders if each[2])
+        self.reading = readers()
         # identity: a compressed SSE stream could not be read line by line as it lands
         self.headers = {
             "Accept-Encoding": "identity",
@@ -306,6 +309,8 @@ class OpenAIUser(FastHttpUser):
             answer = result.answer_ns
             record.first_answer_s = _seconds(answer, ctx.t0_ns) if answer is not None else None
         extra: dict[str, ExtraValue] = {}
+        for reads in ctx.reading:
+            extra.update(reads.fields(result, streamed))
         for part, attached in prepared.attached:
             extra.update(part.fields(attached, len(prepared.data), result, streamed))
         if extra:  # a field left None is as good as absent, as a line read back holds it

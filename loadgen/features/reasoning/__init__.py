@@ -9,7 +9,7 @@ from loadgen.features.reasoning.record import REASONING_FIELDS
 from loadgen.features.slice import Counter, Slice
 
 if TYPE_CHECKING:
-    from loadgen.features.slice import Attaches
+    from loadgen.features.slice import Attaches, Reads
 
 
 def _attaches() -> Attaches:
@@ -18,7 +18,13 @@ def _attaches() -> Attaches:
     return REASONING_ASKER
 
 
+def _reads() -> Reads:
+    from loadgen.features.reasoning.ask import REASONING_READER
+
+    return REASONING_READER
+
+
 TOKENS = Counter(
     "loadtest_reasoning_tokens", "Reasoning tokens received (part of the output tokens)", "reasoning_tokens"
 )
-REASONING = Slice("reasoning", REASONING_FIELDS, None, attaches=_attaches, counters=(TOKENS,))
+REASONING = Slice("reasoning", REASONING_FIELDS, None, attaches=_attaches, reads=_reads, counters=(TOKENS,))

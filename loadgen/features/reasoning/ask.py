@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from loadgen.scenario.workload import Workload
 from loadgen.wire.answer import StreamResult
 from loadgen.wire.call import ReasoningAsk
 
-NOTHING_ASKED = Attached()  # a class without workload.reasoning: its answers are still read
+NOTHING_READ: Mapping[str, ExtraValue] = MappingProxyType({})  # an answer without reasoning
 
 
 def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int) -> int:
@@ -42,25 +43,32 @@ def reasoning_ask(workload: Workload, tokens: int) -> ReasoningAsk | None:
 
 
 class ReasoningAsker:
-    """The slice's part of every request (loadgen.features.slice.Attaches): an ask where the
-    class has workload.reasoning, and the reasoning any answer showed."""
+    """The slice's part of a request of a class with workload.reasoning
+    (loadgen.features.slice.Attaches); what its answer showed is the reader's, as any answer's."""
 
     def senders(self, classes: Mapping[str, Workload]) -> frozenset[str]:
-        return frozenset(classes)
+        return frozenset(name for name, workload in classes.items() if workload.reasoning is not None)
 
     def attach(self, workload: Workload, asking: Asking) -> Attached:
         spec = workload.reasoning
         if spec is None:
-            return NOTHING_ASKED
+            return Attached()
         tokens = reasoning_tokens_of(workload, asking.request_class, asking.request_id)
         # servers count reasoning in the output budget
         return Attached(reasoning=reasoning_ask(workload, tokens), budget=tokens, think=spec.format)
 
     def fields(
         self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
-    ) -> dict[str, ExtraValue]:
+    ) -> Mapping[str, ExtraValue]:
+        return NOTHING_READ  # REASONING_READER's, asked for or not
+
+
+class ReasoningReader:
+    """The reasoning any answer showed (loadgen.features.slice.Reads)."""
+
+    def fields(self, answer: StreamResult, streamed: bool) -> Mapping[str, ExtraValue]:
         if not answer.answer_later:
-            return {}
+            return NOTHING_READ
         made: dict[str, ExtraValue] = {"reasoning_tokens": answer.reasoning_tokens}
         if streamed:
             made["reasoning_ms"] = answer.reasoning_ms()
@@ -68,3 +76,4 @@ class ReasoningAsker:
 
 
 REASONING_ASKER = ReasoningAsker()
+REASONING_READER = ReasoningReader()
