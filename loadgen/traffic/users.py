@@ -32,6 +32,7 @@ from kernel.redact import redact
 from loadgen.collect.field_doc import ExtraValue
 from loadgen.collect.records import ErrorKind, RequestRecord, set_stream_gaps
 from loadgen.features import attachments, readers
+from loadgen.features.asks import NO_ASKS, gather
 from loadgen.features.slice import Asking, Attached, Attaches, Reads
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.line_reader import LineTooLong, read_body
@@ -46,7 +47,7 @@ from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.session_book import SessionBook
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
-from loadgen.wire.call import Call, ReasoningAsk, ToolsAsk
+from loadgen.wire.call import Call
 from loadgen.wire.http_answer import http_error_text, parse_retry_after
 from servers.adapter import Endpoint
 
@@ -163,27 +164,24 @@ class OpenAIUser(FastHttpUser):
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
         history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
         attached = self._attached(workload, planned, entry) if ctx.attaching else []
-        asks = _Asks.of(attached)
+        asks = gather([each for _, each in attached]) if attached else NO_ASKS
         call = Call(
             model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
-            max_tokens=planned.output_tokens + asks.budget,  # a slice's share of the output included
+            max_tokens=planned.output_tokens,
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
             messages=entry.messages if entry else history,
-            content_parts=[p for _, each in attached for p in each.parts] if attached else (),
-            reasoning=asks.reasoning,
-            tools=asks.tools,
         )
         api = wire_api(workload.api)
-        path, body = api.request(call)
+        path, body = api.request(asks.onto(call))
         return _Prepared(
             # A replica's own URL: the pool keeps one connection per host.
             url=(ctx.endpoint.base_url if slot is None else slot.base_url) + path,
             # Serialized here with orjson (a tenth of json's time; megabytes of base64 with
             # media, whose size is then known) rather than by Locust with json.
             data=dumps(body),
-            reader=api.reader(think=asks.think, calls=asks.tools is not None, keep_text=history is not None),
+            reader=asks.reader(api, keep_text=history is not None),
             workload=workload,
             entry=entry,
             attached=attached,
@@ -359,31 +357,6 @@ class OpenAIUser(FastHttpUser):
 def _asking(planned: PlannedRequest, name: str, entry: DatasetEntry | None) -> Asking:
     """The request as slice `name` sees it."""
     return Asking(planned.request_class, planned.id, planned.drawn.get(name, 0), entry)
-
-
-@dataclass(frozen=True, slots=True)
-class _Asks:
-    """What the slices' parts ask of the call and its reader, gathered."""
-
-    budget: int = 0
-    reasoning: ReasoningAsk | None = None
-    tools: ToolsAsk | None = None
-    think: str = "auto"
-
-    @classmethod
-    def of(cls, attached: list[tuple[Attaches, Attached]]) -> _Asks:
-        if not attached:
-            return _NO_ASKS
-        parts = [each for _, each in attached]
-        return cls(
-            budget=sum(each.budget for each in parts),
-            reasoning=next((each.reasoning for each in parts if each.reasoning is not None), None),
-            tools=next((each.tools for each in parts if each.tools is not None), None),
-            think=next((each.think for each in parts if each.think is not None), "auto"),
-        )
-
-
-_NO_ASKS = _Asks()
 
 
 @dataclass(slots=True)

@@ -1,0 +1,54 @@
+"""What the slices attached to one request ask of its call and of the reader of its answer,
+gathered: the core builds the call of what every request has and hands it over, and never
+names what a feature asks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from loadgen.features.slice import Attached
+from loadgen.wire.answer import AnswerReader
+from loadgen.wire.apis import WireApi
+from loadgen.wire.call import Call, ContentPart, ReasoningAsk, ToolsAsk
+
+
+@dataclass(frozen=True, slots=True)
+class Asks:
+    budget: int = 0  # output tokens the slices add to the request's own
+    parts: Sequence[ContentPart] = ()
+    reasoning: ReasoningAsk | None = None
+    tools: ToolsAsk | None = None
+    think: str = "auto"  # how the reader finds inline thinking
+
+    def onto(self, call: Call) -> Call:
+        """`call` with what the slices ask (the same object when they ask nothing)."""
+        if self is NO_ASKS:
+            return call
+        return replace(
+            call,
+            max_tokens=call.max_tokens + self.budget,  # servers count a slice's share in the output
+            content_parts=self.parts,
+            reasoning=self.reasoning,
+            tools=self.tools,
+        )
+
+    def reader(self, api: WireApi, keep_text: bool) -> AnswerReader:
+        """The reader of the answer (a tool's calls kept where tools were offered)."""
+        return api.reader(think=self.think, calls=self.tools is not None, keep_text=keep_text)
+
+
+NO_ASKS = Asks()
+
+
+def gather(attached: Sequence[Attached]) -> Asks:
+    """The asks of a request's slices' parts (the first of each kind, the budgets summed)."""
+    if not attached:
+        return NO_ASKS
+    return Asks(
+        budget=sum(each.budget for each in attached),
+        parts=[part for each in attached for part in each.parts],
+        reasoning=next((each.reasoning for each in attached if each.reasoning is not None), None),
+        tools=next((each.tools for each in attached if each.tools is not None), None),
+        think=next((each.think for each in attached if each.think is not None), "auto"),
+    )
