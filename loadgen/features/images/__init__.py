@@ -21,7 +21,7 @@ def _stats() -> FeatureStats:
 
 
 def _draws() -> Draws:
-    from loadgen.features.images.plan import IMAGE_DRAWS
+    from loadgen.features.images.draws import IMAGE_DRAWS
 
     return IMAGE_DRAWS
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
-from loadgen.features.images.plan import image_entropy
+from loadgen.features.images.draws import image_entropy
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
