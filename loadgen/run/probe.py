@@ -10,7 +10,6 @@ errors.
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.error
 import urllib.request
@@ -47,14 +46,14 @@ def first_token_ns(
         ignore_eos=workload.ignore_eos,
         stream=True,
     )
-    path, body = api.request(call)
-    url = endpoint.base_url + path
-    headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+    sent = api.request(call)
+    url = endpoint.base_url + sent.path
+    headers = {"Content-Type": sent.content_type, "Accept-Encoding": "identity"}
     secrets: tuple[str, ...] = ()
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
         secrets = (endpoint.api_key,)
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    request = urllib.request.Request(url, data=sent.data, headers=headers, method="POST")
     limit = max_line if max_line is not None else workload.max_line
     deadline = gevent.Timeout(timeout_s)
     deadline.start()

@@ -78,6 +78,21 @@ def post(pool: Any, url: str, data: bytes, headers: dict[str, str], read_head: b
     return _send(client, head + b"%d\r\n\r\n" % len(data) + data, read_head)
 
 
+class HeaderSets:
+    """A run's headers by Content-Type (`base`'s own first): the same object for a type all run
+    long, so a POST's head is made once a connection and path."""
+
+    def __init__(self, base: dict[str, str]) -> None:
+        self._sets = {base["Content-Type"]: base}
+        self._base = base
+
+    def of(self, content_type: str) -> dict[str, str]:
+        made = self._sets.get(content_type)
+        if made is None:
+            made = self._sets[content_type] = {**self._base, "Content-Type": content_type}
+        return made
+
+
 def _head(client: Any, target: str, headers: dict[str, str]) -> bytes | None:
     """The client's head of a POST to `target` without its Content-Length value, or None."""
     head: bytes = client._build_request("POST", target, body=b"", headers=headers).encode("latin-1")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, get_args
 
+from orjson import loads
+
 from loadgen.wire.answer import AnswerReader, Metrics, Part
-from loadgen.wire.call import Call
+from loadgen.wire.call import JSON_TYPE, Call, WireRequest
 from loadgen.wire.chat import ChatApi
 from loadgen.wire.completions import CompletionsApi
 from loadgen.wire.openai_body import OpenAIBody
@@ -29,8 +31,8 @@ class WireApi(Protocol):
         """What its requests can carry beyond a prompt."""
         ...
 
-    def request(self, call: Call) -> tuple[str, OpenAIBody]:
-        """The path and JSON body (ValueError: the call asks what this API cannot carry)."""
+    def request(self, call: Call) -> WireRequest:
+        """The request, encoded (ValueError: the call asks what this API cannot carry)."""
         ...
 
     def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
@@ -59,5 +61,10 @@ def wire_api(name: str) -> WireApi:
 
 
 def request_body(api: str, call: Call) -> tuple[str, OpenAIBody]:
-    """The path and body of `call` over `api`."""
-    return WIRE_APIS[api].request(call)
+    """The path and body of `call` over a JSON `api`, decoded (to look at: `loadtest` sends
+    WireApi.request's bytes)."""
+    request = WIRE_APIS[api].request(call)
+    if request.content_type != JSON_TYPE:
+        raise ValueError(f"api {api} sends {request.content_type}, not JSON")
+    body: OpenAIBody = loads(request.data)
+    return request.path, body

@@ -65,3 +65,16 @@ class Call:
     content_parts: Sequence[ContentPart] = ()
     reasoning: ReasoningAsk | None = None
     tools: ToolsAsk | None = None
+
+
+JSON_TYPE = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class WireRequest:
+    """A request as its API sends it: the path, the encoded body and its Content-Type (an API
+    may send other than JSON: a multipart upload)."""
+
+    path: str
+    data: bytes
+    content_type: str = JSON_TYPE

@@ -9,8 +9,8 @@ from typing import Literal, NotRequired, TypedDict
 
 from loadgen.inputs.dataset_entry import GivenMessage
 from loadgen.wire.answer import AnswerReader, Metrics, Part
-from loadgen.wire.call import Call, ContentPart
-from loadgen.wire.openai_body import OpenAIBody, shared_fields
+from loadgen.wire.call import Call, ContentPart, WireRequest
+from loadgen.wire.openai_body import json_request, shared_fields
 from loadgen.wire.openai_stream import openai_reader
 
 
@@ -56,12 +56,12 @@ class ChatApi:
     metrics: Metrics = "generation"
     carries: frozenset[Part] = frozenset({"messages", "content_parts", "tools"})
 
-    def request(self, call: Call) -> tuple[str, OpenAIBody]:
+    def request(self, call: Call) -> WireRequest:
         body = shared_fields(call)
         given = call.messages
         messages: list[GivenMessage] = list(given) if given else [{"role": "user", "content": call.prompt}]
         body["messages"] = with_parts(messages, call.content_parts) if call.content_parts else messages
-        return self.path, body
+        return json_request(self.path, body)
 
     def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
         return openai_reader(think=think, calls=calls, keep_text=keep_text)

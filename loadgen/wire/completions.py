@@ -4,8 +4,8 @@ content parts; the answer's chunks carry `text`."""
 from __future__ import annotations
 
 from loadgen.wire.answer import AnswerReader, Metrics, Part
-from loadgen.wire.call import Call
-from loadgen.wire.openai_body import OpenAIBody, shared_fields
+from loadgen.wire.call import Call, WireRequest
+from loadgen.wire.openai_body import json_request, shared_fields
 from loadgen.wire.openai_stream import openai_reader
 
 
@@ -15,12 +15,12 @@ class CompletionsApi:
     metrics: Metrics = "generation"
     carries: frozenset[Part] = frozenset()
 
-    def request(self, call: Call) -> tuple[str, OpenAIBody]:
+    def request(self, call: Call) -> WireRequest:
         if call.messages or call.content_parts:
             raise ValueError("chat messages and content parts need api: chat")
         body = shared_fields(call)
         body["prompt"] = call.prompt
-        return self.path, body
+        return json_request(self.path, body)
 
     def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
         return openai_reader(think=think, calls=calls, keep_text=keep_text)

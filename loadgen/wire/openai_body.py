@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, Literal, Required, TypedDict
 
+from orjson import dumps
+
 from loadgen.inputs.dataset_entry import GivenMessage
-from loadgen.wire.call import Call, NamedToolChoice, ToolSchema
+from loadgen.wire.call import Call, NamedToolChoice, ToolSchema, WireRequest
 
 # The body fields the built-in servers read (servers/http/openai.py); real servers ignore them.
 SIMULATE_REASONING: Final = "simulate_reasoning"
@@ -85,3 +87,9 @@ def add_feature_fields(fields: FeatureFields, call: Call) -> None:
         fields["tools"], fields["tool_choice"] = tools.tools, tools.choice
         if tools.simulate_call:
             fields[SIMULATE_TOOL_CALL] = True
+
+
+def json_request(path: str, body: OpenAIBody) -> WireRequest:
+    """The request of a JSON API: serialized with orjson (a tenth of json's time; megabytes of
+    base64 with media, whose size is then known)."""
+    return WireRequest(path, dumps(body))

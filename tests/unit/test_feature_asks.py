@@ -8,8 +8,10 @@ from loadgen.features import SLICES, attachments, readers
 from loadgen.features.asks import NO_ASKS, gather
 from loadgen.features.slice import Attached
 from loadgen.scenario.model import Workload
+from loadgen.traffic.http_send import HeaderSets
 from loadgen.wire.answer import StreamResult
-from loadgen.wire.call import Call, ReasoningAsk, ToolsAsk
+from loadgen.wire.apis import wire_api
+from loadgen.wire.call import JSON_TYPE, Call, ReasoningAsk, ToolsAsk
 
 PLAIN = Workload()
 THINKING = Workload.model_validate({"reasoning": {"tokens": {"kind": "fixed", "value": 7}}})
@@ -53,3 +55,14 @@ def test_the_asks_of_several_slices_add_their_budgets_and_keep_the_first_of_each
     assert (call.max_tokens, call.reasoning, call.tools) == (26, thinking, tools)
     assert list(call.content_parts) == [image]
     assert asks.think == "think_tags"
+
+
+def test_a_request_goes_with_its_apis_content_type_and_the_runs_other_headers() -> None:
+    base = {"Content-Type": JSON_TYPE, "Authorization": "Bearer key"}
+    sets = HeaderSets(base)
+    call = Call(model="m", prompt="p", max_tokens=4, ignore_eos=True, stream=True)
+    sent = wire_api("chat").request(call)
+    assert sent.content_type == JSON_TYPE and sets.of(sent.content_type) is base
+    upload = sets.of("multipart/form-data; boundary=b")
+    assert upload is sets.of("multipart/form-data; boundary=b")  # one object: its head made once
+    assert upload == {"Content-Type": "multipart/form-data; boundary=b", "Authorization": "Bearer key"}
