@@ -31,7 +31,7 @@ from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Column
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
 from loadgen.collect.feature_list import feature_stats
 from loadgen.collect.feature_stats import ChunkValues
-from loadgen.collect.reasoning_stats import ttfat_percentiles
+from loadgen.collect.ttfat import ttfat_percentiles
 from loadgen.collect.windows import PhaseWindow, target_rate
 
 # The latency metrics of a `metrics` object, each a percentile dict.

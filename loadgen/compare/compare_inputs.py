@@ -19,12 +19,12 @@ import numpy as np
 import pydantic
 
 from loadgen.collect.columns import columns_of
-from loadgen.collect.reasoning_stats import ttfat_values
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, answered_after, is_failure, read_records
 from loadgen.collect.reservoir import RecordSample, chunks
 from loadgen.collect.stats import elapsed_ms, present, tpot_ms
 from loadgen.collect.timeline import Timeline
+from loadgen.collect.ttfat import ttfat_values
 from loadgen.report.json_report import load_report, why_not_a_report
 from loadgen.report.model import Report
 

@@ -36,10 +36,10 @@ from typing import Literal
 import numpy as np
 
 from loadgen.collect.columns import CANCELLED, OK, columns_of
-from loadgen.collect.reasoning_stats import ttfat_values
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import latency_values
 from loadgen.collect.stats import PhaseWindow
+from loadgen.collect.ttfat import ttfat_values
 from loadgen.evaluate.resampling import repeated_percentiles
 from loadgen.evaluate.slo import (
     ClassSLOSpec,

@@ -19,10 +19,10 @@ LOADGEN = ROOT / "loadgen"
 NAMED_OUTSIDE = ("scenario/", "report/", "inputs/")
 # And where each one may be, besides: the APIs read reasoning and tool calls off the wire into the
 # tool's own events (loadgen.wire), which agent sessions answer (session_book) and the user hands
-# them; the reasoning statistics still sit with TTFAT's in collect.
+# them (TTFAT, the first answer token, is the core's: collect reads the slices' answer_after fields).
 ALSO_NAMED = {
     "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
-    "reasoning": ("wire/", "collect/reasoning_stats.py"),
+    "reasoning": ("wire/",),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.

@@ -1,5 +1,6 @@
 """Reasoning streams (`workload.reasoning`, loadgen.scenario.reasoning): requests ask a reasoning
-model for its thinking (ask), every answer's reasoning is recorded (record) and counted live."""
+model for its thinking (ask), every answer's reasoning is recorded (record), counted live and
+summed up as report.json's `metrics.reasoning` (stats; TTFAT stays the core's)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from loadgen.features.reasoning.record import REASONING_FIELDS
 from loadgen.features.slice import Counter, Slice
 
 if TYPE_CHECKING:
+    from loadgen.collect.feature_stats import FeatureStats
     from loadgen.features.slice import Attaches, Reads
+
+
+def _stats() -> FeatureStats:
+    from loadgen.features.reasoning.stats import REASONING_STATS
+
+    return REASONING_STATS
 
 
 def _attaches() -> Attaches:
@@ -27,4 +35,4 @@ def _reads() -> Reads:
 TOKENS = Counter(
     "loadtest_reasoning_tokens", "Reasoning tokens received (part of the output tokens)", "reasoning_tokens"
 )
-REASONING = Slice("reasoning", REASONING_FIELDS, None, attaches=_attaches, reads=_reads, counters=(TOKENS,))
+REASONING = Slice("reasoning", REASONING_FIELDS, _stats, attaches=_attaches, reads=_reads, counters=(TOKENS,))
