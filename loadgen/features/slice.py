@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from loadgen.collect.field_doc import ExtraValue, FieldDoc
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.inputs.dataset_entry import DatasetEntry
     from loadgen.scenario.model import Workload
     from loadgen.wire.answer import StreamResult
-    from loadgen.wire.call import ReasoningAsk, ToolsAsk
+    from loadgen.wire.call import ContentPart, ReasoningAsk, ToolsAsk
 
 # The plan's classes as the schedule gives them: (name, weight, workload).
 Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
@@ -63,7 +63,7 @@ class Attached:
     reasoning ask with the output tokens it adds to the budget and how its answer shows thinking
     (`think`, the reader's; None: found as the server sends it)."""
 
-    parts: Sequence[Mapping[str, Any]] = ()
+    parts: Sequence[ContentPart] = ()
     count: int = 0
     tools: ToolsAsk | None = None
     reasoning: ReasoningAsk | None = None

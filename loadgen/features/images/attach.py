@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -134,7 +134,18 @@ def request_images(spec: ImagesSpec, request_id: int, count: int) -> list[str]:
     return [generated_url(*size, (request_id + j) % POOL_SIZE) for j in range(count)]
 
 
-def image_parts(urls: Sequence[str]) -> list[dict[str, Any]]:
+class ImageUrl(TypedDict):
+    url: str
+
+
+class ImageUrlPart(TypedDict):
+    """The chat API's content part of an image: {"type": "image_url", "image_url": {"url": ...}}."""
+
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+def image_parts(urls: Sequence[str]) -> list[ImageUrlPart]:
     """The chat API's content parts for images given as data URLs."""
     return [{"type": "image_url", "image_url": {"url": url}} for url in urls]
 
