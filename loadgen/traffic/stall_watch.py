@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter_ns
-from typing import IO, Any
+from typing import IO, Any, TypedDict
 
 import gevent
 import greenlet  # ships no type information (pyproject.toml: ignore_missing_imports)
@@ -172,8 +172,9 @@ class StallWatch:
             return
         try:
             text = detail if isinstance(detail, str) else describe(detail)
-            line = {"t_s": round((start_ns - self._origin_ns) / 1e9, 6), "ms": round(took_ns / 1e6, 3)}
-            self._file.write(json.dumps({**line, "cause": cause, "detail": text}) + "\n")
+            t_s = round((start_ns - self._origin_ns) / 1e9, 6)
+            line: StallLine = {"t_s": t_s, "ms": round(took_ns / 1e6, 3), "cause": cause, "detail": text}
+            self._file.write(json.dumps(line) + "\n")
             self._file.flush()  # rare lines; a crash must lose none
         except Exception:  # a full disk, an odd greenlet's repr: nothing may raise into the loop
             self._close_file()
@@ -266,7 +267,16 @@ def _instruments(
     return trace, on_gc, enter, leave
 
 
-def read_stalls(path: Path) -> list[dict[str, Any]]:
+class StallLine(TypedDict):
+    """A line of client_stalls.jsonl: when (run clock) the loop was held, for how long, by what."""
+
+    t_s: float
+    ms: float
+    cause: str
+    detail: str
+
+
+def read_stalls(path: Path) -> list[StallLine]:
     """The stall lines of a file, oldest first; a half-written last line (a crash) is skipped,
     and a missing file (a run without the watch) has none."""
     try:
@@ -274,7 +284,7 @@ def read_stalls(path: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     *complete, last = text.split("\n")
-    stalls = [json.loads(line) for line in complete if line]
+    stalls: list[StallLine] = [json.loads(line) for line in complete if line]
     with contextlib.suppress(ValueError):
         if last:
             stalls.append(json.loads(last))
