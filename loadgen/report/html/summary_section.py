@@ -13,6 +13,7 @@ from loadgen.report.model import Report
 from loadgen.report.model.client import Client
 from loadgen.report.model.metrics import Metrics, SLOCheck, Tools
 from loadgen.report.model.server import Server
+from loadgen.report.slice_sections import key_cards as slice_cards
 
 
 def num(value: Any, unit: str = "", exact: bool = False) -> str:
@@ -108,6 +109,7 @@ def key_cards(report: Report) -> str:
         Card("error rate", _pct(metrics.error_rate), status="fail" if errors else "none"),
         *_cancel_card(metrics, server),
         *_tool_card(metrics.tools),
+        *slice_cards(metrics),
         Card(
             "cold start",
             num(cold.first_token, "s"),
