@@ -1,5 +1,5 @@
 """The slices' report sections: what report.md and report.html show of a slice's `metrics.<key>`
-(its model: model/slice_fields.py). A slice with a report side (`Slice.report`) gives a
+(its model: loadgen/report/slice_fields.py). A slice with a report side (`Slice.report`) gives a
 `SliceSection` as `<report>.section`'s SECTION; the writers loop over them, in SLICES order, at
 fixed places of the page, and never name a slice.
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from loadgen.features import SLICES
-from loadgen.report.model.slice_fields import report_module
+from loadgen.report.slice_fields import report_module
 
 if TYPE_CHECKING:
     from loadgen.report.html.page import Card, Section

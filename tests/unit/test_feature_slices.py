@@ -23,7 +23,7 @@ NAMED_OUTSIDE = ("scenario/", "inputs/")
 # tool's own events (loadgen.wire), which agent sessions answer (session_book) and the user hands
 # them; the reasoning statistics still sit with TTFAT's in collect.
 ALSO_NAMED = {
-    "tools": ("wire/", "traffic/session_book.py", "traffic/users.py", "report/"),
+    "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
     "reasoning": ("wire/", "collect/reasoning_stats.py", "report/"),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:

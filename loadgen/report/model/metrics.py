@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import Field
 
-from loadgen.report.model.parts import Percentiles as Percentiles
-from loadgen.report.model.parts import ReportPart as ReportPart
-from loadgen.report.model.parts import TtftSplit as TtftSplit
-from loadgen.report.model.slice_fields import with_slice_fields
+from loadgen.report.report_parts import Percentiles as Percentiles
+from loadgen.report.report_parts import ReportPart as ReportPart
+from loadgen.report.report_parts import TtftSplit as TtftSplit
+from loadgen.report.slice_fields import with_slice_fields
 
 
 class LevelPercentiles(ReportPart):
@@ -150,18 +150,6 @@ class Reasoning(ReportPart):
     )
 
 
-class Tools(ReportPart):
-    """Requests that offered tools (`workload.tools`) and the tool calls their answers made."""
-
-    requests: int = Field(description="requests that offered tools")
-    requests_with_calls: int = Field(description="of those, answered with one or more tool calls")
-    call_share: float = Field(description="requests_with_calls / requests, a fraction")
-    calls: int = Field(description="tool calls made")
-    valid_calls: int = Field(description="calls whose arguments parse as a JSON object")
-    tool_call_valid: float | None = Field(description="valid_calls / calls, a fraction; null without calls")
-    calls_per_s: float | None = Field(description="tool calls per second over the measured time")
-
-
 class CoreMetrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
@@ -230,9 +218,6 @@ class CoreMetrics(ReportPart):
     )
     reasoning: Reasoning | None = Field(
         default=None, description="reasoning streams' figures; only in a run where an answer reasoned"
-    )
-    tools: Tools | None = Field(
-        default=None, description="tool calls' figures; only in a run whose requests offered tools"
     )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from loadgen.report.model.parts import ReportPart, TtftSplit
-from loadgen.report.model.slice_fields import SliceField
+from loadgen.report.report_parts import ReportPart, TtftSplit
+from loadgen.report.slice_fields import SliceField
 
 
 class ImageCount(ReportPart):

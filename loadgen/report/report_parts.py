@@ -1,7 +1,9 @@
 """The parts of report.json every other part is built of: the strict base model, a latency's
-percentiles and a TTFT split. A module of its own, importing nothing of loadgen, so that the
-slices' report models (loadgen.features.<slice>.report.model), which report.json's `Metrics`
-takes in as it is built (model/slice_fields.py), can import them while it is.
+percentiles and a TTFT split (loadgen.report.model.metrics re-exports them).
+
+Outside loadgen.report.model, whose import builds `Metrics` from the slices' report models
+(loadgen/report/slice_fields.py): a slice's model (loadgen.features.<slice>.report.model) imports
+these, and SliceField, without setting that off, so it can be imported first and on its own.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """The slices' keys of report.json's `metrics` (each class's and phase's too): each traffic
 feature slice with a report side (`Slice.report`, loadgen.features) declares its key, its model
 and its description in `<report>.model`'s FIELD, and `Metrics` is the core's keys followed by
-the slices', in SLICES order (model/metrics.py).
+the slices', in SLICES order (loadgen.report.model.metrics).
 
 The report sides sit in a layer above loadgen.report (they use its models, charts and page), so
-they are imported here by name, at first use, never statically.
+they are imported here by name, at first use, never statically. This module is outside
+loadgen.report.model (and imports nothing of it), so that a slice's model can import SliceField
+before `Metrics` is built.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, Field, create_model
 
 from loadgen.features import SLICES
-from loadgen.report.model.parts import ReportPart
+from loadgen.report.report_parts import ReportPart
 
 P = TypeVar("P", bound=ReportPart)
 M = TypeVar("M", bound=BaseModel)
