@@ -11,7 +11,11 @@ A slice is one package under loadgen.features: its scenario model stays a field 
   unasked): one call a request, so a plain request builds nothing of a slice's;
 - `counters`: the live counters (/metrics) its record fields add to;
 - `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
-- `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`).
+- `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`);
+- `report`: its report side, by module path (`loadgen.features.<slice>.report`, a layer above
+  loadgen.report, whose models, charts and page it uses): `<report>.model`'s FIELD, its
+  `metrics.<key>` model, and `<report>.section`'s SECTION, what report.md and report.html show
+  of it. loadgen.report imports them by name; nothing else of the slice imports them.
 Registered in loadgen.features' SLICES (one line a slice).
 """
 
@@ -129,3 +133,4 @@ class Slice:
     attaches: Callable[[], Attaches] | None = None
     reads: Callable[[], Reads] | None = None
     counters: tuple[Counter, ...] = ()
+    report: str | None = None

@@ -11,11 +11,11 @@ from loadgen.fmt import format_number
 from loadgen.report.client_words import punctuality_lines
 from loadgen.report.energy_markdown import energy_lines
 from loadgen.report.evaluation_markdown import evaluation_lines
-from loadgen.report.markdown_images import image_lines
 from loadgen.report.markdown_sessions import session_lines
 from loadgen.report.model import Report
-from loadgen.report.model.metrics import Metrics, Percentiles, Phase, PrefixCache, SLOCheck, Tools, TtftSplit
+from loadgen.report.model.metrics import Metrics, Percentiles, Phase, PrefixCache, SLOCheck, TtftSplit
 from loadgen.report.model.server import Server, ServerHistogram, ServerMetrics, TtftGap
+from loadgen.report.slice_sections import key_lines, section_lines
 
 FILENAME = "report.md"
 
@@ -66,7 +66,7 @@ def _key_numbers(report: Report) -> list[str]:
         *cancelled,
         *_prefix_lines(metrics.prefix_cache),
         *_reasoning_lines(metrics),
-        *_tool_lines(metrics.tools),
+        *key_lines(metrics),
         f"- Rate: {achieved} achieved of {target} target",
         f"- Output tokens: {_num(metrics.output_tokens_per_s, 'tok/s')} "
         f"(counted from: {metrics.tokens_source or 'no tokens'})",
@@ -90,19 +90,6 @@ def _reasoning_lines(metrics: Metrics) -> list[str]:
         f"{_num(reasoning.reasoning_ms.p50, 'ms')}",
         f"- First answer token (TTFAT): p50 {_num(ttfat.p50, 'ms')} · p95 "
         f"{_num(ttfat.p95, 'ms')}; TTFT (first token of any kind) p50 {_num(ttft.p50, 'ms')}",
-    ]
-
-
-def _tool_lines(tools: Tools | None) -> list[str]:
-    """Tool calls (metrics.tools), where the requests offered tools."""
-    if not tools:
-        return []
-    valid = tools.tool_call_valid
-    return [
-        f"- Tool calls: {tools.requests_with_calls} of {tools.requests} requests answered with a "
-        "call · "
-        f"{tools.calls} calls ({_num(tools.calls_per_s, 'calls/s')}), "
-        f"{_num(None if valid is None else 100 * valid, '%')} with valid JSON arguments"
     ]
 
 
@@ -337,7 +324,7 @@ def render_markdown(report: Report) -> str:
         *_class_table(report.classes),
         *_class_table(report.adapters, "LoRA adapters", "adapter"),
         *session_lines(metrics.sessions),
-        *image_lines(metrics.images),
+        *section_lines(metrics),
         "## Phases",
         "",
         *_phase_table(report.phases, sessions=metrics.sessions is not None),

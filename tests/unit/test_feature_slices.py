@@ -2,8 +2,9 @@
 
 Read from the source: outside its package, a slice's record fields, its package and (for images
 and tool calls) its very word appear only where the issue that made slices leaves them (its
-scenario model, its report section, a dataset's own lines, the wire's reading of an answer) and in
-the one registry line of loadgen.features. Images were re-added this way as the check of the seams.
+scenario model, a dataset's own lines, the report section of a slice without a report side of
+its own, the wire's reading of an answer) and in the one registry line of loadgen.features.
+Images were re-added this way as the check of the seams.
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from loadgen.features import SLICES
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADGEN = ROOT / "loadgen"
-# Where a slice may still be named: its YAML model, its report section, the dataset readers.
-NAMED_OUTSIDE = ("scenario/", "report/", "inputs/")
+# Where a slice may still be named: its YAML model and the dataset readers; a slice whose report
+# side is its own (`Slice.report`: images) is named nowhere in loadgen.report.
+NAMED_OUTSIDE = ("scenario/", "inputs/")
 # And where each one may be, besides: the APIs read reasoning and tool calls off the wire into the
 # tool's own events (loadgen.wire), which agent sessions answer (session_book) and the user hands
 # them (TTFAT, the first answer token, is the core's: collect reads the slices' answer_after fields).
 ALSO_NAMED = {
     "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
-    "reasoning": ("wire/",),
+    "reasoning": ("wire/", "report/"),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.

@@ -241,9 +241,9 @@ def test_the_images_metrics_count_what_was_sent() -> None:
 
 
 def test_the_report_sections_quote_metrics_images() -> None:
-    from loadgen.report.html.images_section import images_body
-    from loadgen.report.markdown_images import format_bytes, image_lines
-    from loadgen.report.model.metrics import Images
+    from loadgen.features.images.report.html import images_body
+    from loadgen.features.images.report.markdown import format_bytes, image_lines
+    from loadgen.features.images.report.model import Images
 
     images: dict[str, Any] = {
         "requests": 10, "images": 5, "images_per_request": 0.5, "bytes_sent": 23_940,

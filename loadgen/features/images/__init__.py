@@ -1,6 +1,6 @@
 """Image inputs (`workload.images`, loadgen.scenario.images): chat requests carry images, drawn
-per request (plan), attached as content parts (attach), recorded (record) and summed up as
-report.json's `metrics.images` (stats)."""
+per request (plan), attached as content parts (attach), recorded (record), summed up as
+report.json's `metrics.images` (stats) and shown in report.md and report.html (report/)."""
 
 from __future__ import annotations
 
@@ -32,4 +32,11 @@ def _attaches() -> Attaches:
     return IMAGE_ATTACHMENT
 
 
-IMAGES = Slice("images", IMAGE_FIELDS, _stats, draws=_draws, attaches=_attaches)
+IMAGES = Slice(
+    "images",
+    IMAGE_FIELDS,
+    _stats,
+    draws=_draws,
+    attaches=_attaches,
+    report="loadgen.features.images.report",
+)

@@ -1,6 +1,6 @@
 """Tool calls (`workload.tools`, loadgen.scenario.tools): requests offer tools (ask), the calls
-their answers make are recorded (record), counted live and summed up as report.json's
-`metrics.tools` (stats)."""
+their answers make are recorded (record), counted live, summed up as report.json's
+`metrics.tools` (stats) and shown in report.md and report.html (report/)."""
 
 from __future__ import annotations
 
@@ -29,4 +29,11 @@ def _attaches() -> Attaches:
 CALLS = Counter(
     "loadtest_tool_calls", "Tool calls the answers made (requests that offered tools)", "tool_calls"
 )
-TOOLS = Slice("tools", TOOL_FIELDS, _stats, attaches=_attaches, counters=(CALLS,))
+TOOLS = Slice(
+    "tools",
+    TOOL_FIELDS,
+    _stats,
+    attaches=_attaches,
+    counters=(CALLS,),
+    report="loadgen.features.tools.report",
+)

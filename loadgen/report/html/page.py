@@ -3,7 +3,7 @@
 `render_page(title, banner, sections)` is all a report needs: a verdict `Banner`, then
 `Section`s whose bodies are HTML built with the helpers here (`table`, `cards`, `grid`,
 `escape`) and charts' `Chart.html()`. Nothing is fetched at view time: no script, stylesheet,
-font or image outside the file.
+font or picture outside the file.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from loadgen.report.html import search_section as search
 from loadgen.report.html import server_section as server
 from loadgen.report.html.charts import Chart
 from loadgen.report.html.energy_section import energy_body
-from loadgen.report.html.images_section import images_body
 from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
 from loadgen.report.html.prefix_section import prefix_body
@@ -28,6 +27,7 @@ from loadgen.report.html.sessions_section import sessions_body
 from loadgen.report.html.summary_section import banner, first_screen, num
 from loadgen.report.html.timeseries_section import bin_width, run_bins, time_series_charts
 from loadgen.report.model import Report
+from loadgen.report.slice_sections import html_sections
 
 FILENAME = "report.html"
 
@@ -104,8 +104,7 @@ def render_run_html(report: Report, inputs: RunInputs) -> str:
     reasoning = reasoning_body(metrics, counted, slos)
     if reasoning:
         sections.append(Section("Reasoning", reasoning, "reasoning"))
-    if metrics.images:
-        sections.append(Section("Images", images_body(metrics.images), "images"))
+    sections += html_sections(metrics, counted, slos)
     server_cache = report.server.metrics.prefix_cache if report.server.metrics else None
     cache = prefix_body(metrics.prefix_cache, server_cache)
     if cache:

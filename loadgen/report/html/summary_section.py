@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from loadgen.fmt import format_number
 from loadgen.report.client_words import machine_line, stalls_line
@@ -11,8 +11,9 @@ from loadgen.report.html.charts import short_number
 from loadgen.report.html.page import Banner, Card, cards, escape, grid, note, status_of, table
 from loadgen.report.model import Report
 from loadgen.report.model.client import Client
-from loadgen.report.model.metrics import Metrics, SLOCheck, Tools
+from loadgen.report.model.metrics import Metrics, SLOCheck
 from loadgen.report.model.server import Server
+from loadgen.report.slice_sections import key_cards as slice_cards
 
 
 def num(value: Any, unit: str = "", exact: bool = False) -> str:
@@ -76,22 +77,6 @@ def _cancel_card(metrics: Metrics, server: Server) -> list[Card]:
     ]
 
 
-def _tool_card(tools: Tools | None) -> list[Card]:
-    """Tool calls (metrics.tools): how many answers called, and whether their arguments parse."""
-    if not tools:
-        return []
-    valid = tools.tool_call_valid
-    status: Literal["none", "warn"] = "none" if valid is None or valid >= 1.0 else "warn"
-    return [
-        Card(
-            "tool calls valid",
-            _pct(valid),
-            f"{num(tools.calls)} calls in {num(tools.requests_with_calls)} of {num(tools.requests)} answers",
-            status=status,
-        )
-    ]
-
-
 def key_cards(report: Report) -> str:
     metrics, server = report.metrics, report.server
     cold, memory = server.cold_start_s, server.memory
@@ -107,7 +92,7 @@ def key_cards(report: Report) -> str:
         Card("output tokens/s", num(metrics.output_tokens_per_s, "tok/s")),
         Card("error rate", _pct(metrics.error_rate), status="fail" if errors else "none"),
         *_cancel_card(metrics, server),
-        *_tool_card(metrics.tools),
+        *slice_cards(metrics),
         Card(
             "cold start",
             num(cold.first_token, "s"),

@@ -7,32 +7,14 @@ a key written only in some runs defaults to None.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class ReportPart(BaseModel):
-    """Every part of report.json: a key the writers do not emit is an error, so a real report
-    that validates proves the model (and its schema) complete."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-_MS = "milliseconds; null without data"
-
-
-class Percentiles(ReportPart):
-    """Percentiles (linear interpolation), mean and maximum of one latency, in milliseconds. Every
-    key is always present, null when no request gave a value."""
-
-    p50: float | None = Field(description=_MS)
-    p90: float | None = Field(description=_MS)
-    p95: float | None = Field(description=_MS)
-    p99: float | None = Field(description=_MS)
-    p99_9: float | None = Field(alias="p99.9", description=_MS)
-    mean: float | None = Field(description=_MS)
-    max: float | None = Field(description=_MS)
+from loadgen.report.report_parts import Percentiles as Percentiles
+from loadgen.report.report_parts import ReportPart as ReportPart
+from loadgen.report.report_parts import TtftSplit as TtftSplit
+from loadgen.report.slice_fields import with_slice_fields
 
 
 class LevelPercentiles(ReportPart):
@@ -70,14 +52,6 @@ class PercentileMethod(ReportPart):
     )
     exact_up_to: int = Field(description="values per metric kept exactly before the sketch takes over")
     sketched: list[str] = Field(description="the metrics whose percentiles come from the sketch")
-
-
-class TtftSplit(ReportPart):
-    """TTFT of a part of the requests, from the scheduled send, in milliseconds."""
-
-    p50: float | None = Field(description=_MS)
-    p95: float | None = Field(description=_MS)
-    p99: float | None = Field(description=_MS)
 
 
 class PrefixCache(ReportPart):
@@ -176,48 +150,7 @@ class Reasoning(ReportPart):
     )
 
 
-class Tools(ReportPart):
-    """Requests that offered tools (`workload.tools`) and the tool calls their answers made."""
-
-    requests: int = Field(description="requests that offered tools")
-    requests_with_calls: int = Field(description="of those, answered with one or more tool calls")
-    call_share: float = Field(description="requests_with_calls / requests, a fraction")
-    calls: int = Field(description="tool calls made")
-    valid_calls: int = Field(description="calls whose arguments parse as a JSON object")
-    tool_call_valid: float | None = Field(description="valid_calls / calls, a fraction; null without calls")
-    calls_per_s: float | None = Field(description="tool calls per second over the measured time")
-
-
-class ImageCount(ReportPart):
-    """The requests that carried one number of images, and their TTFT."""
-
-    images: int = Field(description="images per request")
-    requests: int = Field(description="requests measured that carried this many")
-    ttft_ms: TtftSplit = Field(description="time to first token (the images' prefill shows as it rises)")
-
-
-class RequestBytes(ReportPart):
-    """Request body sizes in bytes, as sent."""
-
-    mean: float | None = Field(description="bytes; null without data")
-    p50: float | None = Field(description="bytes; null without data")
-    p95: float | None = Field(description="bytes; null without data")
-    max: float | None = Field(description="bytes; null without data")
-
-
-class Images(ReportPart):
-    """Image inputs (`workload.images`): the requests of classes that send images (those that drew
-    0 images included)."""
-
-    requests: int = Field(description="requests measured of the classes that send images")
-    images: int = Field(description="images they carried")
-    images_per_request: float | None = Field(description="images per request, mean")
-    bytes_sent: int = Field(description="bytes of their request bodies, as sent")
-    request_bytes: RequestBytes = Field(description="request body size")
-    by_count: list[ImageCount] = Field(description="TTFT by image count (only counts that occurred)")
-
-
-class Metrics(ReportPart):
+class CoreMetrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
 
@@ -286,12 +219,14 @@ class Metrics(ReportPart):
     reasoning: Reasoning | None = Field(
         default=None, description="reasoning streams' figures; only in a run where an answer reasoned"
     )
-    tools: Tools | None = Field(
-        default=None, description="tool calls' figures; only in a run whose requests offered tools"
-    )
-    images: Images | None = Field(
-        default=None, description="image inputs' figures; only in a run with `workload.images`"
-    )
+
+
+# report.json's `metrics`: the core's keys, then the slices' (loadgen.features.<slice>.report),
+# which the core reads through their SliceField; to the type checker, the core's keys alone.
+if TYPE_CHECKING:
+    Metrics: TypeAlias = CoreMetrics
+else:
+    Metrics = with_slice_fields(CoreMetrics, "Metrics")
 
 
 class Phase(ReportPart):

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
+from loadgen.features.images.report.markdown import format_bytes
+from loadgen.features.images.report.model import ImageCount, Images
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
 from loadgen.report.html.page import Card, cards, grid, table
 from loadgen.report.html.summary_section import num
-from loadgen.report.markdown_images import format_bytes
-from loadgen.report.model.metrics import ImageCount, Images
 
 
 def image_cards(images: Images) -> str:

@@ -3,8 +3,8 @@ bytes sent, and TTFT by image count, where the images' prefill shows as TTFT ris
 
 from __future__ import annotations
 
+from loadgen.features.images.report.model import Images
 from loadgen.fmt import format_number
-from loadgen.report.model.metrics import Images
 
 
 def _num(value: float | None, unit: str = "") -> str:
