@@ -15,7 +15,7 @@ from loadgen.report.markdown_sessions import session_lines
 from loadgen.report.model import Report
 from loadgen.report.model.metrics import Metrics, Percentiles, Phase, PrefixCache, SLOCheck, TtftSplit
 from loadgen.report.model.server import Server, ServerHistogram, ServerMetrics, TtftGap
-from loadgen.report.slice_sections import key_lines, section_lines
+from loadgen.report.slice_sections import answers_later, key_lines, section_lines
 
 FILENAME = "report.md"
 
@@ -65,7 +65,6 @@ def _key_numbers(report: Report) -> list[str]:
         f"{metrics.timeouts}) · error rate {_num(error_pct, '%')}",
         *cancelled,
         *_prefix_lines(metrics.prefix_cache),
-        *_reasoning_lines(metrics),
         *key_lines(metrics),
         f"- Rate: {achieved} achieved of {target} target",
         f"- Output tokens: {_num(metrics.output_tokens_per_s, 'tok/s')} "
@@ -73,23 +72,6 @@ def _key_numbers(report: Report) -> list[str]:
         f"- Client: {trust}, schedule lag p99 {_num(client.schedule_lag_p99_ms, 'ms')}",
         *(f"  - {line}" for line in punctuality_lines(client)),
         "",
-    ]
-
-
-def _reasoning_lines(metrics: Metrics) -> list[str]:
-    """Reasoning streams (metrics.reasoning), where the run has them."""
-    reasoning = metrics.reasoning
-    if not reasoning:
-        return []
-    share = reasoning.reasoning_share
-    ttft, ttfat = metrics.ttft_ms, metrics.ttfat_ms
-    return [
-        f"- Reasoning: {reasoning.requests} requests reasoned · {reasoning.reasoning_tokens} "
-        f"reasoning tokens ({_num(None if share is None else 100 * share, '%')} of output, "
-        f"{_num(reasoning.reasoning_tokens_per_s, 'tok/s')}) · reasoning time p50 "
-        f"{_num(reasoning.reasoning_ms.p50, 'ms')}",
-        f"- First answer token (TTFAT): p50 {_num(ttfat.p50, 'ms')} · p95 "
-        f"{_num(ttfat.p95, 'ms')}; TTFT (first token of any kind) p50 {_num(ttft.p50, 'ms')}",
     ]
 
 
@@ -146,7 +128,7 @@ def _percentile_cells(values: Percentiles) -> list[str]:
 
 def _latency_table(metrics: Metrics) -> list[str]:
     shown = list(_LATENCY_ROWS)
-    if metrics.reasoning:  # else the same as TTFT
+    if answers_later(metrics):  # else the same as TTFT
         shown.insert(2, ("TTFAT: first answer token", "ttfat_ms"))
     rows = [[label, *_percentile_cells(getattr(metrics, key))] for label, key in shown]
     return _table(["ms", "p50", "p90", "p95", "p99", "p99.9", "mean", "max"], rows)

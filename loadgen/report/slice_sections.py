@@ -30,6 +30,10 @@ def _no_cards(metrics: Metrics) -> list[Card]:
     return []
 
 
+def _never(metrics: Metrics) -> bool:
+    return False
+
+
 def _no_sections(metrics: Metrics, counted: Columns, slos: Sequence[SLOCheck]) -> list[Section]:
     return []
 
@@ -43,12 +47,16 @@ class SliceSection:
     - `cards`: report.html's key-number cards on the first screen, after the error rates;
     - `sections`: report.html's sections (title, body, anchor), after the latency distributions
       and the core's per-feature sections, before the prefix cache; `counted`: the measured
-      records' columns, `slos`: the checks, for a chart that draws them."""
+      records' columns, `slos`: the checks, for a chart that draws them;
+    - `answer_later`: whether the slice's part says answers came after a first token of
+      another kind, so that TTFAT, the core's, differs from TTFT and report.md's latency table
+      shows it."""
 
     key_lines: Callable[[Metrics], list[str]] = _no_lines
     lines: Callable[[Metrics], list[str]] = _no_lines
     cards: Callable[[Metrics], list[Card]] = _no_cards
     sections: Callable[[Metrics, Columns, Sequence[SLOCheck]], list[Section]] = _no_sections
+    answer_later: Callable[[Metrics], bool] = _never
 
 
 @functools.cache
@@ -77,3 +85,8 @@ def key_cards(metrics: Metrics) -> list[Card]:
 
 def html_sections(metrics: Metrics, counted: Columns, slos: Sequence[SLOCheck]) -> list[Section]:
     return [part for section in slice_sections() for part in section.sections(metrics, counted, slos)]
+
+
+def answers_later(metrics: Metrics) -> bool:
+    """Whether some slice says the run's answers came after a first token of another kind."""
+    return any(section.answer_later(metrics) for section in slice_sections())

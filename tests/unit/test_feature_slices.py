@@ -16,15 +16,15 @@ from loadgen.features import SLICES
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADGEN = ROOT / "loadgen"
-# Where a slice may still be named: its YAML model and the dataset readers; a slice whose report
-# side is its own (`Slice.report`: images) is named nowhere in loadgen.report.
+# Where a slice may still be named: its YAML model and the dataset readers; a slice's report side
+# is its own (`Slice.report`), so none is named in loadgen.report.
 NAMED_OUTSIDE = ("scenario/", "inputs/")
 # And where each one may be, besides: the APIs read reasoning and tool calls off the wire into the
 # tool's own events (loadgen.wire), which agent sessions answer (session_book) and the user hands
 # them (TTFAT, the first answer token, is the core's: collect reads the slices' answer_after fields).
 ALSO_NAMED = {
     "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
-    "reasoning": ("wire/", "report/"),
+    "reasoning": ("wire/",),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.

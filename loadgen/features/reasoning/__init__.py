@@ -35,4 +35,12 @@ def _reads() -> Reads:
 TOKENS = Counter(
     "loadtest_reasoning_tokens", "Reasoning tokens received (part of the output tokens)", "reasoning_tokens"
 )
-REASONING = Slice("reasoning", REASONING_FIELDS, _stats, attaches=_attaches, reads=_reads, counters=(TOKENS,))
+REASONING = Slice(
+    "reasoning",
+    REASONING_FIELDS,
+    _stats,
+    attaches=_attaches,
+    reads=_reads,
+    counters=(TOKENS,),
+    report="loadgen.features.reasoning.report",
+)

@@ -21,7 +21,6 @@ from loadgen.report.html.energy_section import energy_body
 from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
 from loadgen.report.html.prefix_section import prefix_body
-from loadgen.report.html.reasoning_section import reasoning_body
 from loadgen.report.html.series import Columns
 from loadgen.report.html.sessions_section import sessions_body
 from loadgen.report.html.summary_section import banner, first_screen, num
@@ -101,9 +100,6 @@ def render_run_html(report: Report, inputs: RunInputs) -> str:
     metrics = report.metrics
     if metrics.sessions:
         sections.append(Section("Sessions", sessions_body(metrics.sessions), "sessions"))
-    reasoning = reasoning_body(metrics, counted, slos)
-    if reasoning:
-        sections.append(Section("Reasoning", reasoning, "reasoning"))
     sections += html_sections(metrics, counted, slos)
     server_cache = report.server.metrics.prefix_cache if report.server.metrics else None
     cache = prefix_body(metrics.prefix_cache, server_cache)

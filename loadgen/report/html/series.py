@@ -7,12 +7,13 @@ vectorised with numpy: a 100,000-request run is binned in a fraction of a second
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from loadgen.collect.records import RequestRecord, first_answer_s
+from loadgen.collect.slice_registry import SLICE_FIELDS
 from loadgen.collect.stats import PhaseWindow
 
 CDF_POINTS = 300
@@ -39,7 +40,8 @@ class Columns:
     # The first answer token (reasoning streams): the first token unless reasoning or a tool
     # call came first; NaN where no answer came.
     answer: np.ndarray
-    reasoning_ms: np.ndarray  # NaN: no reasoning
+    # The slices' numeric record fields (loadgen.features), by name; NaN where a record has none.
+    extra: Mapping[str, np.ndarray]
 
     @classmethod
     def of(cls, records: Sequence[RequestRecord]) -> Columns:
@@ -61,7 +63,7 @@ class Columns:
             level=times([r.level for r in records]),
             itl=tuple(r.itl_ms if isinstance(r.itl_ms, list) else [] for r in records),
             answer=times([first_answer_s(r) for r in records]),
-            reasoning_ms=times([_slice_number(r, "reasoning_ms") for r in records]),
+            extra={name: times([_slice_number(r, name) for r in records]) for name in _number_fields()},
         )
 
     def __len__(self) -> int:
@@ -84,7 +86,7 @@ class Columns:
             level=self.level[picked],
             itl=tuple(self.itl[i] for i in picked),
             answer=self.answer[picked],
-            reasoning_ms=self.reasoning_ms[picked],
+            extra={name: values[picked] for name, values in self.extra.items()},
         )
 
     def counted(self, windows: Sequence[PhaseWindow]) -> Columns:
@@ -262,6 +264,11 @@ def theil_sen_line(
     intercept = float(np.median(values - slope * times_s))
     ends = np.array([times_s.min(), times_s.max()])
     return ends, intercept + slope * ends
+
+
+def _number_fields() -> list[str]:
+    """The slices' record fields read as numbers (their column kind)."""
+    return [name for name, doc in SLICE_FIELDS.items() if doc.column == "number"]
 
 
 def _slice_number(record: RequestRecord, name: str) -> float | None:

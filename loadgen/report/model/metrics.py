@@ -131,25 +131,6 @@ class Sessions(ReportPart):
     agent: Agent | None = Field(default=None, description="agent loops' figures; only with `sessions.agent`")
 
 
-class Reasoning(ReportPart):
-    """Reasoning streams: answers that streamed reasoning (`delta.reasoning_content`,
-    `delta.reasoning` or inline `<think>…</think>`) before their answer. Their reasoning tokens
-    count in `output_tokens_per_s` and TTFT (the first token of any kind) too."""
-
-    requests: int = Field(description="requests whose answer had reasoning")
-    reasoning_tokens: int = Field(
-        description="their reasoning tokens: the server's `usage.completion_tokens_details."
-        "reasoning_tokens` where it gave them, else the reasoning chunks counted"
-    )
-    answer_tokens: int = Field(description="output tokens of every request minus the reasoning tokens")
-    reasoning_share: float | None = Field(description="reasoning tokens / output tokens, a fraction")
-    reasoning_tokens_per_s: float | None = Field(description="reasoning tokens/s over the measured time")
-    reasoning_ms: Percentiles = Field(
-        description="reasoning time: first reasoning token → first answer token (or the last reasoning "
-        "token, when no answer came)"
-    )
-
-
 class CoreMetrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
@@ -215,9 +196,6 @@ class CoreMetrics(ReportPart):
     )
     sessions: Sessions | None = Field(
         default=None, description="multi-turn sessions' figures; only in a run with `workload.sessions`"
-    )
-    reasoning: Reasoning | None = Field(
-        default=None, description="reasoning streams' figures; only in a run where an answer reasoned"
     )
 
 

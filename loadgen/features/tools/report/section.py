@@ -6,20 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from loadgen.features.tools.report.model import FIELD
-from loadgen.fmt import format_number
+from loadgen.fmt import format_figure as _md
 from loadgen.report.html.page import Card
 from loadgen.report.html.summary_section import num
 from loadgen.report.slice_sections import SliceSection
 
 if TYPE_CHECKING:
     from loadgen.report.model.metrics import Metrics
-
-
-def _md(value: float | None, unit: str) -> str:
-    """A figure as report.md writes one: '–' when missing, then its unit ('%' unspaced)."""
-    if value is None:
-        return "–"
-    return f"{format_number(float(value))}{'' if unit == '%' else ' '}{unit}"
 
 
 def _percent(share: float | None) -> float | None:

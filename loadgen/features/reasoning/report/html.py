@@ -5,16 +5,20 @@ answer token comes after the thinking. Cards quote report.json; the CDFs read th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from loadgen.features.reasoning.report.model import Reasoning
 from loadgen.report.html import slo_lines
 from loadgen.report.html.charts import Chart, line_chart
 from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
 from loadgen.report.html.page import Card, cards, grid
 from loadgen.report.html.series import Columns
 from loadgen.report.html.summary_section import num
-from loadgen.report.model.metrics import Metrics, Reasoning, SLOCheck
+
+if TYPE_CHECKING:
+    from loadgen.report.model.metrics import Metrics, SLOCheck
 
 
 def reasoning_cards(metrics: Metrics, reasoning: Reasoning) -> str:
@@ -63,7 +67,8 @@ def ttfat_chart(counted: Columns, slos: Sequence[SLOCheck]) -> Chart | None:
 
 
 def thinking_chart(counted: Columns) -> Chart | None:
-    thinking = counted.reasoning_ms[np.isfinite(counted.reasoning_ms)]
+    times = counted.extra["reasoning_ms"]
+    thinking = times[np.isfinite(times)]
     if not len(thinking):
         return None
     return line_chart(
@@ -77,9 +82,7 @@ def thinking_chart(counted: Columns) -> Chart | None:
     )
 
 
-def reasoning_body(metrics: Metrics, counted: Columns, slos: Sequence[SLOCheck]) -> str:
-    """The section's HTML; '' for a run without reasoning."""
-    if not metrics.reasoning:
-        return ""
+def reasoning_body(metrics: Metrics, reasoning: Reasoning, counted: Columns, slos: Sequence[SLOCheck]) -> str:
+    """The section's HTML."""
     charts = [chart for chart in (ttfat_chart(counted, slos), thinking_chart(counted)) if chart is not None]
-    return reasoning_cards(metrics, metrics.reasoning) + grid([chart.html() for chart in charts])
+    return reasoning_cards(metrics, reasoning) + grid([chart.html() for chart in charts])
