@@ -13,8 +13,6 @@ keeps nothing more):
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from loadgen.collect.columns import Columns
@@ -29,6 +27,7 @@ from loadgen.collect.feature_stats import (
     seen_counts,
     short,
 )
+from loadgen.collect.metrics_parts import ImagesPart
 
 BYTES = "request_bytes"
 _BY_COUNT = "images:"
@@ -65,7 +64,7 @@ def merge_images(group: Group, other: Group) -> None:
             group.digests.setdefault(name, Digest(group.budget)).merge(digest)
 
 
-def image_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
+def image_metrics(group: Group, elapsed_s: float) -> ImagesPart | None:
     """`metrics.images`; None when the group saw no record of a class with images."""
     counts = seen_counts(group, KEY)
     if not counts:

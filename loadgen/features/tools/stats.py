@@ -8,8 +8,6 @@ calls made and the calls whose arguments parse as a JSON object.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from loadgen.collect.columns import Columns
@@ -22,6 +20,7 @@ from loadgen.collect.feature_stats import (
     merge_counts,
     seen_counts,
 )
+from loadgen.collect.metrics_parts import ToolsPart
 
 KEY = "tools"  # its object under report.json's `metrics`, and its counts' name
 
@@ -42,7 +41,7 @@ def merge_tools(group: Group, other: Group) -> None:
     merge_counts(group, other, KEY)
 
 
-def tool_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
+def tool_metrics(group: Group, elapsed_s: float) -> ToolsPart | None:
     """`metrics.tools`; None when no request of the group offered tools."""
     counts = seen_counts(group, KEY)
     if not counts.get("offered"):
