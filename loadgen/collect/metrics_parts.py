@@ -81,61 +81,11 @@ class SessionsPart(TypedDict):
     agent: NotRequired[AgentPart]
 
 
-class ReasoningMetrics(TypedDict):
-    """`metrics.reasoning`: `Reasoning`."""
-
-    requests: int
-    reasoning_tokens: int
-    answer_tokens: int
-    reasoning_share: float | None
-    reasoning_tokens_per_s: float | None
-    reasoning_ms: Percentiles
-
-
-class ToolsPart(TypedDict):
-    """`metrics.tools` (the tools slice's, loadgen.features.tools): `Tools`."""
-
-    requests: int
-    requests_with_calls: int
-    call_share: float
-    calls: int
-    valid_calls: int
-    tool_call_valid: float | None
-    calls_per_s: float | None
-
-
-class RequestBytesPart(TypedDict):
-    """`metrics.images.request_bytes`: `RequestBytes`."""
-
-    mean: float | None
-    p50: float | None
-    p95: float | None
-    max: float | None
-
-
-class ImageCountPart(TypedDict):
-    """One entry of `metrics.images.by_count`: `ImageCount`."""
-
-    images: int
-    requests: int
-    ttft_ms: TtftSplitPart
-
-
-class ImagesPart(TypedDict):
-    """`metrics.images` (the images slice's, loadgen.features.images): `Images`."""
-
-    requests: int
-    images: int
-    images_per_request: float | None
-    bytes_sent: int
-    request_bytes: RequestBytesPart
-    by_count: list[ImageCountPart]
-
-
 class MetricsPart(TypedDict):
     """A `metrics` object (the run's, a class's, an adapter's, a phase's): `Metrics`. The features'
-    objects come last, each only in a run that saw the feature (`tools` and `images` are made by
-    feature slices, loadgen.features)."""
+    objects come last, each only in a run that saw the feature: the core's below, then the feature
+    slices' (loadgen.features) under their own keys, with their own TypedDicts (the core never
+    names a slice: tests/unit/test_feature_slices.py)."""
 
     requests: int
     errors: int
@@ -160,9 +110,6 @@ class MetricsPart(TypedDict):
     percentile_method: PercentileMethodPart
     prefix_cache: NotRequired[PrefixCachePart]
     sessions: NotRequired[SessionsPart]
-    reasoning: NotRequired[ReasoningMetrics]
-    tools: NotRequired[ToolsPart]
-    images: NotRequired[ImagesPart]
 
 
 class PhasePart(TypedDict):
@@ -184,13 +131,11 @@ class PhasePart(TypedDict):
 
 
 # What a feature's `metrics` step gives (loadgen.collect.feature_stats): one of the core's parts,
-# or a feature slice's object, whose shape is the slice's own (collect does not know the slices).
-FeaturePart = (
-    PrefixCachePart | SessionsPart | ReasoningMetrics | ToolsPart | ImagesPart | Mapping[str, object]
-)
+# or a feature slice's object, typed in its slice (the core does not know the slices' shapes).
+FeaturePart = PrefixCachePart | SessionsPart | Mapping[str, object]
 
 
 def put_feature(metrics: MetricsPart, key: str, figures: FeaturePart) -> None:
     """Put a feature's object under its key (last in `metrics`). The features are registered at
     run time (loadgen.collect.feature_list), so the key is known only then."""
-    cast(MutableMapping[str, FeaturePart], metrics)[key] = figures
+    cast(MutableMapping[str, FeaturePart], metrics)[key] = figures  # a slice's key is not in MetricsPart

@@ -67,8 +67,8 @@ def run_stats(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) 
     return RunStats.of(chunked_columns(list(records), CHUNK), windows)
 
 
-# compute_metrics and phase_metrics hand on RunStats's `metrics` objects as it types them
-# (loadgen.collect.run_stats): their keys are made there.
+# compute_metrics and phase_metrics hand on RunStats's `metrics` objects (loadgen.collect.run_stats
+# makes their keys, loadgen.collect.metrics_parts types them).
 def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) -> MetricsPart:
     """The `metrics` object of report.json over the given windows (warm-up excluded)."""
     return run_stats(records, windows).overall().metrics(windows)

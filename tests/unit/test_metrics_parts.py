@@ -10,9 +10,14 @@ import pytest
 from pydantic import BaseModel
 
 from loadgen.collect import metrics_parts as parts
+from loadgen.collect.energy_accounting import WholeRunEnergy, WindowEnergy
+from loadgen.collect.feature_list import feature_stats
 from loadgen.collect.run_stats import GroupStats
 from loadgen.collect.stats_wire import GroupWire
+from loadgen.features.images.stats import ImageCountPart, ImagesPart, RequestBytesPart
+from loadgen.features.tools.stats import ToolsPart
 from loadgen.report.model import metrics as model
+from loadgen.report.model.energy import EnergyWindow, WholeRun
 
 PAIRS: list[tuple[Any, type[BaseModel]]] = [
     (parts.TtftSplitPart, model.TtftSplit),
@@ -21,13 +26,12 @@ PAIRS: list[tuple[Any, type[BaseModel]]] = [
     (parts.TurnLatencyPart, model.TurnLatency),
     (parts.AgentPart, model.Agent),
     (parts.SessionsPart, model.Sessions),
-    (parts.ReasoningMetrics, model.Reasoning),
-    (parts.ToolsPart, model.Tools),
-    (parts.RequestBytesPart, model.RequestBytes),
-    (parts.ImageCountPart, model.ImageCount),
-    (parts.ImagesPart, model.Images),
-    (parts.MetricsPart, model.Metrics),
+    (ToolsPart, model.Tools),
+    (RequestBytesPart, model.RequestBytes),
+    (ImageCountPart, model.ImageCount),
+    (ImagesPart, model.Images),
     (parts.PhasePart, model.Phase),
+    (WholeRunEnergy, WholeRun),
 ]
 
 
@@ -54,7 +58,22 @@ def test_each_part_has_its_models_keys(typed: Any, report_model: type[BaseModel]
     }
 
 
+def test_a_metrics_object_has_the_core_keys_and_then_each_features() -> None:
+    """The features' objects are optional; the slices' are typed in their packages (above)."""
+    keys, required = _keys(parts.MetricsPart)
+    features = {stats.key for stats in feature_stats()}
+    assert keys | features == set(model.Metrics.model_fields)
+    assert required == {name for name, field in model.Metrics.model_fields.items() if field.is_required()}
+    assert not required & features
+
+
 def test_the_group_wire_has_every_field_of_a_group() -> None:
     keys, required = _keys(GroupWire)
     assert keys == {spec.name for spec in fields(GroupStats)}
     assert required == {"budget"}
+
+
+def test_a_windows_energy_is_the_models_but_its_phase() -> None:
+    keys, required = _keys(WindowEnergy)
+    names = set(EnergyWindow.model_fields) - {"phase"}  # the report adds it
+    assert keys == required == names

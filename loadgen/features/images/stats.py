@@ -13,6 +13,8 @@ keeps nothing more):
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 
 from loadgen.collect.columns import Columns
@@ -27,7 +29,7 @@ from loadgen.collect.feature_stats import (
     seen_counts,
     short,
 )
-from loadgen.collect.metrics_parts import ImagesPart
+from loadgen.collect.metrics_parts import TtftSplitPart
 
 BYTES = "request_bytes"
 _BY_COUNT = "images:"
@@ -62,6 +64,34 @@ def merge_images(group: Group, other: Group) -> None:
     for name, digest in other.digests.items():
         if name.startswith(_BY_COUNT) or name == BYTES:
             group.digests.setdefault(name, Digest(group.budget)).merge(digest)
+
+
+class RequestBytesPart(TypedDict):
+    """`metrics.images.request_bytes`: `RequestBytes`."""
+
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+
+class ImageCountPart(TypedDict):
+    """One entry of `metrics.images.by_count`: `ImageCount`."""
+
+    images: int
+    requests: int
+    ttft_ms: TtftSplitPart
+
+
+class ImagesPart(TypedDict):
+    """`metrics.images`: report.json's `Images` (loadgen.report.model.metrics)."""
+
+    requests: int
+    images: int
+    images_per_request: float | None
+    bytes_sent: int
+    request_bytes: RequestBytesPart
+    by_count: list[ImageCountPart]
 
 
 def image_metrics(group: Group, elapsed_s: float) -> ImagesPart | None:

@@ -8,6 +8,8 @@ calls made and the calls whose arguments parse as a JSON object.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 
 from loadgen.collect.columns import Columns
@@ -20,7 +22,6 @@ from loadgen.collect.feature_stats import (
     merge_counts,
     seen_counts,
 )
-from loadgen.collect.metrics_parts import ToolsPart
 
 KEY = "tools"  # its object under report.json's `metrics`, and its counts' name
 
@@ -35,6 +36,18 @@ def add_tools(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues)
     count(counts, "calling", int((calls[offered] > 0).sum()))
     count(counts, "calls", int(calls[offered].sum()))
     count(counts, "valid", int(np.nan_to_num(cols.extra["tool_calls_valid"][rows][offered]).sum()))
+
+
+class ToolsPart(TypedDict):
+    """`metrics.tools`: report.json's `Tools` (loadgen.report.model.metrics)."""
+
+    requests: int
+    requests_with_calls: int
+    call_share: float
+    calls: int
+    valid_calls: int
+    tool_call_valid: float | None
+    calls_per_s: float | None
 
 
 def merge_tools(group: Group, other: Group) -> None:
