@@ -158,18 +158,20 @@ def sketch_error(run_dir: Path, budget: int = 100_000) -> dict[str, dict[str, fl
     over the records in `run_dir` read twice: once all exact, once past `budget`."""
     path = records_file(run_dir)
     window = [PhaseWindow(0, "poisson", RATE, 0.0, 1e9)]
-    exact = scan_records(path, window, budget=10**9).overall().metrics(window)
+    exact = scan_records(path, window, budget=10**9).overall()
     sketched_stats: RunStats = scan_records(path, window, budget=budget)
-    sketched = sketched_stats.overall().metrics(window)
+    sketched = sketched_stats.overall()
     errors: dict[str, dict[str, float]] = {}
-    for name in sketched["percentile_method"]["sketched"]:
-        got, want = sketched[name], exact[name]
+    for name in sketched.method()["sketched"]:  # the metrics' `percentile_method`
+        got, want = sketched.digests[name].percentiles(), exact.digests[name].percentiles()
         errors[name] = {key: _relative(got[key], want[key]) for key in ("p50", "p95", "p99")}
     return errors
 
 
-def _relative(got: float, want: float) -> float:
+def _relative(got: float | None, want: float | None) -> float:
     """|got − want| / want; 0 when both are 0 (slot waits of an uncapped run)."""
+    if got is None or want is None:  # a sketched metric has values, more than the budget
+        raise ValueError("a sketched metric without values")
     return abs(got - want) / want if want else abs(got)
 
 

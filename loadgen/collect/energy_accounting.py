@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from loadgen.collect.energy_samples import EnergySample
 
@@ -93,12 +93,38 @@ def _ratio(numerator: float | None, denominator: float) -> float | None:
     return None if numerator is None or denominator <= 0 else numerator / denominator
 
 
+class WindowEnergy(TypedDict):
+    """The figures of one measured window: report.json's `EnergyWindow` (loadgen.report.model.energy)
+    without its `phase`, which the report adds."""
+
+    window_s: float
+    joules: float
+    mean_watts: float
+    watts_by_device: dict[str, float]
+    idle_watts: float | None
+    above_idle_joules: float | None
+    requests: float
+    output_tokens: float
+    joules_per_request: float | None
+    joules_per_output_token: float | None
+    above_idle_joules_per_output_token: float | None
+    tokens_per_joule: float | None
+
+
+class WholeRunEnergy(TypedDict):
+    """Every sample's energy: report.json's `energy.whole_run` (`WholeRun`)."""
+
+    joules: float
+    span_s: float
+    mean_watts: float
+
+
 def window_energy(
     samples: Sequence[EnergySample],
     spans: Sequence[Span],
     served: Served,
     idle: Mapping[str, float] | None = None,
-) -> dict[str, Any] | None:
+) -> WindowEnergy | None:
     """The figures of one measured window (the sum of `spans`); None where it was not sampled.
 
     `idle`: watts by device before the traffic; the energy above idle subtracts each counted
@@ -127,7 +153,7 @@ def window_energy(
     }
 
 
-def whole_run(samples: Sequence[EnergySample]) -> dict[str, float] | None:
+def whole_run(samples: Sequence[EnergySample]) -> WholeRunEnergy | None:
     """Every sample's energy: from the server's readiness to the end of the traffic (idle,
     warm-ups and every level included); None without samples."""
     if not samples:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Protocol, TypedDict, cast
 
 ENERGY_FILE = "energy.jsonl"
 
@@ -53,7 +53,7 @@ class EnergySample:
         return {"t_s": self.t_s, "dt_s": self.dt_s, "joules": dict(self.joules)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EnergySample:
+    def from_dict(cls, data: EnergyLine) -> EnergySample:
         """A line as read (JSON, unchecked: an EnergyLine when this tool wrote it)."""
         joules = data["joules"]
         if not isinstance(joules, Mapping):
@@ -83,6 +83,7 @@ def read_energy_samples(path: Path) -> Iterator[EnergySample]:
             try:
                 data = json.loads(line)
                 if isinstance(data, dict):
-                    yield EnergySample.from_dict(data)
+                    # a line as read, unchecked: from_dict's errors skip it
+                    yield EnergySample.from_dict(cast(EnergyLine, data))
             except (ValueError, KeyError, TypeError):
                 continue

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from loadgen.collect.columns import Columns
 from loadgen.collect.digest import Digest
+from loadgen.collect.metrics_parts import FeaturePart, TtftSplitPart
 
 
 class Group(Protocol):
@@ -52,7 +53,7 @@ class FeatureStats:
     key: str
     add: Callable[[Group, Columns, np.ndarray, ChunkValues], None]
     merge: Callable[[Group, Group], None]
-    metrics: Callable[[Group, float], dict[str, Any] | None]  # (group, measured seconds)
+    metrics: Callable[[Group, float], FeaturePart | None]  # (group, measured seconds)
     # Sends that followed an answer rather than the plan (a session's later turns): the achieved
     # rate counts what the arrival process set.
     unpaced_sent: Callable[[Group], int] = _no_unpaced
@@ -83,7 +84,7 @@ def merge_counts(group: Group, other: Group, key: str) -> None:
             count(mine, name, value)
 
 
-def short(digest: Digest) -> dict[str, float | None]:
+def short(digest: Digest) -> TtftSplitPart:
     """p50, p95, p99 of a digest (ms)."""
     percentiles = digest.percentiles()
-    return {key: percentiles[key] for key in ("p50", "p95", "p99")}
+    return {"p50": percentiles["p50"], "p95": percentiles["p95"], "p99": percentiles["p99"]}

@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from loadgen.collect import machine_timer
 from loadgen.rundir.run_json import MachineStallsSection
@@ -77,6 +77,25 @@ def read_stalls(path: Path) -> tuple[tuple[int, float], ...]:
     return tuple(stalls)
 
 
+class StallData(TypedDict):
+    """One stall: its start in seconds on the run's clock, and its oversleep in ms."""
+
+    t_s: float
+    ms: float
+
+
+class MachineStallsData(TypedDict):
+    """MachineStalls as JSON (MachineStalls.to_dict)."""
+
+    measured: bool
+    period_ms: float
+    threshold_ms: float
+    steal_percent: float | None
+    count: int
+    max_ms: float
+    stalls: list[StallData]
+
+
 @dataclass(frozen=True)
 class MachineStalls:
     """What the reference timer saw between start and stop."""
@@ -95,7 +114,7 @@ class MachineStalls:
     def max_ms(self) -> float:
         return max((ms for _, ms in self.stalls), default=0.0)
 
-    def to_dict(self, origin_ns: int) -> dict[str, Any]:
+    def to_dict(self, origin_ns: int) -> MachineStallsData:
         """As JSON, each stall's start in seconds on the run's clock (`origin_ns` is its t0 on
         `time.perf_counter_ns`, the timer's CLOCK_MONOTONIC on Linux)."""
         return {
@@ -249,12 +268,15 @@ def machine_summary(
     }
 
 
-def machine_spans(run_dir: Path, summary: Mapping[str, Any] | None) -> tuple[tuple[float, float], ...]:
+def machine_spans(run_dir: Path, summary: MachineStallsSection | None) -> tuple[tuple[float, float], ...]:
     """The counted stalls (run.json's `machine_stalls`) as (start, end) on the run clock."""
     path = run_dir / MACHINE_STALLS_FILE
     if not summary or not summary.get("measured") or "origin_ns" not in summary or not path.exists():
         return ()
-    origin, threshold = int(summary["origin_ns"]), float(summary["threshold_ms"])
+    threshold_ms = summary["threshold_ms"]
+    if threshold_ms is None:  # machine_summary gives one whenever the timer was measured
+        return ()
+    origin, threshold = int(summary["origin_ns"]), float(threshold_ms)
     return tuple(
         ((start - origin) / 1e9, (start - origin) / 1e9 + ms / 1000)
         for start, ms in read_stalls(path)

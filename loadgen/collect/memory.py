@@ -8,10 +8,10 @@ so a few outliers — a garbage-collection dip, a burst of buffers — do not mo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict, cast
 
 import numpy as np
 
@@ -57,7 +57,7 @@ class ResourceSample:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ResourceSample:
+    def from_dict(cls, data: ResourceLine) -> ResourceSample:
         """A line as read (JSON, unchecked: a ResourceLine when this tool wrote it)."""
         gpu = data.get("gpu_mb")
         return cls(
@@ -77,7 +77,8 @@ def read_samples(path: Path) -> Iterator[ResourceSample]:
             try:
                 data = json.loads(line)
                 if isinstance(data, dict) and "rss_mb" in data:
-                    yield ResourceSample.from_dict(data)
+                    # a line as read, unchecked: from_dict's errors skip it
+                    yield ResourceSample.from_dict(cast(ResourceLine, data))
             except (ValueError, KeyError, TypeError):
                 continue
 

@@ -23,8 +23,6 @@ so it holds every unprefixed request whichever chunk the first prefix arrived in
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from loadgen.collect.columns import Columns
@@ -39,6 +37,7 @@ from loadgen.collect.feature_stats import (
     seen_counts,
     short,
 )
+from loadgen.collect.metrics_parts import PrefixCachePart
 
 PREFIXED, UNPREFIXED = "ttft_prefixed_ms", "ttft_unprefixed_ms"  # the tool's view
 HIT, MISS = "ttft_cache_hit_ms", "ttft_cache_miss_ms"  # the server's view
@@ -109,12 +108,12 @@ def merge_prefix(group: Group, other: Group) -> None:
     merge_counts(group, other, KEY)
 
 
-def prefix_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
+def prefix_metrics(group: Group, elapsed_s: float) -> PrefixCachePart | None:
     """`metrics.prefix_cache`; None when the group saw no prefix and no server cache report."""
     if not _tracked(group):
         return None
     counts, digests = seen_counts(group, KEY), group.digests
-    result: dict[str, Any] = {}
+    result: PrefixCachePart = {}
     if PREFIXED in digests:
         prefixed = counts.get("prefixed", 0)
         result["prefixed"] = prefixed

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from loadgen.collect.columns import CANCELLED, OK, SOURCE_NAMES, TIMEOUT, Column
 from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
 from loadgen.collect.feature_list import feature_stats
 from loadgen.collect.feature_stats import ChunkValues
+from loadgen.collect.metrics_parts import MetricsPart, PercentileMethodPart, PhasePart, put_feature
 from loadgen.collect.ttfat import ttfat_percentiles
 from loadgen.collect.windows import PhaseWindow, target_rate
 
@@ -119,12 +119,14 @@ class GroupStats:
         for name in LATENCY_METRICS:
             self.digests[name].merge(other.digests[name])
 
-    def metrics(self, windows: Sequence[PhaseWindow]) -> dict[str, Any]:
+    def metrics(self, windows: Sequence[PhaseWindow]) -> MetricsPart:
         """The `metrics` object of report.json for these records over `windows`."""
         elapsed = self.measured_time_s(windows)
         requests = self.requests
         outcomes = requests - self.cancelled  # a cancelled request might yet have failed: not counted
-        metrics: dict[str, Any] = {
+        digests = self.digests  # each of LATENCY_METRICS, in its order
+        ttft_ms = digests["ttft_ms"].percentiles()
+        metrics: MetricsPart = {
             "requests": requests,
             "errors": self.errors,
             "timeouts": self.timeouts,
@@ -136,16 +138,22 @@ class GroupStats:
             # the sends the plan paced (with sessions, sessions/s, as target_rate: turn 1's)
             "achieved_rate": (self.sent - self._unpaced_sent()) / elapsed if elapsed > 0 else None,
             "output_tokens_per_s": self.tokens / elapsed if elapsed > 0 else None,
+            "ttft_ms": ttft_ms,
+            "ttft_from_send_ms": digests["ttft_from_send_ms"].percentiles(),
+            "itl_ms": digests["itl_ms"].percentiles(),
+            "tpot_ms": digests["tpot_ms"].percentiles(),
+            "e2e_ms": digests["e2e_ms"].percentiles(),
+            "e2e_from_send_ms": digests["e2e_from_send_ms"].percentiles(),
+            "schedule_lag_ms": digests["schedule_lag_ms"].percentiles(),
+            "slot_wait_ms": digests["slot_wait_ms"].percentiles(),
+            "ttfat_ms": ttfat_percentiles(self, ttft_ms),
+            "tokens_source": self.tokens_source(),
+            "percentile_method": self.method(),
         }
-        for name in LATENCY_METRICS:
-            metrics[name] = self.digests[name].percentiles()
-        metrics["ttfat_ms"] = ttfat_percentiles(self, metrics["ttft_ms"])
-        metrics["tokens_source"] = self.tokens_source()
-        metrics["percentile_method"] = self.method()
         for feature in feature_stats():
             figures = feature.metrics(self, elapsed)
             if figures is not None:  # only a run that saw the feature reports it
-                metrics[feature.key] = figures
+                put_feature(metrics, feature.key, figures)
         return metrics
 
     def _unpaced_sent(self) -> int:
@@ -170,7 +178,7 @@ class GroupStats:
             return SOURCE_NAMES[0] if self.tokens else None  # only cancelled streams had tokens
         return SOURCE_NAMES[next(iter(self.sources))] if len(self.sources) == 1 else "mixed"
 
-    def method(self) -> dict[str, Any]:
+    def method(self) -> PercentileMethodPart:
         """How these percentiles were computed: exact, or a DDSketch for the metrics past the budget."""
         sketched = [name for name in LATENCY_METRICS if self.digests[name].method == "ddsketch"]
         return {
@@ -295,7 +303,7 @@ class RunStats:
         seen = sorted(self.first_id, key=self.first_id.__getitem__)
         return list(dict.fromkeys([*seen, *named]))
 
-    def class_metrics(self, named: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    def class_metrics(self, named: Sequence[str] = ()) -> dict[str, MetricsPart]:
         """Metrics of each class's counted records. A class's `target_rate` is None: classes are
         drawn per request, so no rate is set for one."""
         empty = GroupStats(self.budget)
@@ -305,7 +313,7 @@ class RunStats:
             for name in self.class_names(named)
         }
 
-    def adapter_metrics(self, named: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    def adapter_metrics(self, named: Sequence[str] = ()) -> dict[str, MetricsPart]:
         """Metrics of each LoRA adapter's counted records, by name (then `named` ones without any).
         `target_rate` is None: adapters are drawn per request."""
         empty = GroupStats(self.budget)
@@ -314,10 +322,10 @@ class RunStats:
             for name in dict.fromkeys([*sorted(self.adapters), *named])
         }
 
-    def phase_list(self, overall: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def phase_list(self, overall: MetricsPart | None = None) -> list[PhasePart]:
         """The `phases` list of report.json: one entry per measured window, in the given order.
         `overall`: the whole run's metrics, already at hand; a single window's are the same."""
-        phases: list[dict[str, Any]] = []
+        phases: list[PhasePart] = []
         reuse = overall if len(self.windows) == 1 else None
         for window in self.windows:
             metrics = reuse if reuse is not None else self.phases[window.index].metrics([window])

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 # `server.metrics`'s keys, by kind of figure (a gauge's key is its normalized series' name too).
 GaugeKey = Literal["requests_running", "requests_waiting", "kv_cache_usage"]
@@ -139,7 +139,7 @@ class Histogram:
         return {"buckets": [list(pair) for pair in self.buckets], "sum": self.sum, "count": self.count}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Histogram:
+    def from_dict(cls, data: HistogramData) -> Histogram:
         """A line's histogram as read (JSON, unchecked: a HistogramData when this tool wrote it)."""
         buckets = tuple((float(le), float(n)) for le, n in data["buckets"])
         return cls(buckets=buckets, sum=float(data["sum"]), count=float(data["count"]))

@@ -22,8 +22,6 @@ answered are ok:k − ok:k+1 (a session's turns are answered in order).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from loadgen.collect.columns import OK, Columns
@@ -38,6 +36,7 @@ from loadgen.collect.feature_stats import (
     seen_counts,
     short,
 )
+from loadgen.collect.metrics_parts import AgentPart, SessionsPart
 
 SESSION_E2E = "session_e2e_ms"
 TOOL_WAIT = "tool_wait_ms"
@@ -98,7 +97,7 @@ def later_sent(group: Group) -> int:
     return seen_counts(group, KEY).get("later_sent", 0)
 
 
-def session_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
+def session_metrics(group: Group, elapsed_s: float) -> SessionsPart | None:
     """`metrics.sessions`; None when the group saw no session."""
     counts = seen_counts(group, KEY)
     if not counts:
@@ -110,14 +109,14 @@ def session_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
     completed = counts.get("completed", 0)
     exactly = {0: started - answered.get(1, 0)} | {k: answered[k] - answered.get(k + 1, 0) for k in turns}
     requests_sent = group.sent
-    agent = None
+    agent: AgentPart | None = None
     if "steps" in counts or "followed" in counts:
         agent = {
             "steps": counts.get("steps", 0),
             "steps_per_session": counts.get("steps", 0) / started if started else None,
             "tool_wait_ms": group.digests.get(TOOL_WAIT, Digest(group.budget)).percentiles(),
         }
-    return {
+    result: SessionsPart = {
         "started": started,
         "completed": completed,
         "ended": ended,
@@ -135,8 +134,10 @@ def session_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
             }
             for k in turns
         ],
-        **({"agent": agent} if agent is not None else {}),
     }
+    if agent is not None:
+        result["agent"] = agent
+    return result
 
 
 SESSION_STATS = FeatureStats(

@@ -8,12 +8,13 @@ the tests), plus the small helpers other modules share.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
 from loadgen.collect.columns import chunked_columns
 from loadgen.collect.digest import PERCENTILE_KEYS, Digest, Percentiles
+from loadgen.collect.metrics_parts import MetricsPart, PhasePart
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.windows import PhaseWindow, target_rate
@@ -66,9 +67,9 @@ def run_stats(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) 
     return RunStats.of(chunked_columns(list(records), CHUNK), windows)
 
 
-# compute_metrics and phase_metrics hand on RunStats's `metrics` objects as it types them
-# (loadgen.collect.run_stats): their keys are made there.
-def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) -> dict[str, Any]:
+# compute_metrics and phase_metrics hand on RunStats's `metrics` objects (loadgen.collect.run_stats
+# makes their keys, loadgen.collect.metrics_parts types them).
+def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWindow]) -> MetricsPart:
     """The `metrics` object of report.json over the given windows (warm-up excluded)."""
     return run_stats(records, windows).overall().metrics(windows)
 
@@ -76,8 +77,8 @@ def compute_metrics(records: Iterable[RequestRecord], windows: Sequence[PhaseWin
 def phase_metrics(
     records: Iterable[RequestRecord],
     windows: Sequence[PhaseWindow],
-    overall: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+    overall: MetricsPart | None = None,
+) -> list[PhasePart]:
     """The `phases` list of report.json: one entry per measured window, in the given order.
     `overall`: compute_metrics over all `windows`, already at hand; a single window's are the same."""
     return run_stats(records, windows).phase_list(overall)

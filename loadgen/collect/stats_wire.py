@@ -11,10 +11,9 @@ relative error beyond it. msgpack, the encoding of Locust's channel, serves for 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import fields
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, Required, TypedDict, cast
 
 import msgpack
 import numpy as np
@@ -29,12 +28,66 @@ SUMMARY_FILE = "requests-summary.msgpack"
 FORMAT = 1
 
 
+class StoreWire(TypedDict):
+    """A DDSketch store's non-empty bins: key and count of each."""
+
+    keys: list[int]
+    counts: list[float]
+
+
+class DigestWire(TypedDict):
+    """A Digest: its exact values while within its budget, else its sketch's bins."""
+
+    budget: int
+    accuracy: float
+    count: int
+    sum: float
+    max: float | None
+    values: NotRequired[bytes]  # exact (float64, little-endian)
+    positive: NotRequired[StoreWire]  # sketched
+    negative: NotRequired[StoreWire]
+    zeros: NotRequired[float]
+
+
+class GroupWire(TypedDict, total=False):
+    """A GroupStats: each of its fields (tests check the keys against them); a summary written
+    before a field was added lacks it, one written before the features shared `feature_counts`
+    has a field of counts for each feature (FeatureStats.legacy) instead."""
+
+    budget: Required[int]
+    requests: int
+    errors: int
+    timeouts: int
+    cancelled: int
+    sent: int
+    tokens: int
+    error_kinds: dict[str, int]
+    last_send: dict[int, float]
+    sources: list[int]
+    digests: dict[str, DigestWire]
+    feature_counts: dict[str, dict[str, int]]
+
+
+class RunStatsWire(TypedDict):
+    """A RunStats (`adapters` is missing from a summary written before them)."""
+
+    format: int
+    budget: int
+    records: int
+    phases: dict[int, GroupWire]
+    classes: dict[str, GroupWire]
+    split: bool
+    first_id: dict[str, int]
+    adapters: NotRequired[dict[str, GroupWire]]
+    lag: DigestWire
+
+
 class SummaryError(ValueError):
     """A summary that cannot be read (the message says why)."""
 
 
-def dump_digest(digest: Digest) -> dict[str, Any]:
-    data: dict[str, Any] = {
+def dump_digest(digest: Digest) -> DigestWire:
+    data: DigestWire = {
         "budget": digest.budget,
         "accuracy": digest.relative_accuracy,
         "count": digest.count,
@@ -52,7 +105,7 @@ def dump_digest(digest: Digest) -> dict[str, Any]:
     return data
 
 
-def load_digest(data: dict[str, Any]) -> Digest:
+def load_digest(data: DigestWire) -> Digest:
     digest = Digest(int(data["budget"]), float(data["accuracy"]))
     digest.count = int(data["count"])
     digest._sum = float(data["sum"])
@@ -72,9 +125,10 @@ def load_digest(data: dict[str, Any]) -> Digest:
     return digest
 
 
-def _store(store: Any) -> dict[str, list[float]]:
+def _store(store: Any) -> StoreWire:
     """A DDSketch store's non-empty bins: key and count of each."""
-    keys, counts = [], []
+    keys: list[int] = []
+    counts: list[float] = []
     for position, count in enumerate(store.bins):
         if count:
             keys.append(store.offset + position)
@@ -82,42 +136,58 @@ def _store(store: Any) -> dict[str, list[float]]:
     return {"keys": keys, "counts": counts}
 
 
-def dump_group(group: GroupStats) -> dict[str, Any]:
-    """Every field of a GroupStats (new plain fields travel without a change here)."""
-    data: dict[str, Any] = {}
-    for spec in fields(group):
-        value = getattr(group, spec.name)
-        if spec.name == "digests":
-            value = {name: dump_digest(digest) for name, digest in value.items()}
-        elif isinstance(value, set):
-            value = sorted(value)
-        data[spec.name] = value
-    return data
+def dump_group(group: GroupStats) -> GroupWire:
+    """Every field of a GroupStats, in their order."""
+    return {
+        "budget": group.budget,
+        "requests": group.requests,
+        "errors": group.errors,
+        "timeouts": group.timeouts,
+        "cancelled": group.cancelled,
+        "sent": group.sent,
+        "tokens": group.tokens,
+        "error_kinds": group.error_kinds,
+        "last_send": group.last_send,
+        "sources": sorted(group.sources),
+        "digests": {name: dump_digest(digest) for name, digest in group.digests.items()},
+        "feature_counts": group.feature_counts,
+    }
 
 
-def load_group(data: dict[str, Any]) -> GroupStats:
+def load_group(data: GroupWire) -> GroupStats:
     group = GroupStats(int(data["budget"]))
     # Summaries written before the features' counts shared one field: each had its own.
     for feature in feature_stats():
-        if feature.legacy is not None and data.get(feature.legacy):
-            group.feature_counts[feature.key] = dict(data[feature.legacy])
-    for spec in fields(group):
-        if spec.name not in data or spec.name == "budget":
-            continue  # a field this summary predates keeps its default
-        value = data[spec.name]
-        if spec.name == "digests":
-            value = {name: load_digest(digest) for name, digest in value.items()}
-        elif isinstance(getattr(group, spec.name), set):
-            value = set(value)
-        elif spec.name == "feature_counts":
-            value = {key: dict(counts) for key, counts in value.items()}
-        elif isinstance(value, dict):
-            value = dict(value)
-        setattr(group, spec.name, value)
+        legacy = data.get(feature.legacy) if feature.legacy is not None else None
+        if legacy:
+            group.feature_counts[feature.key] = dict(cast(Mapping[str, int], legacy))
+    # A field this summary predates keeps its default.
+    if "requests" in data:
+        group.requests = data["requests"]
+    if "errors" in data:
+        group.errors = data["errors"]
+    if "timeouts" in data:
+        group.timeouts = data["timeouts"]
+    if "cancelled" in data:
+        group.cancelled = data["cancelled"]
+    if "sent" in data:
+        group.sent = data["sent"]
+    if "tokens" in data:
+        group.tokens = data["tokens"]
+    if "error_kinds" in data:
+        group.error_kinds = dict(data["error_kinds"])
+    if "last_send" in data:
+        group.last_send = dict(data["last_send"])
+    if "sources" in data:
+        group.sources = set(data["sources"])
+    if "digests" in data:
+        group.digests = {name: load_digest(digest) for name, digest in data["digests"].items()}
+    if "feature_counts" in data:
+        group.feature_counts = {key: dict(counts) for key, counts in data["feature_counts"].items()}
     return group
 
 
-def dump_run_stats(stats: RunStats) -> dict[str, Any]:
+def dump_run_stats(stats: RunStats) -> RunStatsWire:
     return {
         "format": FORMAT,
         "budget": stats.budget,
@@ -131,7 +201,7 @@ def dump_run_stats(stats: RunStats) -> dict[str, Any]:
     }
 
 
-def load_run_stats(data: dict[str, Any], windows: Sequence[PhaseWindow]) -> RunStats:
+def load_run_stats(data: RunStatsWire, windows: Sequence[PhaseWindow]) -> RunStats:
     """The RunStats `data` describes, over `windows` (the run's measured windows, as planned)."""
     if data.get("format") != FORMAT:
         raise SummaryError(f"summary format {data.get('format')!r}: this version reads {FORMAT}")
@@ -160,7 +230,7 @@ def unpack(payload: bytes, windows: Sequence[PhaseWindow]) -> RunStats:
     if not isinstance(data, dict):
         raise SummaryError("not a records summary")
     try:
-        return load_run_stats(data, windows)
+        return load_run_stats(cast(RunStatsWire, data), windows)  # checked as it is read
     except (KeyError, TypeError, ValueError) as exc:
         raise SummaryError(f"a damaged records summary: {exc!r}") from None
 

@@ -49,12 +49,14 @@ def _phases(records: Sequence[RequestRecord], windows: Sequence[LevelWindow]) ->
     for phase in phases:
         window = by_index[phase["index"]]
         phase.update(
-            level=window.level,
-            over=window.over,
-            trial=window.trial,
-            role=window.role,
-            replicas=window.replicas,
-            extended=window.extended,
+            {
+                "level": window.level,
+                "over": window.over,
+                "trial": window.trial,
+                "role": window.role,
+                "replicas": window.replicas,
+                "extended": window.extended,
+            }
         )
         if window.target_rate is None:
             phase["target_rate"] = None

@@ -5,6 +5,9 @@ the report model, and said in report.md."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -56,7 +59,7 @@ def test_the_split_is_the_percentiles_of_each_set_whatever_the_chunks() -> None:
     got = {
         chunk: _stats(records, chunk).overall().metrics(WINDOWS)["prefix_cache"] for chunk in (1, 7, 100, 600)
     }
-    cache = got[600]
+    cache: Mapping[str, Any] = got[600]  # read by the names below
     assert all(value == cache for value in got.values())
     prefixed = [r for r in measured if r.prefix_group is not None]
     told = [r for r in measured if r.cached_tokens is not None]
@@ -90,11 +93,11 @@ def test_the_split_is_the_percentiles_of_each_set_whatever_the_chunks() -> None:
 def test_worker_shares_merge_to_the_whole_and_survive_the_wire() -> None:
     """One share without any prefix (its unprefixed requests are its whole TTFT), one with."""
     records = _with_prefixes()
-    whole = _stats(records, 100).overall().metrics(WINDOWS)["prefix_cache"]
+    whole: Mapping[str, object] = _stats(records, 100).overall().metrics(WINDOWS)["prefix_cache"]
     for first, second in ((records[:200], records[200:]), (records[200:], records[:200])):
         merged = _stats(first, 50)
         merged.merge(stats_wire.unpack(stats_wire.pack(_stats(second, 50)), WINDOWS))
-        got = merged.overall().metrics(WINDOWS)["prefix_cache"]
+        got: Mapping[str, object] = merged.overall().metrics(WINDOWS)["prefix_cache"]
         assert got.keys() == whole.keys()
         for key, value in whole.items():
             if isinstance(value, dict):

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import pytest
 
@@ -11,6 +12,7 @@ from loadgen.collect import stats_wire
 from loadgen.collect.columns import chunked_columns
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
+from loadgen.collect.stats_wire import GroupWire
 from loadgen.collect.windows import PhaseWindow
 
 WINDOWS = [PhaseWindow(0, "constant", 10.0, 0.0, 10.0)]
@@ -62,7 +64,7 @@ def test_a_plain_run_keeps_no_ttfat_or_reasoning_figures() -> None:
 def test_reasoning_is_counted_apart_and_ttfat_times_the_answer(chunk: int) -> None:
     # 10 plain answers, then 10 that reasoned: TTFAT holds the plain ones' TTFT from before it began
     records = [_record(i) for i in range(10)] + [_thinking(i) for i in range(10, 20)]
-    metrics = _stats(records, chunk).overall().metrics(WINDOWS)
+    metrics: Mapping[str, Any] = _stats(records, chunk).overall().metrics(WINDOWS)  # a slice's key
     assert metrics["ttft_ms"]["p50"] == pytest.approx(50.0)
     assert metrics["ttfat_ms"]["p50"] == pytest.approx(65.0)
     assert metrics["ttfat_ms"]["max"] == pytest.approx(80.0)
@@ -91,7 +93,7 @@ def test_an_unstreamed_reasoning_answer_is_reported_with_ttfat_as_ttft() -> None
     whole = [_record(i, first=None, extra={"reasoning_tokens": 5}) for i in range(10)]
     group = _stats(whole).overall()
     assert "ttfat_ms" in group.digests  # a slice's answer_after field was set
-    metrics = group.metrics(WINDOWS)
+    metrics: Mapping[str, Any] = group.metrics(WINDOWS)
     assert metrics["ttfat_ms"] == metrics["ttft_ms"]
     assert metrics["reasoning"]["requests"] == 10 and metrics["reasoning"]["reasoning_tokens"] == 50
 
@@ -99,7 +101,7 @@ def test_an_unstreamed_reasoning_answer_is_reported_with_ttfat_as_ttft() -> None
 def test_a_stream_that_never_answered_is_left_out_of_ttfat_unless_it_timed_out() -> None:
     cut = _record(0, extra={"reasoning_tokens": 3, "reasoning_ms": 12.0})  # no answer after its thinking
     late = _record(1, first=None, extra={"reasoning_tokens": 3}, status="timeout")
-    metrics = _stats([cut, late, _thinking(2)]).overall().metrics(WINDOWS)
+    metrics: Mapping[str, Any] = _stats([cut, late, _thinking(2)]).overall().metrics(WINDOWS)
     assert metrics["ttfat_ms"]["p50"] == pytest.approx(140.0)  # 80 ms, and the timeout's 200 ms
     assert metrics["reasoning"]["requests"] == 3
 
@@ -116,8 +118,8 @@ def test_workers_merge_into_the_figures_of_every_record(split: int) -> None:
 
 def test_a_summary_from_before_the_shared_counts_still_loads() -> None:
     group = _stats([_thinking(i) for i in range(10)]).phases[0]
-    data = stats_wire.dump_group(group)
+    data: dict[str, Any] = dict(stats_wire.dump_group(group))  # as a summary before the shared counts
     data["reasoning_counts"] = data.pop("feature_counts")["reasoning"]
-    loaded = stats_wire.load_group(data)
+    loaded = stats_wire.load_group(cast(GroupWire, data))
     assert loaded.feature_counts == group.feature_counts
     assert loaded.metrics(WINDOWS) == group.metrics(WINDOWS)

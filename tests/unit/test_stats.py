@@ -98,7 +98,8 @@ def test_failed_request_elapsed_time_raises_e2e_p99() -> None:
     failed = rec(99, sched=5.0, done=35.0, status="timeout")
     with_failure = compute_metrics([*fast, failed], [WINDOW])
     assert base == pytest.approx(100.0)
-    assert with_failure["e2e_ms"]["p99"] > 300.0
+    p99 = with_failure["e2e_ms"]["p99"]
+    assert p99 is not None and p99 > 300.0
     assert with_failure["e2e_ms"]["max"] == pytest.approx(30_000.0)
     assert with_failure["errors"] == 1 and with_failure["timeouts"] == 1
     assert with_failure["error_rate"] == pytest.approx(0.01)
@@ -157,8 +158,9 @@ def test_achieved_rate_drops_when_sends_slip_past_window() -> None:
         rec(i, sched=i * 0.1, sent=i * 0.2, first=i * 0.2 + 0.1, done=i * 0.2 + 0.2) for i in range(100)
     ]
     m = compute_metrics(records, [WINDOW])
-    assert m["achieved_rate"] == pytest.approx(100 / 19.8)
-    assert m["achieved_rate"] < 0.6 * m["target_rate"]
+    achieved, target = m["achieved_rate"], m["target_rate"]
+    assert achieved == pytest.approx(100 / 19.8)
+    assert achieved is not None and target is not None and achieved < 0.6 * target
 
 
 def test_target_rate_is_duration_weighted() -> None:

@@ -98,6 +98,7 @@ def test_merged_sketches_stay_within_the_stated_error() -> None:
     for name in ("ttft_ms", "itl_ms", "e2e_ms"):
         for key in ("p50", "p95", "p99"):
             truth, got = exact[name][key], sketched[name][key]
+            assert got is not None and truth is not None
             assert abs(got - truth) <= 0.0051 * abs(truth), (name, key, got, truth)
         assert sketched[name]["max"] == exact[name]["max"]
         assert sketched[name]["mean"] == pytest.approx(exact[name]["mean"], rel=1e-9)

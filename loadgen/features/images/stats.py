@@ -13,7 +13,7 @@ keeps nothing more):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from loadgen.collect.feature_stats import (
     seen_counts,
     short,
 )
+from loadgen.collect.metrics_parts import TtftSplitPart
 
 BYTES = "request_bytes"
 _BY_COUNT = "images:"
@@ -65,7 +66,35 @@ def merge_images(group: Group, other: Group) -> None:
             group.digests.setdefault(name, Digest(group.budget)).merge(digest)
 
 
-def image_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
+class RequestBytesPart(TypedDict):
+    """`metrics.images.request_bytes`: `RequestBytes`."""
+
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+
+class ImageCountPart(TypedDict):
+    """One entry of `metrics.images.by_count`: `ImageCount`."""
+
+    images: int
+    requests: int
+    ttft_ms: TtftSplitPart
+
+
+class ImagesPart(TypedDict):
+    """`metrics.images`: report.json's `Images` (loadgen.report.model.metrics)."""
+
+    requests: int
+    images: int
+    images_per_request: float | None
+    bytes_sent: int
+    request_bytes: RequestBytesPart
+    by_count: list[ImageCountPart]
+
+
+def image_metrics(group: Group, elapsed_s: float) -> ImagesPart | None:
     """`metrics.images`; None when the group saw no record of a class with images."""
     counts = seen_counts(group, KEY)
     if not counts:

@@ -13,12 +13,12 @@ nothing more):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from loadgen.collect.columns import Columns
-from loadgen.collect.digest import Digest
+from loadgen.collect.digest import Digest, Percentiles
 from loadgen.collect.feature_stats import (
     ChunkValues,
     FeatureStats,
@@ -59,7 +59,18 @@ def merge_reasoning(group: Group, other: Group) -> None:
     merge_counts(group, other, KEY)
 
 
-def reasoning_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
+class ReasoningPart(TypedDict):
+    """`metrics.reasoning`: report.json's `Reasoning` (loadgen.features.reasoning.report.model)."""
+
+    requests: int
+    reasoning_tokens: int
+    answer_tokens: int
+    reasoning_share: float | None
+    reasoning_tokens_per_s: float | None
+    reasoning_ms: Percentiles
+
+
+def reasoning_metrics(group: Group, elapsed_s: float) -> ReasoningPart | None:
     """`metrics.reasoning`; None when no request of the group showed reasoning (a run of tool
     calls tracks TTFAT without any)."""
     counts = seen_counts(group, KEY)

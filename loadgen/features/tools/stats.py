@@ -8,7 +8,7 @@ calls made and the calls whose arguments parse as a JSON object.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -38,11 +38,23 @@ def add_tools(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues)
     count(counts, "valid", int(np.nan_to_num(cols.extra["tool_calls_valid"][rows][offered]).sum()))
 
 
+class ToolsPart(TypedDict):
+    """`metrics.tools`: report.json's `Tools` (loadgen.report.model.metrics)."""
+
+    requests: int
+    requests_with_calls: int
+    call_share: float
+    calls: int
+    valid_calls: int
+    tool_call_valid: float | None
+    calls_per_s: float | None
+
+
 def merge_tools(group: Group, other: Group) -> None:
     merge_counts(group, other, KEY)
 
 
-def tool_metrics(group: Group, elapsed_s: float) -> dict[str, Any] | None:
+def tool_metrics(group: Group, elapsed_s: float) -> ToolsPart | None:
     """`metrics.tools`; None when no request of the group offered tools."""
     counts = seen_counts(group, KEY)
     if not counts.get("offered"):
