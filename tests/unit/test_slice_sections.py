@@ -71,10 +71,13 @@ def test_the_sections_come_in_registry_order_and_fill_the_pages() -> None:
 
 @pytest.mark.parametrize("part", ["model", "section"])
 def test_each_report_side_imports_first_and_alone(part: str) -> None:
+    """And without matplotlib: report.md and report.json are written from the sections too, and a
+    run without report.html must not pay for its charts (tests/integration/test_startup_imports)."""
     for feature in REPORTED:
-        code = f"import {feature.report}.{part}"
+        code = f"import sys, {feature.report}.{part}; print('matplotlib' in sys.modules)"
         done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "False", f"{feature.report}.{part} imports matplotlib"
 
 
 def _core() -> dict[str, object]:

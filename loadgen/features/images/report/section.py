@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from loadgen.features.images.report.html import images_body
 from loadgen.features.images.report.markdown import image_lines
 from loadgen.features.images.report.model import FIELD
 from loadgen.report.html.page import Section
@@ -22,6 +21,8 @@ def _lines(metrics: Metrics) -> list[str]:
 
 
 def _sections(metrics: Metrics, counted: Columns, slos: Sequence[SLOCheck]) -> list[Section]:
+    from loadgen.features.images.report.html import images_body  # matplotlib: report.html's only
+
     images = FIELD.of(metrics)
     return [Section("Images", images_body(images), "images")] if images else []
 

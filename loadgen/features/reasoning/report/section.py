@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from loadgen.features.reasoning.report.html import reasoning_body
 from loadgen.features.reasoning.report.markdown import reasoning_lines
 from loadgen.features.reasoning.report.model import FIELD
 from loadgen.report.html.page import Section
@@ -19,6 +18,8 @@ if TYPE_CHECKING:
 
 
 def _sections(metrics: Metrics, counted: Columns, slos: Sequence[SLOCheck]) -> list[Section]:
+    from loadgen.features.reasoning.report.html import reasoning_body  # matplotlib: report.html's only
+
     reasoning = FIELD.of(metrics)
     if not reasoning:
         return []

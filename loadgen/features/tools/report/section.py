@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Literal
 from loadgen.features.tools.report.model import FIELD
 from loadgen.fmt import format_figure as _md
 from loadgen.report.html.page import Card
-from loadgen.report.html.summary_section import num
 from loadgen.report.slice_sections import SliceSection
 
 if TYPE_CHECKING:
@@ -34,6 +33,8 @@ def _key_lines(metrics: Metrics) -> list[str]:
 
 def _cards(metrics: Metrics) -> list[Card]:
     """The share of calls whose arguments parse; a warning below all of them."""
+    from loadgen.report.html.summary_section import num  # matplotlib: report.html's only
+
     tools = FIELD.of(metrics)
     if not tools:
         return []
