@@ -40,21 +40,25 @@ class SliceField(Generic[P]):
         return part if isinstance(part, self.model) else None
 
 
-def report_module(report: str, part: str) -> Any:
-    """A part (`model`, `section`) of a slice's report side, imported by name."""
-    return importlib.import_module(f"{report}.{part}")
+T = TypeVar("T")
+
+
+def report_parts(module: str, name: str, kind: type[T]) -> tuple[T, ...]:
+    """Attribute `name` of module `module` (`model`, `section`) of each slice's report side,
+    imported by name, in SLICES order."""
+    found = []
+    for feature in SLICES:
+        if feature.report is not None:
+            part = getattr(importlib.import_module(f"{feature.report}.{module}"), name)
+            assert isinstance(part, kind), f"{feature.report}.{module}.{name} is no {kind.__name__}"
+            found.append(part)
+    return tuple(found)
 
 
 @functools.cache
 def slice_fields() -> tuple[SliceField[Any], ...]:
     """The slices' `metrics` keys, in SLICES order."""
-    fields = []
-    for feature in SLICES:
-        if feature.report is not None:
-            field = report_module(feature.report, "model").FIELD
-            assert isinstance(field, SliceField), f"{feature.report}.model.FIELD is no SliceField"
-            fields.append(field)
-    return tuple(fields)
+    return report_parts("model", "FIELD", SliceField)
 
 
 def with_slice_fields(core: type[M], name: str) -> type[M]:

@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from loadgen.features import SLICES
-from loadgen.report.slice_fields import report_module
+from loadgen.report.slice_fields import report_parts
 
 if TYPE_CHECKING:
     from loadgen.report.html.page import Card, Section
@@ -62,13 +61,7 @@ class SliceSection:
 @functools.cache
 def slice_sections() -> tuple[SliceSection, ...]:
     """The slices' sections, in SLICES order."""
-    found = []
-    for feature in SLICES:
-        if feature.report is not None:
-            section = report_module(feature.report, "section").SECTION
-            assert isinstance(section, SliceSection), f"{feature.report}.section.SECTION is no SliceSection"
-            found.append(section)
-    return tuple(found)
+    return report_parts("section", "SECTION", SliceSection)
 
 
 def key_lines(metrics: Metrics) -> list[str]:
