@@ -1,11 +1,11 @@
 """The traffic features built as slices: each one package with its plan draws, its part of a
 request, its record fields and its statistics (loadgen.features.slice), registered here.
 
-Between the scenario (whose workload names each slice's model) and the traffic that plans and
-sends requests: the plan, the Locust users and the distributed split loop over SLICES, and the
-record and statistics (loadgen.collect, below) are given each slice's fields and statistics when
-this package is imported, which loadgen's own __init__ does before anything else of it is used. A new feature
-is one package here and one line in SLICES.
+Between the scenario and the traffic that plans and sends requests: the plan, the Locust users
+and the distributed split loop over SLICES, and the workload model (loadgen.scenario.slice_keys),
+the record and the statistics (loadgen.collect), below, are given each slice's key, fields and
+statistics when this package is imported, which loadgen's own __init__ does before anything else
+of it is used. A new feature is one package here and one line in SLICES.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from loadgen.features.images import IMAGES
 from loadgen.features.reasoning import REASONING
 from loadgen.features.slice import Slice
 from loadgen.features.tools import TOOLS
+from loadgen.scenario.slice_keys import register_spec
 
 if TYPE_CHECKING:
     from loadgen.features.slice import Attaches, Classes, DrawPlan, Reads
@@ -45,6 +46,8 @@ def _install() -> None:
         register_fields(feature.fields)
         if feature.stats is not None:
             register_stats(feature.stats)
+        if feature.spec is not None:
+            register_spec(feature.spec)
 
 
 _install()

@@ -1,7 +1,8 @@
 """What a traffic feature slice declares, for the core to loop over without naming it.
 
-A slice is one package under loadgen.features: its scenario model stays a field of the workload
-(loadgen.scenario names it, for the YAML and the JSON Schema), and everything else is the slice's:
+A slice is one package under loadgen.features, and every part of the feature is the slice's:
+- `spec`: its workload key and the key's model (loadgen.scenario.slice_keys), which the workload
+  model, the YAML and the JSON Schema are given (and which checks itself against the workload);
 - `draws`: the per-request value it draws from a stream of its own (seeded from the scenario's
   seed and its own constant, never from the plan's generator, so a scenario without the feature
   plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
@@ -33,6 +34,8 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.collect.feature_stats import FeatureStats
     from loadgen.inputs.dataset_entry import DatasetEntry
     from loadgen.scenario.model import Workload
+    from loadgen.scenario.slice_keys import SpecField
+    from loadgen.scenario.slice_model import SliceSpec
     from loadgen.wire.answer import StreamResult
     from loadgen.wire.call import ContentPart, ReasoningAsk, ToolsAsk
 
@@ -134,3 +137,4 @@ class Slice:
     reads: Callable[[], Reads] | None = None
     counters: tuple[Counter, ...] = ()
     report: str | None = None
+    spec: SpecField[SliceSpec] | None = None

@@ -1,5 +1,5 @@
 """One family of distributions (fixed, uniform, normal, lognormal) for every drawn quantity of a
-scenario: token lengths, turns, cancel points, image counts, durations.
+scenario: token lengths, turns, cancel points, per-request counts (a slice's), durations.
 
 `family()` makes a quantity's four models, named after it (`FixedLength`, `UniformLength`, …: the
 names the JSON schema shows) with its own bounds, and `Family.union` the discriminated union a
@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from kernel.strict import StrictModel
 
-N = TypeVar("N", int, float)  # a whole number (tokens, turns, images) or seconds
+N = TypeVar("N", int, float)  # a whole number (tokens, turns, counts) or seconds
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def counts(name: str, module: str, least: int, most: int, mean_is: str) -> Famil
     """A whole-number quantity in least..most: fixed and uniform values are whole numbers in
     range; normal and lognormal draws are rounded and clipped to it."""
     whole = Annotated[int, Field(ge=least, le=most)]
-    # A normal's mean may be 0 only where 0 is a count (no images); a lognormal's is always > 0.
+    # A normal's mean may be 0 only where 0 is a count (none drawn); a lognormal's is always > 0.
     mean = Annotated[float, Field(ge=0, le=most)] if least == 0 else Annotated[float, Field(gt=0, le=most)]
     spread = Annotated[float, Field(ge=0, le=most)]
     bounds = Bounds(least, most, whole=True)

@@ -1,4 +1,4 @@
-"""Token-count distributions: a request's prompt, output and reasoning lengths."""
+"""Token-count distributions: a request's prompt and output lengths, and any token count a slice draws."""
 
 from __future__ import annotations
 

@@ -10,9 +10,7 @@ JSONL of `{"conversations": [...]}`) is recognised by its shape (loadgen/inputs/
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,18 +25,25 @@ from pydantic import (
     Tag,
     ValidationInfo,
     WrapSerializer,
+    create_model,
     model_validator,
 )
 
 from kernel.strict import StrictModel
 from kernel.units import PositiveDuration, Size
 from loadgen.inputs.dataset_entry import DatasetEntry
-from loadgen.inputs.dataset_images import content_images, named_images, without_placeholders
+from loadgen.inputs.datasets import (
+    DATASET_MAX_LINES,
+    DatasetError,
+    Lacking,
+    count_tokens,
+    read_dataset,
+    token_counter,
+)
 from loadgen.inputs.files import field_error, resolve
 from loadgen.inputs.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
 from loadgen.scenario.adapters import AdaptersSpec
 from loadgen.scenario.cancel import CancelSpec
-from loadgen.scenario.images import ImagesSpec
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
 from loadgen.scenario.lengths import FixedLength as FixedLength
 from loadgen.scenario.lengths import Length as Length
@@ -46,102 +51,20 @@ from loadgen.scenario.lengths import LognormalLength as LognormalLength
 from loadgen.scenario.lengths import NormalLength as NormalLength
 from loadgen.scenario.lengths import UniformLength as UniformLength
 from loadgen.scenario.prefix import PrefixSpec
-from loadgen.scenario.reasoning import ReasoningSpec
 from loadgen.scenario.sessions import SessionsSpec
-from loadgen.scenario.tools import ToolsSpec
+from loadgen.scenario.slice_keys import built_specs
 from loadgen.wire.apis import ApiName, apis_carrying, carries
 
 DEFAULT_CLASS = "default"
-DATASET_MAX_LINES = 1_000_000
-
-# ---- datasets ----------------------------------------------------------------------------------
-
-
-class DatasetError(ValueError):
-    pass
-
-
-def read_dataset(path: Path, api: str) -> list[DatasetEntry]:
-    """Parse a JSONL dataset; raise DatasetError naming the file and line of the first problem."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"dataset {path}: cannot read: {exc}") from None
-    entries: list[DatasetEntry] = []
-    for number, line in enumerate(lines[: DATASET_MAX_LINES + 1], start=1):
-        if not line.strip():
-            continue
-        if number > DATASET_MAX_LINES:
-            raise DatasetError(f"dataset {path.name}: more than {DATASET_MAX_LINES} lines")
-        try:
-            entries.append(_entry(line, api, path.parent))
-        except DatasetError as exc:
-            raise DatasetError(f"dataset {path.name}:{number}: {exc}") from None
-    if not entries:
-        raise DatasetError(f"dataset {path.name}: no prompts (one JSON object a line)")
-    return entries
-
-
-def _entry(line: str, api: str, folder: Path) -> DatasetEntry:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"not JSON: {exc.msg}") from None
-    if not isinstance(data, dict) or ("prompt" in data) == ("messages" in data):
-        raise DatasetError('expected an object with one of "prompt" or "messages"')
-    try:
-        images = named_images(data, folder)
-    except ValueError as exc:
-        raise DatasetError(str(exc)) from None
-    if images and not carries(api, "content_parts"):
-        needs = apis_carrying("content_parts")
-        raise DatasetError(f'"image" needs api: {needs} (images are content parts of a chat message)')
-    if "prompt" in data:
-        if not isinstance(data["prompt"], str) or not data["prompt"].strip():
-            raise DatasetError('"prompt" must be a non-empty string')
-        prompt = without_placeholders(data["prompt"]) if images else data["prompt"]
-        return DatasetEntry(prompt=prompt, messages=None, tokens=None, images=images)
-    messages = data["messages"]
-    if not carries(api, "messages"):
-        raise DatasetError(f'"messages" needs api: {apis_carrying("messages")} (api: {api} takes a "prompt")')
-    if not isinstance(messages, list) or not messages:
-        raise DatasetError('"messages" must be a non-empty list')
-    parts = 0
-    for index, message in enumerate(messages):
-        if not (isinstance(message, dict) and isinstance(message.get("role"), str) and "content" in message):
-            raise DatasetError(f'messages[{index}] must be an object with string "role" and "content"')
-        try:
-            parts += content_images(message["content"], f"messages[{index}]")
-        except ValueError as exc:
-            raise DatasetError(str(exc)) from None
-    return DatasetEntry(prompt=None, messages=tuple(messages), tokens=None, images=images, image_parts=parts)
-
-
-def token_counter(tokenizer_path: Path) -> Callable[[list[str]], list[int]]:
-    """Counts texts' tokens with a local tokenizer.json; DatasetError when it cannot load."""
-    from tokenizers import Tokenizer  # only a scenario with `tokenizer:` needs it
-
-    try:
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
-    except Exception as exc:  # the library raises plain Exception for a missing or bad file
-        raise DatasetError(f"tokenizer {tokenizer_path}: cannot load: {exc}") from None
-    return lambda texts: [len(encoded.ids) for encoded in tokenizer.encode_batch(texts)]
-
-
-def count_tokens(entries: list[DatasetEntry], tokenizer_path: Path) -> list[DatasetEntry]:
-    """The entries with `tokens` counted by a local tokenizer.json (no chat template: the
-    messages' contents only, so a chat prompt's count is a little under the server's)."""
-    counts = token_counter(tokenizer_path)([e.text for e in entries])
-    return [replace(e, tokens=n) for e, n in zip(entries, counts, strict=True)]
-
-
 # ---- workloads ---------------------------------------------------------------------------------
 
 
 _DEFAULT_PROMPT_TOKENS = FixedLength(kind="fixed", value=128)
 
 
-class Workload(StrictModel):
+class WorkloadCore(StrictModel):
+    """The workload's own keys; Workload adds the feature slices' (loadgen.scenario.slice_keys)."""
+
     api: ApiName = "chat"
     stream: bool = True
     prompt_tokens: Length = _DEFAULT_PROMPT_TOKENS
@@ -161,23 +84,16 @@ class Workload(StrictModel):
     sessions: SessionsSpec | None = None
     # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
     prefix: PrefixSpec | None = None
-    # Reasoning streams: how inline thinking is found, and a reasoning length to ask for
-    # (loadgen/scenario/reasoning.py).
-    reasoning: ReasoningSpec | None = None
-    # Tools offered with every request (loadgen/scenario/tools.py).
-    tools: ToolsSpec | None = None
     # Each request names one of several LoRA adapters as its model (loadgen/scenario/adapters.py).
     adapters: AdaptersSpec | None = None
-    # Chat requests carry images (loadgen/scenario/images.py).
-    images: ImagesSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
     @classmethod
     def _read_dataset(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Workload], info: ValidationInfo
-    ) -> Workload:
-        if isinstance(data, Workload):
+        cls, data: Any, handler: ModelWrapValidatorHandler[WorkloadCore], info: ValidationInfo
+    ) -> WorkloadCore:
+        if isinstance(data, WorkloadCore):
             return handler(data)  # already validated (its dataset read)
         workload = handler(data)
         if workload.dataset is None:
@@ -191,7 +107,7 @@ class Workload(StrictModel):
         if _is_sharegpt(path):
             return _read_sharegpt(workload, path, info)
         try:
-            entries = read_dataset(path, workload.api)
+            entries = read_dataset(path, workload.api, _lacking(workload.api))
         except DatasetError as exc:
             raise field_error("dataset", str(exc), workload.dataset) from None
         tokenizer = None
@@ -206,14 +122,14 @@ class Workload(StrictModel):
         return loaded
 
     @model_validator(mode="after")
-    def _cancel_tokens_need_a_stream(self) -> Workload:
+    def _cancel_tokens_need_a_stream(self) -> WorkloadCore:
         if self.cancel is not None and self.cancel.after.tokens is not None and not self.stream:
             message = "cancelling after tokens needs stream: true (give after: {time: ...} instead)"
             raise field_error(("cancel", "after", "tokens"), message, None)
         return self
 
     @model_validator(mode="after")
-    def _sessions_need_chat(self) -> Workload:
+    def _sessions_need_chat(self) -> WorkloadCore:
         if self.sessions is None:
             return self
         if not carries(self.api, "messages"):
@@ -228,45 +144,16 @@ class Workload(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _prefix_needs_synthetic_prompts(self) -> Workload:
+    def _prefix_needs_synthetic_prompts(self) -> WorkloadCore:
         if self.prefix is not None and self.dataset is not None:
             message = "prefix: goes before synthetic prompts (prompt_tokens:); a dataset's are sent as given"
             raise field_error("prefix", message, None)
         return self
 
     @model_validator(mode="after")
-    def _reasoning_fields_need_chat(self) -> Workload:
-        if (
-            self.reasoning is not None
-            and self.api != "chat"
-            and self.reasoning.format not in ("auto", "think_tags")
-        ):
-            fmt = self.reasoning.format
-            message = f"format {fmt} is a chat delta's field: with api: completions give think_tags"
-            raise field_error(("reasoning", "format"), message, None)
-        return self
-
-    @model_validator(mode="after")
-    def _tools_need_chat(self) -> Workload:
-        if self.tools is not None and not carries(self.api, "tools"):
-            message = f"tools need api: {apis_carrying('tools')} (api: {self.api} cannot call one)"
-            raise field_error("tools", message, None)
-        if self.sessions is not None and self.sessions.agent is not None and self.tools is None:
-            message = "an agent loop answers tool calls: give workload.tools"
-            raise field_error(("sessions", "agent"), message, None)
-        return self
-
-    @model_validator(mode="after")
-    def _images_need_chat(self) -> Workload:
-        if self.images is None:
-            return self
-        if not carries(self.api, "content_parts"):
-            needs = apis_carrying("content_parts")
-            message = f"images need api: {needs} (they are content parts of a chat message)"
-            raise field_error("images", message, None)
-        if self.sessions is not None:
-            message = "images are not sent with sessions: (a history would send them again each turn)"
-            raise field_error("images", message, None)
+    def _slices_fit(self) -> WorkloadCore:
+        for spec in _SLICE_KEYS:
+            spec.model().fits(self, spec.of(self))
         return self
 
     @property
@@ -280,6 +167,30 @@ class Workload(StrictModel):
         return bool(self._entries) and self._entries[0].later is not None
 
 
+_SLICE_KEYS = built_specs()
+
+
+def _lacking(api: ApiName) -> Lacking:
+    """For a dataset line: None when `api` carries a request part, else the APIs that do."""
+    return lambda part: None if carries(api, part) else apis_carrying(part)
+
+
+def _workload_model() -> type[WorkloadCore]:
+    """WorkloadCore with each slice's key after the core's, in SLICES' order (optional, None:
+    not given), as the YAML, the JSON Schema and the validation see it."""
+    keys: dict[str, Any] = {spec.key: (spec.model() | None, None) for spec in _SLICE_KEYS}
+    return create_model("Workload", __base__=WorkloadCore, __module__=__name__, **keys)
+
+
+if TYPE_CHECKING:  # to the type checker a workload is its core; a slice reads its key with SpecField.of
+
+    class Workload(WorkloadCore):
+        pass
+
+else:
+    Workload = _workload_model()
+
+
 def _is_sharegpt(path: Path) -> bool:
     try:
         return looks_like_sharegpt(path)
@@ -287,7 +198,7 @@ def _is_sharegpt(path: Path) -> bool:
         return False  # the plain reader says what is wrong
 
 
-def _read_sharegpt(workload: Workload, path: Path, info: ValidationInfo) -> Workload:
+def _read_sharegpt(workload: WorkloadCore, path: Path, info: ValidationInfo) -> WorkloadCore:
     """`workload` with a ShareGPT dataset's conversations as its entries."""
     count: Callable[[list[str]], list[int]] = count_words
     tokenizer = None

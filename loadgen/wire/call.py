@@ -14,7 +14,7 @@ from loadgen.inputs.dataset_entry import GivenMessage
 # shape is the feature slice's own (loadgen.features), which the wire never names; sent as given.
 ContentPart = Mapping[str, object]
 
-# An OpenAI tool schema as the user's file (or the generator, loadgen.scenario.tools) writes it:
+# An OpenAI tool schema as the user's file (or the tools slice's generator) writes it:
 # free-form JSON, sent as given.
 ToolSchema = Mapping[str, Any]
 

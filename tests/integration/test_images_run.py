@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from loadgen.features.images.attach import generated_image
-from loadgen.scenario.images import POOL_SIZE
+from loadgen.features.images.spec import POOL_SIZE
 from loadgen.traffic.vocabulary import prompt_text
 from tests.cli_helpers import run_cli
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from loadgen.features.images.spec import ImageCount
 from loadgen.scenario.cancel import CancelTokens
 from loadgen.scenario.distributions import Fixed, Normal, sample
 from loadgen.scenario.durations import DurationDistribution
-from loadgen.scenario.images import ImageCount
 from loadgen.scenario.lengths import MAX_TOKENS, Length
 from loadgen.scenario.sessions import MAX_TURNS, Turns
 

@@ -12,6 +12,7 @@ import pytest
 
 from loadgen.distributed import plan_wire
 from loadgen.features.images.draws import image_entropy
+from loadgen.features.images.key import SPEC
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
@@ -55,7 +56,7 @@ def _issues(text: str, base_dir: Path | None = None) -> list[str]:
 
 
 def test_the_key_parses_with_its_defaults() -> None:
-    spec = parse_scenario(_one("{count: {kind: fixed, value: 2}}")).workload.images
+    spec = SPEC.of(parse_scenario(_one("{count: {kind: fixed, value: 2}}")).workload)
     assert spec is not None
     assert (spec.count.kind, spec.width, spec.height, spec.format, spec.folder) == (
         "fixed",
@@ -101,8 +102,9 @@ def test_a_folder_is_checked_when_the_scenario_loads(tmp_path: Path) -> None:
     assert len(issues) == 1 and "folder photos: no image files (.gif, .jpeg" in issues[0], issues
     (tmp_path / "photos" / "a.PNG").write_bytes(b"\x89PNG")
     scenario = parse_scenario(_one("{count: {kind: fixed, value: 1}, folder: photos}"), base_dir=tmp_path)
-    assert scenario.workload.images is not None
-    assert scenario.workload.images.folder == str((tmp_path / "photos").resolve())  # absolute: reloads
+    spec = SPEC.of(scenario.workload)
+    assert spec is not None
+    assert spec.folder == str((tmp_path / "photos").resolve())  # absolute: reloads
 
 
 def test_adding_images_moves_nothing_else_of_the_plan() -> None:
@@ -123,11 +125,12 @@ def _eager_counts(scenario: Scenario, requests: list[PlannedRequest]) -> list[in
     indices = np.array([names.index(r.request_class) for r in requests])
     out = np.zeros(len(requests), dtype=int)
     for index, (_, _, workload) in enumerate(scenario.classes):
-        if workload.images is None:
+        spec = SPEC.of(workload)
+        if spec is None:
             continue
         mine = np.flatnonzero(indices == index)
         rng = np.random.default_rng([*image_entropy(scenario.seed), index])
-        out[mine] = sample(workload.images.count, len(mine), rng)
+        out[mine] = sample(spec.count, len(mine), rng)
     return out.tolist()
 
 

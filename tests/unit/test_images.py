@@ -30,7 +30,7 @@ from loadgen.features.images.attach import (
     png_bytes,
     request_images,
 )
-from loadgen.scenario.images import POOL_SIZE, ImagesSpec
+from loadgen.features.images.spec import POOL_SIZE, ImagesSpec
 from loadgen.wire.apis import request_body
 from loadgen.wire.call import Call
 from servers.engines.batching import BatchingEngine

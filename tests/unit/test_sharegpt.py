@@ -134,7 +134,7 @@ traffic: [{kind: constant, rate: 1, duration: 1s}]
 
 
 def test_with_a_tokenizer_lengths_are_its_token_counts():
-    from loadgen.scenario.workload import token_counter
+    from loadgen.inputs.datasets import token_counter
 
     count = token_counter(ROOT / "servers" / "models" / "tiny" / "tokenizer.json")
     entries = read_sharegpt(SAMPLE, "chat", count)

@@ -1,4 +1,4 @@
-"""Image inputs (`workload.images`, loadgen.scenario.images): chat requests carry images, drawn
+"""Image inputs (`workload.images`: spec): chat requests carry images, drawn
 per request (plan), attached as content parts (attach), recorded (record), summed up as
 report.json's `metrics.images` (stats) and shown in report.md and report.html (report/)."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loadgen.features.images.key import SPEC
 from loadgen.features.images.record import IMAGE_FIELDS
 from loadgen.features.slice import Slice
 
@@ -39,4 +40,5 @@ IMAGES = Slice(
     draws=_draws,
     attaches=_attaches,
     report="loadgen.features.images.report",
+    spec=SPEC,
 )

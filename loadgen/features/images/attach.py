@@ -1,4 +1,4 @@
-"""The images a request carries (`workload.images`, loadgen.scenario.images): bytes, data URLs,
+"""The images a request carries (`workload.images`, its spec): bytes, data URLs,
 and the slice's attachment (content parts of the request's last user message).
 
 Generated images are random noise from a seed of (width, height, index): the same bytes in every
@@ -22,9 +22,10 @@ from typing import Literal, TypedDict
 import numpy as np
 
 from loadgen.collect.field_doc import ExtraValue
+from loadgen.features.images.key import SPEC
+from loadgen.features.images.spec import IMAGE_SUFFIXES, POOL_SIZE, ImagesSpec, image_files
 from loadgen.features.slice import Asking, Attached
 from loadgen.inputs.dataset_entry import DatasetEntry
-from loadgen.scenario.images import IMAGE_SUFFIXES, POOL_SIZE, ImagesSpec, image_files
 from loadgen.scenario.workload import Workload
 from loadgen.wire.answer import StreamResult
 
@@ -91,13 +92,14 @@ def data_url(data: bytes, mime: str) -> str:
 
 def sends_images(workload: Workload) -> bool:
     """Whether a class sends images: drawn (`images:`), or named by its dataset's lines."""
-    return workload.images is not None or any(e.images or e.image_parts for e in workload.entries)
+    return SPEC.of(workload) is not None or any(e.images or e.image_parts for e in workload.entries)
 
 
 def warm_workload(workload: Workload) -> None:
     """Make or read every image a class can send, before the schedule starts."""
-    if workload.images is not None:
-        warm_images(workload.images)
+    spec = SPEC.of(workload)
+    if spec is not None:
+        warm_images(spec)
     for entry in workload.entries:
         for path in entry.images:
             file_url(path)
@@ -109,8 +111,9 @@ def attached_images(
     """The data URLs to attach to a request (its dataset line's files, then its drawn ones), and
     its image count (the image parts its line's messages carry as written included)."""
     urls = [file_url(path) for path in entry.images] if entry is not None else []
-    if workload.images is not None and planned_images:
-        urls += request_images(workload.images, request_id, planned_images)
+    spec = SPEC.of(workload)
+    if spec is not None and planned_images:
+        urls += request_images(spec, request_id, planned_images)
     return urls, len(urls) + (entry.image_parts if entry is not None else 0)
 
 

@@ -1,4 +1,4 @@
-"""How many images each planned request carries (`workload.images`, loadgen.scenario.images):
+"""How many images each planned request carries (`workload.images`, loadgen.features.images.spec):
 the slice's draws, kept in PlannedRequest.drawn["images"].
 
 As the cancel and prefix draws (loadgen.traffic.plan_cancel, plan_prefix), the counts come from
@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loadgen.features.images.key import SPEC
+from loadgen.features.images.spec import ImagesSpec
 from loadgen.features.slice import Classes
 from loadgen.scenario.distributions import sample
-from loadgen.scenario.images import ImagesSpec
 
 # Mixed into the seed of the image streams ("imag"), apart from the plan's, cancels' and prefixes'.
 IMAGE_STREAM = 0x696D6167
@@ -33,7 +34,7 @@ class ImagePlan:
     @classmethod
     def of(cls, classes: Classes, entropy: Sequence[int]) -> ImagePlan | None:
         """None when no class sends images (the plan then draws nothing for them)."""
-        specs = tuple(workload.images for _, _, workload in classes)
+        specs = tuple(SPEC.of(workload) for _, _, workload in classes)
         if all(spec is None for spec in specs):
             return None
         return cls(specs, tuple(entropy))

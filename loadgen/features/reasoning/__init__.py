@@ -1,4 +1,4 @@
-"""Reasoning streams (`workload.reasoning`, loadgen.scenario.reasoning): requests ask a reasoning
+"""Reasoning streams (`workload.reasoning`: spec): requests ask a reasoning
 model for its thinking (ask), every answer's reasoning is recorded (record), counted live and
 summed up as report.json's `metrics.reasoning` (stats; TTFAT stays the core's)."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loadgen.features.reasoning.key import SPEC
 from loadgen.features.reasoning.record import REASONING_FIELDS
 from loadgen.features.slice import Counter, Slice
 
@@ -35,6 +36,8 @@ def _reads() -> Reads:
 TOKENS = Counter(
     "loadtest_reasoning_tokens", "Reasoning tokens received (part of the output tokens)", "reasoning_tokens"
 )
+
+
 REASONING = Slice(
     "reasoning",
     REASONING_FIELDS,
@@ -43,4 +46,5 @@ REASONING = Slice(
     reads=_reads,
     counters=(TOKENS,),
     report="loadgen.features.reasoning.report",
+    spec=SPEC,
 )

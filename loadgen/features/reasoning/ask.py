@@ -16,6 +16,7 @@ from types import MappingProxyType
 import numpy as np
 
 from loadgen.collect.field_doc import ExtraValue
+from loadgen.features.reasoning.key import SPEC
 from loadgen.features.slice import Asking, Attached
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.workload import Workload
@@ -27,7 +28,7 @@ NOTHING_READ: Mapping[str, ExtraValue] = MappingProxyType({})  # an answer witho
 
 def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int) -> int:
     """This request's reasoning length (0 when the workload asks for none)."""
-    spec = workload.reasoning
+    spec = SPEC.of(workload)
     if spec is None or spec.tokens is None:
         return 0
     rng = np.random.default_rng((zlib.crc32(request_class.encode()), request_id))
@@ -36,7 +37,7 @@ def reasoning_tokens_of(workload: Workload, request_class: str, request_id: int)
 
 def reasoning_ask(workload: Workload, tokens: int) -> ReasoningAsk | None:
     """What a reasoning request asks (None without workload.reasoning); its API renders it."""
-    spec = workload.reasoning
+    spec = SPEC.of(workload)
     if spec is None:
         return None
     return ReasoningAsk(spec.effort, tokens, spec.emitted_format(workload.api))
@@ -47,10 +48,10 @@ class ReasoningAsker:
     (loadgen.features.slice.Attaches); what its answer showed is the reader's, as any answer's."""
 
     def senders(self, classes: Mapping[str, Workload]) -> frozenset[str]:
-        return frozenset(name for name, workload in classes.items() if workload.reasoning is not None)
+        return frozenset(name for name, workload in classes.items() if SPEC.of(workload) is not None)
 
     def attach(self, workload: Workload, asking: Asking) -> Attached:
-        spec = workload.reasoning
+        spec = SPEC.of(workload)
         if spec is None:
             return Attached()
         tokens = reasoning_tokens_of(workload, asking.request_class, asking.request_id)

@@ -1,4 +1,4 @@
-"""Tool calls (`workload.tools`, loadgen.scenario.tools): requests offer tools (ask), the calls
+"""Tool calls (`workload.tools`: spec): requests offer tools (ask), the calls
 their answers make are recorded (record), counted live, summed up as report.json's
 `metrics.tools` (stats) and shown in report.md and report.html (report/)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loadgen.features.slice import Counter, Slice
+from loadgen.features.tools.key import SPEC
 from loadgen.features.tools.record import TOOL_FIELDS
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ def _attaches() -> Attaches:
 CALLS = Counter(
     "loadtest_tool_calls", "Tool calls the answers made (requests that offered tools)", "tool_calls"
 )
+
+
 TOOLS = Slice(
     "tools",
     TOOL_FIELDS,
@@ -36,4 +39,5 @@ TOOLS = Slice(
     attaches=_attaches,
     counters=(CALLS,),
     report="loadgen.features.tools.report",
+    spec=SPEC,
 )

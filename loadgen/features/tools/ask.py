@@ -15,6 +15,7 @@ import numpy as np
 
 from loadgen.collect.field_doc import ExtraValue
 from loadgen.features.slice import Asking, Attached
+from loadgen.features.tools.key import SPEC
 from loadgen.scenario.workload import Workload
 from loadgen.wire.answer import StreamResult
 from loadgen.wire.call import ToolsAsk
@@ -24,7 +25,7 @@ _TOOLS_STREAM = 0x746F6F6C  # "tool": apart from every other draw of the same re
 
 def calls_tool(workload: Workload, request_class: str, request_id: int) -> bool:
     """Whether the built-in servers should answer this request with a tool call."""
-    spec = workload.tools
+    spec = SPEC.of(workload)
     if spec is None or spec.choice == "none":
         return False
     rng = np.random.default_rng((_TOOLS_STREAM, zlib.crc32(request_class.encode()), request_id))
@@ -33,7 +34,7 @@ def calls_tool(workload: Workload, request_class: str, request_id: int) -> bool:
 
 def tools_ask(workload: Workload, call: bool) -> ToolsAsk | None:
     """What a request with tools asks (None without workload.tools); its API renders it."""
-    spec = workload.tools
+    spec = SPEC.of(workload)
     if spec is None:
         return None
     return ToolsAsk(spec.tools, spec.tool_choice, call)
@@ -43,7 +44,7 @@ class ToolOffer:
     """The slice's part of a request (loadgen.features.slice.Attaches)."""
 
     def senders(self, classes: Mapping[str, Workload]) -> frozenset[str]:
-        return frozenset(name for name, workload in classes.items() if workload.tools is not None)
+        return frozenset(name for name, workload in classes.items() if SPEC.of(workload) is not None)
 
     def attach(self, workload: Workload, asking: Asking) -> Attached:
         call = calls_tool(workload, asking.request_class, asking.request_id)

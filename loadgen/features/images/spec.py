@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from kernel.strict import StrictModel
 from loadgen.inputs.dataset_images import IMAGE_SUFFIXES as IMAGE_SUFFIXES  # the readers' list
-from loadgen.inputs.files import base_dir
+from loadgen.inputs.files import base_dir, field_error
 from loadgen.scenario.distributions import Distribution, counts
+from loadgen.scenario.slice_model import SliceSpec
+from loadgen.wire.apis import apis_carrying, carries
 
 MAX_IMAGES = 100  # per request; more is a typo (vLLM's per-prompt limits are a few)
 MAX_SIDE = 8192  # pixels; a generated image is held in memory for the run
@@ -55,12 +56,14 @@ NormalImages = IMAGES.normal
 LognormalImages = IMAGES.lognormal
 
 if TYPE_CHECKING:
+    from loadgen.scenario.workload import WorkloadCore
+
     ImageCount: TypeAlias = Distribution[int]
 else:
     ImageCount = IMAGES.union
 
 
-class ImagesSpec(StrictModel):
+class ImagesSpec(SliceSpec):
     count: ImageCount
     width: int = Field(default=512, ge=1, le=MAX_SIDE)
     height: int = Field(default=512, ge=1, le=MAX_SIDE)
@@ -85,6 +88,19 @@ class ImagesSpec(StrictModel):
         # Absolute, so the run folder's copy of the scenario reloads from anywhere.
         object.__setattr__(self, "folder", str(resolved))
         return self
+
+    @classmethod
+    def fits(cls, workload: WorkloadCore, spec: SliceSpec | None) -> None:
+        """Images are content parts of a chat message, sent once (not again with each turn)."""
+        if spec is None:
+            return
+        if not carries(workload.api, "content_parts"):
+            needs = apis_carrying("content_parts")
+            message = f"images need api: {needs} (they are content parts of a chat message)"
+            raise field_error("images", message, None)
+        if workload.sessions is not None:
+            message = "images are not sent with sessions: (a history would send them again each turn)"
+            raise field_error("images", message, None)
 
 
 def image_files(folder: Path) -> list[Path]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     Field,
@@ -36,10 +36,14 @@ from pydantic import (
     model_validator,
 )
 
-from kernel.strict import StrictModel
 from kernel.units import Fraction
 from loadgen.inputs.files import field_error, resolve
+from loadgen.scenario.slice_model import SliceSpec
+from loadgen.wire.apis import apis_carrying, carries
 from loadgen.wire.call import NamedToolChoice
+
+if TYPE_CHECKING:
+    from loadgen.scenario.workload import WorkloadCore
 
 MAX_TOOLS = 128  # OpenAI's own limit on `tools`
 MAX_TOOL_FILE_BYTES = 16 * 1024 * 1024
@@ -98,7 +102,7 @@ def read_tools(path: Path) -> list[dict[str, Any]]:
     return data
 
 
-class ToolsSpec(StrictModel):
+class ToolsSpec(SliceSpec):
     file: str | None = None  # a JSON list of OpenAI tool schemas (relative: from the scenario)
     count: int = Field(default=4, ge=1, le=MAX_TOOLS)  # generated tools, without `file`
     description_tokens: int = Field(default=32, ge=1, le=100_000)
@@ -136,6 +140,16 @@ class ToolsSpec(StrictModel):
             raise field_error("choice", message, spec.choice)
         spec._tools = tuple(tools)
         return spec
+
+    @classmethod
+    def fits(cls, workload: WorkloadCore, spec: SliceSpec | None) -> None:
+        """Tools need an API that carries them, and an agent loop (sessions.agent) needs tools."""
+        if spec is not None and not carries(workload.api, "tools"):
+            message = f"tools need api: {apis_carrying('tools')} (api: {workload.api} cannot call one)"
+            raise field_error("tools", message, None)
+        if spec is None and workload.sessions is not None and workload.sessions.agent is not None:
+            message = "an agent loop answers tool calls: give workload.tools"
+            raise field_error(("sessions", "agent"), message, None)
 
     @property
     def tools(self) -> list[dict[str, Any]]:

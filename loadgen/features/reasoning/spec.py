@@ -27,18 +27,33 @@ and ignores the field (vLLM logs it as an ignored field).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from kernel.strict import StrictModel
+from loadgen.inputs.files import field_error
 from loadgen.scenario.lengths import Length
+from loadgen.scenario.slice_model import SliceSpec
+
+if TYPE_CHECKING:
+    from loadgen.scenario.workload import WorkloadCore
 
 ReasoningFormat = Literal["auto", "reasoning_content", "reasoning", "think_tags"]
 
 
-class ReasoningSpec(StrictModel):
+class ReasoningSpec(SliceSpec):
     format: ReasoningFormat = "auto"
     tokens: Length | None = None
     effort: Literal["low", "medium", "high"] | None = None
+
+    @classmethod
+    def fits(cls, workload: WorkloadCore, spec: SliceSpec | None) -> None:
+        """A delta's field names a chat stream's form: a completion's thinking is inline."""
+        if (
+            isinstance(spec, ReasoningSpec)
+            and workload.api != "chat"
+            and spec.format not in ("auto", "think_tags")
+        ):
+            message = f"format {spec.format} is a chat delta's field: with api: completions give think_tags"
+            raise field_error(("reasoning", "format"), message, None)
 
     def emitted_format(self, api: str) -> str:
         """The form the built-in servers stream the drawn reasoning in (a completion has no
