@@ -27,6 +27,7 @@ from typing import Any
 
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.dataset_images import named_images, without_placeholders
+from loadgen.inputs.datasets import Lacking
 
 # Counts each text's tokens: words without a tokenizer (what the simulated server counts).
 Counter = Callable[[list[str]], list[int]]
@@ -116,10 +117,16 @@ def _conversation(item: Any) -> tuple[str | None, list[Turn]]:
 
 
 def read_sharegpt(
-    path: Path, api: str, count: Counter = count_words, limit: int | None = None
+    path: Path,
+    api: str,
+    count: Counter = count_words,
+    limit: int | None = None,
+    lacking: Lacking | None = None,
 ) -> list[DatasetEntry]:
     """Every conversation with a human message as a DatasetEntry;
-    ShareGPTError names the entry or line of the first problem."""
+    ShareGPTError names the entry or line of the first problem. `lacking`: what `api` cannot
+    carry (loadgen.inputs.datasets; None: only chat carries messages and images)."""
+    lacking = lacking or (lambda part: None if api == "chat" else "chat")
     entries: list[DatasetEntry] = []
     for where, item in _items(path):
         if limit is not None and len(entries) >= limit:
@@ -129,9 +136,10 @@ def read_sharegpt(
             images = named_images(item, path.parent)
         except (ShareGPTError, ValueError) as exc:
             raise ShareGPTError(f"{where}: {exc}") from None
-        if images and api != "chat":
+        needs = lacking("content_parts")
+        if images and needs is not None:
             raise ShareGPTError(
-                f'{where}: "image" needs api: chat (images are content parts of a chat message)'
+                f'{where}: "image" needs api: {needs} (images are content parts of a chat message)'
             )
         if not turns:
             continue
@@ -145,7 +153,7 @@ def read_sharegpt(
             for (_, reply), n in zip(turns, reply_counts, strict=True)
         ]
         messages = None
-        if system is not None and api == "chat":
+        if system is not None and lacking("messages") is None:
             messages = ({"role": "system", "content": system}, {"role": "user", "content": humans[0]})
         first_tokens = human_counts[0] if count is not count_words else None
         if messages is not None and first_tokens is not None:

@@ -209,7 +209,7 @@ def _read_sharegpt(workload: WorkloadCore, path: Path, info: ValidationInfo) -> 
         except DatasetError as exc:
             raise field_error("tokenizer", str(exc), workload.tokenizer) from None
     try:
-        entries = read_sharegpt(path, workload.api, count, limit=DATASET_MAX_LINES)
+        entries = read_sharegpt(path, workload.api, count, DATASET_MAX_LINES, _lacking(workload.api))
     except (ShareGPTError, OSError, UnicodeDecodeError) as exc:
         raise field_error("dataset", f"ShareGPT dataset {path.name}: {exc}", workload.dataset) from None
     loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})

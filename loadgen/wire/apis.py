@@ -15,6 +15,7 @@ from loadgen.wire.call import JSON_TYPE, Call, WireRequest
 from loadgen.wire.chat import ChatApi
 from loadgen.wire.completions import CompletionsApi
 from loadgen.wire.openai_body import OpenAIBody
+from loadgen.wire.responses import ResponsesApi
 
 
 class WireApi(Protocol):
@@ -41,8 +42,8 @@ class WireApi(Protocol):
         ...
 
 
-ApiName = Literal["chat", "completions"]
-WIRE_APIS: dict[str, WireApi] = {api.name: api for api in (ChatApi(), CompletionsApi())}
+ApiName = Literal["chat", "completions", "responses"]
+WIRE_APIS: dict[str, WireApi] = {api.name: api for api in (ChatApi(), CompletionsApi(), ResponsesApi())}
 if set(WIRE_APIS) != set(get_args(ApiName)):  # one list of names: a scenario cannot name a missing API
     raise RuntimeError(f"ApiName {get_args(ApiName)} and WIRE_APIS {sorted(WIRE_APIS)} differ")
 

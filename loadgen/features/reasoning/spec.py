@@ -52,7 +52,9 @@ class ReasoningSpec(SliceSpec):
             and workload.api != "chat"
             and spec.format not in ("auto", "think_tags")
         ):
-            message = f"format {spec.format} is a chat delta's field: with api: completions give think_tags"
+            message = (
+                f"format {spec.format} is a chat delta's field: with api: {workload.api} give think_tags"
+            )
             raise field_error(("reasoning", "format"), message, None)
 
     def emitted_format(self, api: str) -> str:
