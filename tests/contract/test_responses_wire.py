@@ -12,6 +12,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -268,7 +269,7 @@ def test_metrics_and_timings_count_responses(sim: str) -> None:
     before = httpx.get(f"{sim}/debug/timings", timeout=20).json()
     raw_events(sim, {"input": PROMPT, "max_output_tokens": 4})
     after = httpx.get(f"{sim}/debug/timings", timeout=20).json()
-    assert after != before
+    assert after["requests"] == before["requests"] + 1 and after["itl_p50_ms"] is not None
     metrics = httpx.get(f"{sim}/metrics", timeout=20).text
     assert 'endpoint="/v1/responses",status="200"' in metrics
 
@@ -305,3 +306,17 @@ def test_the_onnx_runtime_server_answers_responses(ort: str) -> None:
     ]
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model="tiny", input=image)
+
+
+def test_a_client_gone_mid_stream_is_counted_as_chat_s(sim: str) -> None:
+    body = {"input": PROMPT, "max_output_tokens": 2000, "stream": True}
+    with httpx.stream("POST", f"{sim}/v1/responses", json=body, timeout=20) as answer:
+        lines = answer.iter_lines()
+        while "response.output_text.delta" not in next(lines):
+            pass
+    for _ in range(100):  # the handler is cancelled once the server sees the connection close
+        metrics = httpx.get(f"{sim}/metrics", timeout=20).text
+        if 'endpoint="/v1/responses",status="499"' in metrics:
+            break
+        time.sleep(0.05)
+    assert 'endpoint="/v1/responses",status="499"' in metrics
