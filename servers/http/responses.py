@@ -134,7 +134,9 @@ def event_bytes(event: dict[str, Any]) -> bytes:
 
 
 def _tool(tool: dict[str, Any]) -> dict[str, Any]:
-    """A request's function tool as the Response object echoes it."""
+    """A request's tool as the Response object echoes it: a function tool with every field."""
+    if tool.get("type", "function") != "function":
+        return dict(tool)
     return {
         "type": tool.get("type") or "function",
         "name": tool.get("name") or "",
@@ -172,6 +174,7 @@ class ResponsesShape(Shape):
             effort = (body.reasoning or {}).get("effort")
             shape.echo = {
                 "instructions": body.instructions,
+                "max_output_tokens": body.max_output_tokens,
                 "reasoning": {"effort": effort, "summary": None},
                 "tool_choice": body.tool_choice or "auto",
                 "tools": [_tool(tool) for tool in body.tools or []],
@@ -192,7 +195,7 @@ class ResponsesShape(Shape):
             "error": None,
             "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
             "instructions": self.echo.get("instructions"),
-            "max_output_tokens": self.total,
+            "max_output_tokens": self.echo.get("max_output_tokens"),
             "max_tool_calls": None,
             "metadata": {},
             "model": self.model,

@@ -140,7 +140,9 @@ def test_a_stream_with_reasoning_reads_in_order_and_matches_the_whole_answer(sim
     last = events[-1]
     assert last.type == "response.incomplete"
     final = last.response
-    assert final.status == "incomplete" and final.incomplete_details is not None
+    assert (
+        final.max_output_tokens == 8 and final.status == "incomplete" and final.incomplete_details is not None
+    )
     assert final.incomplete_details.reason == "max_output_tokens"
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     thinking = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
@@ -191,6 +193,7 @@ def test_a_whole_answer_is_a_response_object(sim: str) -> None:
     assert raw.status_code == 200
     response = Response.model_validate(raw.json())  # strict
     assert response.object == "response" and response.model == "simulated"
+    assert response.max_output_tokens is None  # echoed as sent: not given
     assert response.usage is not None and response.usage.output_tokens == 16  # chat's default limit
     parsed = _client(sim).responses.create(model="simulated", input=PROMPT, instructions="be brief")
     assert parsed.output_text and parsed.instructions == "be brief"
