@@ -14,7 +14,6 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from servers.engines.engine import Engine, GenerationRequest
 from servers.http.exposition import ServerMetrics
 from servers.http.openai import (
-    SSE_DONE,
     BadRequest,
     ChatBody,
     ChatShape,
@@ -24,8 +23,8 @@ from servers.http.openai import (
     Shape,
     error_body,
     parse_body,
-    sse,
 )
+from servers.http.responses import ResponsesBody, ResponsesShape
 from servers.http.timings import TimingRecorder
 
 CLIENT_GONE = "499"  # nginx's code for "client closed the connection", as a metrics label
@@ -48,6 +47,9 @@ class OpenAIFront:
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, "/v1/chat/completions", ChatBody, ChatShape)
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, "/v1/responses", ResponsesBody, ResponsesShape)
 
     async def models(self, request: web.Request) -> web.Response:
         # Like vLLM, whose API is not up before the model is: "models answers" means "ready",
@@ -108,10 +110,9 @@ class OpenAIFront:
         if not self.engine.ready():
             return _error(503, "the model is still loading", "service_unavailable")
         # A chat goes through the engine's chat template (when its model has one), like vLLM.
-        prompt = (
-            self.engine.chat_prompt(body.conversation()) if isinstance(body, ChatBody) else body.prompt_text()
-        )
-        images = body.images() if isinstance(body, ChatBody) else 0
+        conversation = body.conversation()
+        prompt = self.engine.chat_prompt(conversation) if conversation is not None else body.prompt_text()
+        images = body.images()
         if images and self.engine.image_tokens is None:
             return _error(400, "this model takes no images (a text-only model)", "invalid_request_error")
         req = GenerationRequest(
@@ -123,8 +124,7 @@ class OpenAIFront:
             adapter=adapter,
             images=images,
         )
-        tool = body.called_tool() if isinstance(body, ChatBody) else None
-        shape = shape_type(adapter or self.engine.model_name, body.simulate_reasoning, tool, req.max_tokens)
+        shape = shape_type.of(adapter or self.engine.model_name, body, body.called_tool(), req.max_tokens)
         # aclosing: if the client goes away mid-stream, the engine frees the slot now, not
         # whenever the generator happens to be garbage-collected.
         async with aclosing(self._observed(req, started)) as pieces:
@@ -148,20 +148,20 @@ class OpenAIFront:
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await response.prepare(request)
-        opening = shape.opening_chunk()
-        if opening is not None:
-            await response.write(sse(opening))
+        opening = shape.stream_open()
+        if opening:
+            await response.write(opening)
         loop = asyncio.get_running_loop()
         written: list[float] = []
         async for piece in pieces:
             # one write per token, sent at once
-            await response.write(sse(shape.token_chunk(len(written), piece)))
+            await response.write(shape.stream_token(len(written), piece))
             written.append(loop.time())
         count = len(written)
-        await response.write(sse(shape.chunk("", shape.finish(_finish_reason(count, req.max_tokens)))))
-        if include_usage:
-            await response.write(sse(shape.usage_chunk(req.prompt_tokens, count, req.timing.cached_tokens)))
-        await response.write(SSE_DONE)
+        finish = _finish_reason(count, req.max_tokens)
+        await response.write(
+            shape.stream_close(count, finish, req.prompt_tokens, req.timing.cached_tokens, include_usage)
+        )
         if self.timings is not None:
             self.timings.observe(started, written, loop.time())
         await response.write_eof()
@@ -228,6 +228,7 @@ def build_app(engine: Engine, *, record_timings: bool = False) -> web.Applicatio
     app = web.Application(client_max_size=64 * 1024**2)
     app.router.add_post("/v1/completions", front.completions)
     app.router.add_post("/v1/chat/completions", front.chat)
+    app.router.add_post("/v1/responses", front.responses)
     app.router.add_get("/v1/models", front.models)
     app.router.add_get("/health", front.health)
     app.router.add_get("/metrics", front.metrics_text)

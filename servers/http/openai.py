@@ -57,6 +57,21 @@ class RequestBody(BaseModel):
     def prompt_text(self) -> str:
         raise NotImplementedError
 
+    # What an endpoint with messages adds (chat, responses): a conversation for the engine's
+    # chat template (None: a plain prompt), image parts, the tool a simulated answer calls.
+    def conversation(self) -> list[tuple[str, str]] | None:
+        return None
+
+    def images(self) -> int:
+        return 0
+
+    def called_tool(self) -> str | None:
+        return None
+
+    def unsupported(self) -> str | None:
+        """A well-formed request this server does not serve (a 400 with this message), or None."""
+        return None
+
 
 class CompletionBody(RequestBody):
     prompt: str | list[str]
@@ -156,13 +171,17 @@ def parse_body(raw: bytes, kind: type[RequestBody]) -> RequestBody:
     if not isinstance(data, dict):
         raise BadRequest("request body must be a JSON object")
     try:
-        return kind.model_validate(data)
+        body = kind.model_validate(data)
     except ValidationError as exc:
         # One message per field: a union type otherwise reports once per alternative.
         problems: dict[str, str] = {}
         for err in exc.errors():
             problems.setdefault(str(err["loc"][0]) if err["loc"] else "body", err["msg"])
         raise BadRequest("invalid request: " + "; ".join(f"{k}: {v}" for k, v in problems.items())) from None
+    problem = body.unsupported()
+    if problem is not None:
+        raise BadRequest(problem)
+    return body
 
 
 def error_body(message: str, kind: str, code: int) -> dict[str, Any]:
@@ -215,8 +234,48 @@ class Shape:
         self.reasoning_tokens = reasoning.tokens if reasoning is not None else 0
         self.reasoning_form: ReasoningForm = reasoning.format if reasoning is not None else "think_tags"
 
+    @classmethod
+    def of(cls, model: str, body: RequestBody, tool: str | None, total: int) -> Shape:
+        """The shape of the answer to `body`, `total` pieces at most."""
+        return cls(model, body.simulate_reasoning, tool, total)
+
+    # The stream's bytes: at once, per piece (one write each), and at the end.
+    def stream_open(self) -> bytes:
+        opening = self.opening_chunk()
+        return sse(opening) if opening is not None else b""
+
+    def stream_token(self, k: int, piece: str) -> bytes:
+        return sse(self.token_chunk(k, piece))
+
+    def stream_close(
+        self,
+        count: int,
+        finish: FinishReason,
+        prompt_tokens: int,
+        cached_tokens: int | None,
+        include_usage: bool,
+    ) -> bytes:
+        end = sse(self.chunk("", self.finish(finish)))
+        if include_usage:
+            end += sse(self.usage_chunk(prompt_tokens, count, cached_tokens))
+        return end + SSE_DONE
+
     def finish(self, reason: FinishReason) -> FinishReason:
         return reason
+
+    @property
+    def call_id(self) -> str:
+        return "call_" + self.id[-24:]
+
+    def _argument(self, j: int, piece: str) -> str:
+        """Argument piece j of the call: together one JSON object {"query": "..."}."""
+        last = self.total - self.reasoning_tokens - 1
+        text = piece.strip() if j == 0 else piece
+        if j == 0:
+            text = '{"query": "' + text
+        if j >= last:
+            text += '"}'
+        return text
 
     def token_chunk(self, k: int, piece: str) -> dict[str, Any]:
         """The chunk of output piece k: reasoning (in its form) before reasoning_tokens."""
@@ -318,20 +377,6 @@ class ChatShape(Shape):
             call.update(id=self.call_id, type="function")
             call["function"]["name"] = self.tool
         return self._chunk({"tool_calls": [call]}, None)
-
-    @property
-    def call_id(self) -> str:
-        return "call_" + self.id[-24:]
-
-    def _argument(self, j: int, piece: str) -> str:
-        """Argument piece j of the call: together one JSON object {"query": "..."}."""
-        last = self.total - self.reasoning_tokens - 1
-        text = piece.strip() if j == 0 else piece
-        if j == 0:
-            text = '{"query": "' + text
-        if j >= last:
-            text += '"}'
-        return text
 
     def reasoning_chunk(self, piece: str) -> dict[str, Any]:
         return self._chunk({self.reasoning_form: piece}, None)
