@@ -10,6 +10,7 @@ slack can be told apart.
 
     python bench/accuracy.py                  # 50 and 200 req/s, 30 s each
     python bench/accuracy.py --rates 50 100 200 --duration 30
+    python bench/accuracy.py --api responses  # the Responses API's typed events instead of chat
 """
 
 from __future__ import annotations
@@ -31,18 +32,19 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--server-core", default="0")
     parser.add_argument("--client-core", default="1")
+    parser.add_argument("--api", default="chat", help="the workload's api (chat, completions, responses)")
     args = parser.parse_args()
 
     rows = []
     for rate in args.rates:
-        rows.append(measure(rate, args.duration, args.server_core, args.client_core))
+        rows.append(measure(rate, args.duration, args.server_core, args.client_core, args.api))
     print_table(rows)
     return 0
 
 
-def measure(rate: float, duration: float, server_core: str, client_core: str) -> dict[str, object]:
+def measure(rate: float, duration: float, server_core: str, client_core: str, api: str) -> dict[str, object]:
     with simulated_server(server_core, ttft_ms=TTFT_MS, itl_ms=ITL_MS) as url:
-        report, _ = run_loadtest(client_core, poisson_scenario(url, rate, duration, OUTPUT_TOKENS))
+        report, _ = run_loadtest(client_core, poisson_scenario(url, rate, duration, OUTPUT_TOKENS, api))
         truth = server_timings(url)
     return {"rate": rate, "report": report, "metrics": report["metrics"], "server": truth}
 

@@ -134,12 +134,12 @@ def worktrees(base: str | None) -> Iterator[list[tuple[str, Path]]]:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(root)], check=False)
 
 
-def poisson_scenario(url: str, rate: float, duration: float, output_tokens: int) -> str:
+def poisson_scenario(url: str, rate: float, duration: float, output_tokens: int, api: str = "chat") -> str:
     return f"""name: bench-{int(rate)}
 seed: 1
 server: {{kind: external, url: "{url}"}}
 workload:
-  api: chat
+  api: {api}
   prompt_tokens: {{kind: fixed, value: 128}}
   output_tokens: {{kind: fixed, value: {output_tokens}}}
 traffic:
