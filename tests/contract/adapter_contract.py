@@ -75,6 +75,18 @@ def post(endpoint: Endpoint, path: str, body: dict[str, Any]) -> tuple[int, Any]
         conn.close()
 
 
+def timed_lines(endpoint: Endpoint, path: str, data: bytes) -> tuple[int, list[tuple[bytes, int]]]:
+    """POST `data` (JSON, as encoded) and read the answer's lines, each with when it was read
+    (perf_counter_ns): the status, and the lines (an error's body as its one line)."""
+    conn = _connect(endpoint, timeout=60)
+    try:
+        conn.request("POST", path, body=data, headers=_headers(endpoint))
+        response = conn.getresponse()
+        return response.status, [(raw, time.perf_counter_ns()) for raw in response]
+    finally:
+        conn.close()
+
+
 def stream(endpoint: Endpoint, path: str, body: dict[str, Any]) -> Stream:
     conn = _connect(endpoint)
     try:

@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 
+from loadgen.wire.apis import wire_api
+from loadgen.wire.call import Call
+from loadgen.wire.responses_stream import ResponsesReader
 from servers.adapter import Adapter, Endpoint, ServerStartError
 from servers.models import TINY_MODEL_DIR
 from servers.models.build_lora import ADAPTERS
 from servers.vllm import VllmAdapter
-from tests.contract.adapter_contract import AdapterContract, FailingStart, MetricNames, get, post
+from tests.contract.adapter_contract import AdapterContract, FailingStart, MetricNames, get, post, timed_lines
 from tests.vllm_server import vllm
 from tests.vllm_server import vllm_python as _vllm_python
 
@@ -91,6 +94,29 @@ class TestVllmAdapter(AdapterContract):
         # The session's server, with the two tiny LoRA adapters (server.lora_modules): one vLLM
         # start serves the contract, multi-LoRA serving and the shipped scenario's run.
         return shared_vllm
+
+    def test_its_responses_stream_reads_as_loadtest_reads_it(self, endpoint: Endpoint) -> None:
+        """vLLM's /v1/responses, sent what `api: responses` sends and read by its reader: typed
+        events whose first delta comes after the events that open the response, usage in the
+        terminal event (completed, or incomplete at the budget asked for), one delta a token."""
+        call = Call(model=endpoint.model, prompt="Say hello", max_tokens=12, ignore_eos=True, stream=True)
+        request = wire_api("responses").request(call)
+        status, lines = timed_lines(endpoint, request.path, request.data)
+        assert status == 200, lines[:3]
+        reader = ResponsesReader()
+        events = [line for line, _ in lines if line.startswith(b"data:")]
+        assert b'"response.created"' in events[0]  # the response opens before any token
+        for line, arrived in lines:
+            reader.feed_lines([line], arrived)
+        result = reader.result
+        assert result.error is None and result.done, [line for line, _ in lines[-4:]]
+        assert result.usage_output_tokens is not None and 0 < result.usage_output_tokens <= 12
+        assert result.usage_prompt_tokens is not None and result.usage_prompt_tokens > 2
+        opened = next(arrived for line, arrived in lines if b"response.created" in line)
+        assert result.first_token_ns is not None and result.first_token_ns >= opened
+        # a delta a token, but a token that completes no character (a partial UTF-8 sequence of
+        # the random model's) may come as an empty delta, which carries no text to count
+        assert 0 < len(result.chunk_ns) <= result.usage_output_tokens
 
     def test_each_lora_adapter_answers_by_its_name(self, endpoint: Endpoint) -> None:
         """`lora_modules` adds --enable-lora --lora-modules: a request naming an adapter as its
