@@ -171,8 +171,15 @@ def _times(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
     return np.array([_NAN if value is None else value for value in values], dtype=np.float64)
 
 
+def _labels(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
+    labels = np.empty(len(chunk), dtype=object)  # filled, not made from a list: never 2-D
+    labels[:] = [data.get(key) for data in chunk]
+    return labels
+
+
 _READERS: dict[ColumnKind, Callable[[Sequence[RecordLine], str], np.ndarray]] = {
     "number": _times,
+    "label": _labels,
     "count": _counts,
     "amount": _amounts,
     "flag": _flags,

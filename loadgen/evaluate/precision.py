@@ -211,7 +211,7 @@ def slo_intervals(
         found = _section_intervals(mine, batches, spec, seed)
         intervals.update({class_prefix(name) + check: interval for check, interval in found.items()})
     for name, spec in slo.adapters.items():
-        mine = [record for record in counted if record.adapter == name]
+        mine = [record for record in counted if (record.extra or {}).get("adapter") == name]
         found = _section_intervals(mine, batches, spec, seed)
         intervals.update({adapter_prefix(name) + check: interval for check, interval in found.items()})
     return intervals

@@ -13,15 +13,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loadgen.collect.slice_registry import register_fields, register_stats
+from loadgen.features.adapters import ADAPTERS
 from loadgen.features.images import IMAGES
 from loadgen.features.reasoning import REASONING
 from loadgen.features.slice import Slice
 from loadgen.features.tools import TOOLS
 
 if TYPE_CHECKING:
-    from loadgen.features.slice import Attaches, Classes, DrawPlan, Reads
+    from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Reads
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES)
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
@@ -33,6 +34,11 @@ def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
 def attachments() -> tuple[tuple[str, Attaches], ...]:
     """The slices that attach to a request, with their names."""
     return tuple((s.name, s.attaches()) for s in SLICES if s.attaches is not None)
+
+
+def labellers() -> tuple[tuple[str, Labels], ...]:
+    """The slices that label a request from its plan alone, with their names."""
+    return tuple((s.name, s.labels()) for s in SLICES if s.labels is not None)
 
 
 def readers() -> tuple[Reads, ...]:

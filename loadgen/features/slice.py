@@ -7,6 +7,7 @@ A slice is one package under loadgen.features: its scenario model stays a field 
   plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
 - `attaches`: its contribution to a request of the classes that ask for the feature (content
   parts on its last user message, tools to offer), and the record's fields once the answer is read;
+- `labels`: the record's fields a request has from its plan alone (a failed one keeps them);
 - `reads`: the record's fields from any answer, asked for or not (a reasoning model thinks
   unasked): one call a request, so a plain request builds nothing of a slice's;
 - `counters`: the live counters (/metrics) its record fields add to;
@@ -64,8 +65,9 @@ class Draws(Protocol):
 class Attached:
     """What a slice added to one request, in the wire's terms (loadgen.wire.call.Call): content
     parts and how many things they are, tools to offer (their calls are then read and kept), a
-    reasoning ask with the output tokens it adds to the budget and how its answer shows thinking
-    (`think`, the reader's; None: found as the server sends it)."""
+    reasoning ask with the output tokens it adds to the budget, how its answer shows thinking
+    (`think`, the reader's; None: found as the server sends it) and the model the call names
+    (None: the endpoint's)."""
 
     parts: Sequence[ContentPart] = ()
     count: int = 0
@@ -73,6 +75,7 @@ class Attached:
     reasoning: ReasoningAsk | None = None
     budget: int = 0
     think: str | None = None
+    model: str | None = None  # the model the call names instead of the endpoint's
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,13 @@ class Attaches(Protocol):
         ...
 
 
+class Labels(Protocol):
+    def label(self, workload: Workload, asking: Asking) -> Mapping[str, ExtraValue]:
+        """The record's fields a request has from its plan alone, whatever became of it: kept
+        on the record of one that failed before it was answered (no replica, a client error)."""
+        ...
+
+
 class Reads(Protocol):
     def fields(self, answer: StreamResult, streamed: bool) -> Mapping[str, ExtraValue]:
         """The record's fields for any request answered so (empty: the answer showed nothing of
@@ -132,5 +142,6 @@ class Slice:
     draws: Callable[[], Draws] | None = None
     attaches: Callable[[], Attaches] | None = None
     reads: Callable[[], Reads] | None = None
+    labels: Callable[[], Labels] | None = None
     counters: tuple[Counter, ...] = ()
     report: str | None = None

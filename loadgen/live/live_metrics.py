@@ -148,8 +148,9 @@ class LiveMetrics(Collector):
                 ttft_end = record.done_s  # a lower bound, as in the report
             if ttft_end is not None:
                 series.histograms[TTFT_SECONDS].observe(ttft_end - record.scheduled_s)
-                if record.adapter is not None:
-                    adapter = self._adapters.setdefault(record.adapter, _Histogram())
+                named = record.extra.get("adapter") if record.extra else None
+                if isinstance(named, str):
+                    adapter = self._adapters.setdefault(named, _Histogram())
                     adapter.observe(ttft_end - record.scheduled_s)
             answer_end = _answer_end(record)
             if answer_end is not None:

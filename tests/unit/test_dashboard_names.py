@@ -63,7 +63,7 @@ def emitted() -> dict[str, str]:
     live.phase_started(PhaseInfo(index=0, kind="concurrency", target_rate=None, level=4))
     live.traffic_started(lambda: 1)
     record = RequestRecord(
-        id=0, phase=0, scheduled_s=0, first_token_s=0.1, done_s=0.2, itl_ms=[1.0], adapter="sql"
+        id=0, phase=0, scheduled_s=0, first_token_s=0.1, done_s=0.2, itl_ms=[1.0], extra={"adapter": "sql"}
     )
     live.request_done(record)
     keys = (

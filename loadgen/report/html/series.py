@@ -59,7 +59,7 @@ class Columns:
             warmup=np.array([r.warmup for r in records], dtype=bool),
             phase=np.array([r.phase for r in records], dtype=int),
             request_class=np.array([r.request_class for r in records], dtype=object),
-            adapter=np.array([r.adapter for r in records], dtype=object),
+            adapter=np.array([r.extra.get("adapter") if r.extra else None for r in records], dtype=object),
             level=times([r.level for r in records]),
             itl=tuple(r.itl_ms if isinstance(r.itl_ms, list) else [] for r in records),
             answer=times([first_answer_s(r) for r in records]),
