@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loadgen.collect.slice_registry import register_fields, register_stats
+from loadgen.collect.slice_registry import register_fields, register_groups, register_stats
 from loadgen.features.adapters import ADAPTERS
 from loadgen.features.images import IMAGES
 from loadgen.features.reasoning import REASONING
@@ -51,6 +51,8 @@ def _install() -> None:
         register_fields(feature.fields)
         if feature.stats is not None:
             register_stats(feature.stats)
+        if feature.groups is not None:
+            register_groups(feature.groups)
 
 
 _install()

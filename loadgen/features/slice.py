@@ -10,6 +10,8 @@ A slice is one package under loadgen.features: its scenario model stays a field 
 - `labels`: the record's fields a request has from its plan alone (a failed one keeps them);
 - `reads`: the record's fields from any answer, asked for or not (a reasoning model thinks
   unasked): one call a request, so a plain request builds nothing of a slice's;
+- `groups`: its records grouped by one of its label fields, each group measured as a class is
+  (report.json's `<name>`, the SLOs of `slo.<name>`, a live TTFT histogram);
 - `counters`: the live counters (/metrics) its record fields add to;
 - `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
 - `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`);
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from loadgen.collect.field_doc import ExtraValue, FieldDoc
+from loadgen.collect.slice_registry import Grouping
 
 if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves costs nothing
     import numpy as np
@@ -143,5 +146,6 @@ class Slice:
     attaches: Callable[[], Attaches] | None = None
     reads: Callable[[], Reads] | None = None
     labels: Callable[[], Labels] | None = None
+    groups: Grouping | None = None
     counters: tuple[Counter, ...] = ()
     report: str | None = None

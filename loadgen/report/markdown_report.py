@@ -158,7 +158,7 @@ def _class_table(
     classes: Mapping[str, Metrics] | None, title: str = "Workload classes", label: str = "class"
 ) -> list[str]:
     """One row per workload class (report.json `classes`, present with more than one class), or
-    per LoRA adapter (`adapters`)."""
+    per group of a slice's grouping (`adapters`)."""
     if not classes:
         return []
     rows = [
@@ -304,7 +304,11 @@ def render_markdown(report: Report) -> str:
         "",
         *_latency_table(metrics),
         *_class_table(report.classes),
-        *_class_table(report.adapters, "LoRA adapters", "adapter"),
+        *(
+            line
+            for each, named in report.groups()
+            for line in _class_table(named, f"{each.noun}s", each.label)
+        ),
         *session_lines(metrics.sessions),
         *section_lines(metrics),
         "## Phases",

@@ -213,17 +213,17 @@ def test_each_adapters_metrics_are_its_records_and_survive_the_wire() -> None:
     records.append(dataclasses.replace(_record(31, "a", 0.9), warmup=True))  # not counted
     window = [PhaseWindow(0, "constant", 10.0, 0.0, 10.0)]
     stats = RunStats.of([columns_of(records[:15]), columns_of(records[15:])], window)
-    metrics = stats.adapter_metrics(["c"])
+    metrics = stats.group_metrics("adapters", ["c"])
     assert list(metrics) == ["a", "b", "c"]
     assert (metrics["a"]["requests"], metrics["b"]["requests"], metrics["c"]["requests"]) == (10, 11, 0)
     assert metrics["b"]["errors"] == 1 and metrics["a"]["errors"] == 0
     assert metrics["a"]["ttft_ms"]["p50"] == pytest.approx(10.0) and metrics["a"]["target_rate"] is None
     assert metrics["b"]["ttft_ms"]["max"] == pytest.approx(500.0)
-    assert unpack(pack(stats), window).adapter_metrics() == stats.adapter_metrics()
+    assert unpack(pack(stats), window).group_metrics("adapters") == stats.group_metrics("adapters")
     halves = RunStats.of([columns_of(records[:15])], window)
     halves.merge(RunStats.of([columns_of(records[15:])], window))
-    assert halves.adapter_metrics() == stats.adapter_metrics()
-    assert RunStats.of([columns_of([_record(0, None, 0.01)])], window).adapter_metrics() == {}
+    assert halves.group_metrics("adapters") == stats.group_metrics("adapters")
+    assert RunStats.of([columns_of([_record(0, None, 0.01)])], window).group_metrics("adapters") == {}
 
 
 def test_the_adapter_cache_keeps_the_most_recently_used() -> None:

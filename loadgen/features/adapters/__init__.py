@@ -1,10 +1,12 @@
 """LoRA adapters (`workload.adapters`, loadgen.scenario.adapters): each request names one as its
-model, drawn per request (draws), named in the call and recorded (attach, record)."""
+model, drawn per request (draws), named in the call and recorded (attach, record); the records
+are grouped by it (report.json's `adapters`, `slo.adapters`, the live per-adapter TTFT)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loadgen.collect.slice_registry import Grouping
 from loadgen.features.adapters.record import ADAPTER_FIELDS
 from loadgen.features.slice import Slice
 
@@ -37,4 +39,11 @@ ADAPTERS = Slice(
     draws=_draws,
     attaches=_attaches,
     labels=_labels,
+    groups=Grouping(
+        "adapters",
+        "adapter",
+        "adapter",
+        "LoRA adapter",
+        "per LoRA adapter (`workload.adapters`), by name, when requests named any (`target_rate` null)",
+    ),
 )
