@@ -5,7 +5,7 @@ numpy; the statistics' loop loads them at its first use (loadgen.collect.feature
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,10 +29,24 @@ class Grouping:
     description: str  # report.json's key's
 
 
+@dataclass(frozen=True)
+class ServerCounter:
+    """A counter of the built-in engines' /metrics that a slice reads: kept as `name` (the
+    normalized series, loadgen.collect.metrics_text), report.json's `server.metrics.<key>` its
+    increase over the window, and where `live` names one, a live gauge of its value so far."""
+
+    series: str  # as the server exposes it
+    name: str
+    key: str
+    live: str | None = None
+    live_help: str = ""
+
+
 # Grow in place, once per slice, in SLICES' order.
 SLICE_FIELDS: dict[str, FieldDoc] = {}
 SLICE_STATS: list[Callable[[], FeatureStats]] = []
 SLICE_GROUPS: list[Grouping] = []
+SLICE_SERVER_COUNTERS: list[ServerCounter] = []
 
 
 def register_fields(docs: Mapping[str, FieldDoc]) -> None:
@@ -52,6 +66,11 @@ def register_groups(grouping: Grouping) -> None:
     if described is None or described.column != "label":
         raise ValueError(f"records are grouped by {grouping.field!r}: no label field of a slice")
     SLICE_GROUPS.append(grouping)
+
+
+def register_server_counters(counters: Sequence[ServerCounter]) -> None:
+    """A slice's counters of the server's /metrics (read by the scrapes, which import later)."""
+    SLICE_SERVER_COUNTERS.extend(counters)
 
 
 def grouping(key: str) -> Grouping:

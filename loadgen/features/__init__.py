@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loadgen.collect.slice_registry import register_fields, register_groups, register_stats
+from loadgen.collect.slice_registry import (
+    register_fields,
+    register_groups,
+    register_server_counters,
+    register_stats,
+)
 from loadgen.features.adapters import ADAPTERS
 from loadgen.features.images import IMAGES
 from loadgen.features.reasoning import REASONING
@@ -53,6 +58,7 @@ def _install() -> None:
             register_stats(feature.stats)
         if feature.groups is not None:
             register_groups(feature.groups)
+        register_server_counters(feature.server)
 
 
 _install()

@@ -12,6 +12,8 @@ A slice is one package under loadgen.features: its scenario model stays a field 
   unasked): one call a request, so a plain request builds nothing of a slice's;
 - `groups`: its records grouped by one of its label fields, each group measured as a class is
   (report.json's `<name>`, the SLOs of `slo.<name>`, a live TTFT histogram);
+- `server`: the counters of the built-in server's /metrics it reads (report.json's
+  `server.metrics.<key>`, a live upstream gauge);
 - `counters`: the live counters (/metrics) its record fields add to;
 - `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
 - `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`);
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from loadgen.collect.field_doc import ExtraValue, FieldDoc
-from loadgen.collect.slice_registry import Grouping
+from loadgen.collect.slice_registry import Grouping, ServerCounter
 
 if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves costs nothing
     import numpy as np
@@ -147,5 +149,6 @@ class Slice:
     reads: Callable[[], Reads] | None = None
     labels: Callable[[], Labels] | None = None
     groups: Grouping | None = None
+    server: tuple[ServerCounter, ...] = ()
     counters: tuple[Counter, ...] = ()
     report: str | None = None

@@ -72,7 +72,8 @@ UPSTREAM_GPU = "loadtest_upstream_gpu_bytes"
 UPSTREAM_RUNNING = "loadtest_upstream_requests_running"
 UPSTREAM_WAITING = "loadtest_upstream_requests_waiting"
 UPSTREAM_KV_CACHE = "loadtest_upstream_kv_cache_usage_ratio"
-UPSTREAM_LORA_MISSES = "loadtest_upstream_lora_misses"
+# The slices' server counters shown live (loadgen.features: an adapter cache's misses so far).
+UPSTREAM_COUNTERS = tuple(counter for s in SLICES for counter in s.server if counter.live is not None)
 ENERGY_WATTS = "loadtest_energy_watts"
 SLO_THRESHOLD = "loadtest_slo_threshold"
 RUN_INFO = "loadtest_run_info"
@@ -80,7 +81,7 @@ RUN_INFO = "loadtest_run_info"
 RUN_GAUGES = (
     IN_FLIGHT, TARGET_RATE, PHASE_INDEX, SEARCH_LEVEL, KNEE_LEVEL, CAPACITY_RPS,
     UPSTREAM_RSS, UPSTREAM_GPU, UPSTREAM_RUNNING, UPSTREAM_WAITING, UPSTREAM_KV_CACHE,
-    UPSTREAM_LORA_MISSES, ENERGY_WATTS,
+    *(str(counter.live) for counter in UPSTREAM_COUNTERS), ENERGY_WATTS,
 )  # fmt: skip
 GAUGES = (*RUN_GAUGES, SLO_THRESHOLD, RUN_INFO)
 
@@ -125,7 +126,7 @@ HELP = {
     UPSTREAM_RUNNING: "Requests the server is running (its own metrics)",
     UPSTREAM_WAITING: "Requests waiting in the server's queue (its own metrics)",
     UPSTREAM_KV_CACHE: "KV-cache usage of the server, 0..1 (its own metrics)",
-    UPSTREAM_LORA_MISSES: "LoRA adapter loads (misses) the server counted so far (its own counter)",
+    **{str(counter.live): counter.live_help for counter in UPSTREAM_COUNTERS},
     ENERGY_WATTS: "Power of the devices counted for the server (server.energy), watts over the last sample",
     ENERGY_JOULES: "Energy of the devices counted for the server since it was ready, joules",
     SLO_THRESHOLD: "Threshold of each SLO of the scenario, in the unit of the `unit` label",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loadgen.collect.slice_registry import Grouping
+from loadgen.collect.slice_registry import Grouping, ServerCounter
 from loadgen.features.adapters.record import ADAPTER_FIELDS
 from loadgen.features.slice import Slice
 
@@ -45,5 +45,17 @@ ADAPTERS = Slice(
         "adapter",
         "LoRA adapter",
         "per LoRA adapter (`workload.adapters`), by name, when requests named any (`target_rate` null)",
+    ),
+    # The built-in engines' adapter cache (every adapter's requests summed): resident, or
+    # loaded first (a miss); the misses so far live too.
+    server=(
+        ServerCounter("loadtest_server_lora_hits_total", "lora_hits_total", "lora_hits"),
+        ServerCounter(
+            "loadtest_server_lora_misses_total",
+            "lora_misses_total",
+            "lora_misses",
+            live="loadtest_upstream_lora_misses",
+            live_help="LoRA adapter loads (misses) the server counted so far (its own counter)",
+        ),
     ),
 )
