@@ -38,6 +38,7 @@ class ServerCounter:
     series: str  # as the server exposes it
     name: str
     key: str
+    description: str  # report.json's server.metrics.<key>'s
     live: str | None = None
     live_help: str = ""
 

@@ -13,7 +13,8 @@ A slice is one package under loadgen.features: its scenario model stays a field 
 - `groups`: its records grouped by one of its label fields, each group measured as a class is
   (report.json's `<name>`, the SLOs of `slo.<name>`, a live TTFT histogram);
 - `server`: the counters of the built-in server's /metrics it reads (report.json's
-  `server.metrics.<key>`, a live upstream gauge);
+  `server.metrics.<key>`, after `prefix_cache`; a live upstream gauge) and (`server_lines`)
+  report.md's lines of them;
 - `counters`: the live counters (/metrics) its record fields add to;
 - `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
 - `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`);
@@ -136,6 +137,15 @@ class Counter:
 
 
 @dataclass(frozen=True)
+class ServerLine:
+    """A line of report.md under the server's own metrics, where its `server.metrics.<when>` is
+    set: `text` formatted with the slice's server counters' keys (0 where one is unset)."""
+
+    when: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Slice:
     """One traffic feature's parts (module docstring). `name`: its key in PlannedRequest.drawn.
     Its fields are plain data; the other parts are loaders (a function that imports the part's
@@ -150,5 +160,6 @@ class Slice:
     labels: Callable[[], Labels] | None = None
     groups: Grouping | None = None
     server: tuple[ServerCounter, ...] = ()
+    server_lines: tuple[ServerLine, ...] = ()
     counters: tuple[Counter, ...] = ()
     report: str | None = None

@@ -25,9 +25,6 @@ NAMED_OUTSIDE = ("scenario/", "inputs/")
 ALSO_NAMED = {
     "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
     "reasoning": ("wire/",),
-    # Not yet moved into the slice: report.json's server.metrics.lora_hits and lora_misses (the
-    # slice's server counters' keys, in their place in the model) and report.md's line of them.
-    "adapters": ("report/model/server.py", "report/markdown_report.py"),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from loadgen.collect.slice_registry import Grouping, ServerCounter
 from loadgen.features.adapters.record import ADAPTER_FIELDS
-from loadgen.features.slice import Slice
+from loadgen.features.slice import ServerLine, Slice
 
 if TYPE_CHECKING:
     from loadgen.features.slice import Attaches, Draws, Labels
@@ -49,13 +49,27 @@ ADAPTERS = Slice(
     # The built-in engines' adapter cache (every adapter's requests summed): resident, or
     # loaded first (a miss); the misses so far live too.
     server=(
-        ServerCounter("loadtest_server_lora_hits_total", "lora_hits_total", "lora_hits"),
+        ServerCounter(
+            "loadtest_server_lora_hits_total",
+            "lora_hits_total",
+            "lora_hits",
+            "LoRA adapters' requests whose adapter was resident (built-in engines with `lora`)",
+        ),
         ServerCounter(
             "loadtest_server_lora_misses_total",
             "lora_misses_total",
             "lora_misses",
+            "LoRA adapters' requests that had to load their adapter first (built-in engines)",
             live="loadtest_upstream_lora_misses",
             live_help="LoRA adapter loads (misses) the server counted so far (its own counter)",
+        ),
+    ),
+    # report.md's line of them, under the server's own metrics
+    server_lines=(
+        ServerLine(
+            "lora_misses",
+            "- LoRA adapters: {lora_misses} requests had to load their adapter first (misses), "
+            "{lora_hits} found it resident (the server's own counters)",
         ),
     ),
 )
