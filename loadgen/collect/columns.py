@@ -69,9 +69,6 @@ class Columns:
     step: np.ndarray  # int64
     tool_wait_ms: np.ndarray  # float64
     followed: np.ndarray  # bool
-    # LoRA adapters (workload.adapters): int32 index into `adapter_names`, -1: none named.
-    adapter: np.ndarray
-    adapter_names: tuple[str, ...]
     # The feature slices' fields (loadgen.features), by column name, read as their kinds say
     # (request_record.extra_columns): each slice's statistics read their own.
     extra: Mapping[str, np.ndarray]
@@ -95,7 +92,6 @@ def columns_from_dicts(chunk: Sequence[RecordLine]) -> Columns:
     the others below."""
     plain = {name: _READERS[kind](chunk, key) for key, name, kind in PLAIN_COLUMNS}
     classes: dict[str, int] = {}
-    adapters: dict[str, int] = {}
     status = [data.get("status", "ok") for data in chunk]
     kinds = [data.get("error_kind") for data in chunk]
     gaps, counts = _chunk_gaps(chunk)
@@ -118,15 +114,6 @@ def columns_from_dicts(chunk: Sequence[RecordLine]) -> Columns:
         itl_owner=np.repeat(np.arange(len(chunk), dtype=np.int64), counts),
         prefixed=np.fromiter((data.get("prefix_group") is not None for data in chunk), bool, len(chunk)),
         first_answer=_first_answer(chunk, plain["first_token"], later),
-        adapter=np.fromiter(
-            (
-                -1 if (name := data.get("adapter")) is None else adapters.setdefault(name, len(adapters))
-                for data in chunk
-            ),
-            np.int32,
-            len(chunk),
-        ),
-        adapter_names=tuple(adapters),
         extra=extra,
     )
 
@@ -171,8 +158,15 @@ def _times(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
     return np.array([_NAN if value is None else value for value in values], dtype=np.float64)
 
 
+def _labels(chunk: Sequence[RecordLine], key: str) -> np.ndarray:
+    labels = np.empty(len(chunk), dtype=object)  # filled, not made from a list: never 2-D
+    labels[:] = [data.get(key) for data in chunk]
+    return labels
+
+
 _READERS: dict[ColumnKind, Callable[[Sequence[RecordLine], str], np.ndarray]] = {
     "number": _times,
+    "label": _labels,
     "count": _counts,
     "amount": _amounts,
     "flag": _flags,

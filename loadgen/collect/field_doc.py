@@ -9,8 +9,9 @@ from typing import Literal
 
 # How the statistics' columns read a field: `number` float64, NaN where missing or null;
 # `count` int64, 0 where missing or null; `amount` float64, 0.0 there; `flag` bool; `tally` int64,
-# -1 where missing or null (a count only some records have, 0 included).
-ColumnKind = Literal["number", "count", "amount", "flag", "tally"]
+# -1 where missing or null (a count only some records have, 0 included); `label` a name (str),
+# object, None where missing or null.
+ColumnKind = Literal["number", "count", "amount", "flag", "tally", "label"]
 # The core's fields are every request's; a feature's name it ("prefix", "sessions", ...; a slice's
 # fields, loadgen.features, name their slice).
 Feature = str

@@ -16,6 +16,7 @@ from typing import Literal
 from prometheus_client.parser import text_string_to_metric_families
 
 from loadgen.collect.server_metrics_summary import Histogram
+from loadgen.collect.slice_registry import SLICE_SERVER_COUNTERS
 
 SeriesKind = Literal["gauge", "counter", "histogram"]
 
@@ -60,9 +61,8 @@ SERIES: tuple[Series, ...] = (
     Series("loadtest_server_prefix_cache_queries_total", "prefix_cache_queries_total", "counter", "builtin"),
     Series("loadtest_server_prefix_cache_hits_total", "prefix_cache_hits_total", "counter", "builtin"),
     Series("loadtest_server_requests_aborted_total", "requests_aborted_total", "counter", "builtin"),
-    # LoRA adapters' requests (every adapter's summed): resident, or loaded first (a miss)
-    Series("loadtest_server_lora_hits_total", "lora_hits_total", "counter", "builtin"),
-    Series("loadtest_server_lora_misses_total", "lora_misses_total", "counter", "builtin"),
+    # the feature slices' counters (loadgen.features: an adapter cache's), in their place
+    *(Series(counter.series, counter.name, "counter", "builtin") for counter in SLICE_SERVER_COUNTERS),
     Series("loadtest_server_ttft_seconds", "ttft_seconds", "histogram", "builtin"),
     Series("loadtest_server_queue_wait_seconds", "queue_wait_seconds", "histogram", "builtin"),
 )

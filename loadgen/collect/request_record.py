@@ -258,16 +258,6 @@ class RequestRecord:
             column="flag",
         ),
     )
-    adapter: str | None = field(
-        default=None,
-        metadata=doc(
-            "string",
-            "the [LoRA adapter](scenario.md#lora-adapters) it named as its `model` "
-            "(`workload.adapters`); null: the server's model",
-            feature="adapters",
-            sparse=True,
-        ),
-    )
     replica: int | None = field(
         default=None,
         metadata=doc(

@@ -31,6 +31,7 @@ from loadgen.collect.digest import EXACT_BUDGET, RELATIVE_ACCURACY, Digest
 from loadgen.collect.feature_list import feature_stats
 from loadgen.collect.feature_stats import ChunkValues
 from loadgen.collect.metrics_parts import MetricsPart, PercentileMethodPart, PhasePart, put_feature
+from loadgen.collect.slice_registry import SLICE_GROUPS
 from loadgen.collect.ttfat import ttfat_percentiles
 from loadgen.collect.windows import PhaseWindow, target_rate
 
@@ -225,8 +226,9 @@ class RunStats:
         self.classes: dict[str, GroupStats] = {}
         self.first_id: dict[str, int] = {}  # each class's first request id (the classes' order)
         self._split = False
-        # Each LoRA adapter's counted records (workload.adapters); empty: no request named one.
-        self.adapters: dict[str, GroupStats] = {}
+        # Each slice grouping's (SLICE_GROUPS, by key) counted records of each group, by name;
+        # empty: no record was in one.
+        self.groups: dict[str, dict[str, GroupStats]] = {grouping.key: {} for grouping in SLICE_GROUPS}
         self.lag = Digest(budget)  # every record past warm-up, measured phase or not
         self.records = 0
 
@@ -260,10 +262,11 @@ class RunStats:
             self.first_id[name] = min(self.first_id.get(name, first), first)
             if self._split:
                 self.classes.setdefault(name, GroupStats(self.budget)).add(cols, counted & mine)
-        for position, name in enumerate(cols.adapter_names):
-            self.adapters.setdefault(name, GroupStats(self.budget)).add(
-                cols, counted & (cols.adapter == position)
-            )
+        for grouping in SLICE_GROUPS:
+            labels = cols.extra[grouping.field]
+            named = self.groups[grouping.key]
+            for name in dict.fromkeys(label for label in labels.tolist() if label is not None):
+                named.setdefault(name, GroupStats(self.budget)).add(cols, counted & (labels == name))
 
     def merge(self, other: RunStats) -> None:
         """Take in another RunStats over the same windows (a distributed worker's share): the
@@ -280,8 +283,10 @@ class RunStats:
                 self.classes.setdefault(name, GroupStats(self.budget)).merge(group)
         for index, group in other.phases.items():
             self.phases.setdefault(index, GroupStats(self.budget)).merge(group)
-        for name, group in other.adapters.items():
-            self.adapters.setdefault(name, GroupStats(self.budget)).merge(group)
+        for key, groups in other.groups.items():
+            named = self.groups.setdefault(key, {})
+            for name, group in groups.items():
+                named.setdefault(name, GroupStats(self.budget)).merge(group)
         for name, first in other.first_id.items():
             self.first_id[name] = min(self.first_id.get(name, first), first)
 
@@ -313,13 +318,13 @@ class RunStats:
             for name in self.class_names(named)
         }
 
-    def adapter_metrics(self, named: Sequence[str] = ()) -> dict[str, MetricsPart]:
-        """Metrics of each LoRA adapter's counted records, by name (then `named` ones without any).
-        `target_rate` is None: adapters are drawn per request."""
-        empty = GroupStats(self.budget)
+    def group_metrics(self, key: str, named: Sequence[str] = ()) -> dict[str, MetricsPart]:
+        """Metrics of each group's counted records of grouping `key`, by name (then `named` ones
+        without any). `target_rate` is None: groups are drawn per request."""
+        empty, groups = GroupStats(self.budget), self.groups.get(key, {})
         return {
-            name: {**self.adapters.get(name, empty).metrics(self.windows), "target_rate": None}
-            for name in dict.fromkeys([*sorted(self.adapters), *named])
+            name: {**groups.get(name, empty).metrics(self.windows), "target_rate": None}
+            for name in dict.fromkeys([*sorted(groups), *named])
         }
 
     def phase_list(self, overall: MetricsPart | None = None) -> list[PhasePart]:

@@ -17,12 +17,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, cast
+
+from loadgen.collect.slice_registry import SLICE_SERVER_COUNTERS
 
 # `server.metrics`'s keys, by kind of figure (a gauge's key is its normalized series' name too).
 GaugeKey = Literal["requests_running", "requests_waiting", "kv_cache_usage"]
 RateKey = Literal["generation_tokens_per_s", "prompt_tokens_per_s"]
-DeltaKey = Literal["requests_aborted", "lora_hits", "lora_misses"]
 LatencyKey = Literal["ttft_ms", "itl_ms", "e2e_ms", "queue_wait_ms"]
 Method = Literal["histogram buckets"]
 
@@ -39,10 +40,10 @@ HISTOGRAM_MS: dict[str, LatencyKey] = {
     "queue_wait_seconds": "queue_wait_ms",
 }
 # Counters reported as their increase over the window (counts, not rates).
-COUNTER_DELTAS: dict[str, DeltaKey] = {
+# The slices' counters (loadgen.features: SLICE_SERVER_COUNTERS) under their keys, after the core's.
+COUNTER_DELTAS: dict[str, str] = {
     "requests_aborted_total": "requests_aborted",
-    "lora_hits_total": "lora_hits",  # LoRA adapters' requests whose adapter was resident
-    "lora_misses_total": "lora_misses",  # ... and those that had to load it first
+    **{counter.name: counter.key for counter in SLICE_SERVER_COUNTERS},
 }
 METHOD: Method = "histogram buckets"
 # A client-vs-server TTFT gap at p95 above max(this, GAP_SHARE × server p95) is worth a line.
@@ -115,9 +116,7 @@ class ServerMetricsData(TypedDict, total=False):
     kv_cache_usage: MeanMaxData
     generation_tokens_per_s: float | None
     prompt_tokens_per_s: float | None
-    requests_aborted: int
-    lora_hits: int
-    lora_misses: int
+    requests_aborted: int  # then the slices' counters' keys (COUNTER_DELTAS)
     prefix_cache: PrefixCacheData
     ttft_ms: ServerHistogramData | None
     itl_ms: ServerHistogramData | None
@@ -303,7 +302,7 @@ def _add_between(summary: ServerMetricsData, first: MetricsSample, last: Metrics
     for counter, count_key in COUNTER_DELTAS.items():
         increase = _delta(first, last, counter)
         if increase is not None:
-            summary[count_key] = round(increase)
+            cast(dict[str, object], summary)[count_key] = round(increase)  # a slice's key, untyped
     prefix_cache = _prefix_cache(first, last)
     if prefix_cache is not None:
         summary["prefix_cache"] = prefix_cache
@@ -382,10 +381,10 @@ def gap_is_notable(
     return bool(gap > max(GAP_MIN_MS, GAP_SHARE * server_p95))
 
 
-WATCHED = (*GAUGES, "lora_misses_total")
+WATCHED = (*GAUGES, *(counter.name for counter in SLICE_SERVER_COUNTERS if counter.live is not None))
 
 
 def values_for_watchers(values: Mapping[str, float]) -> dict[str, float]:
     """The live figures a RunObserver takes (`server_sample`): running, waiting, KV cache, and
-    the LoRA adapter misses counted so far."""
+    the slices' counters shown live (an adapter cache's misses) so far."""
     return {name: values[name] for name in WATCHED if name in values}

@@ -5,7 +5,8 @@ numpy; the statistics' loop loads them at its first use (loadgen.collect.feature
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from loadgen.collect.field_doc import FieldDoc
@@ -13,9 +14,40 @@ from loadgen.collect.field_doc import FieldDoc
 if TYPE_CHECKING:
     from loadgen.collect.feature_stats import FeatureStats
 
+
+@dataclass(frozen=True)
+class Grouping:
+    """A slice's records grouped by one of its label fields (`field`: a string naming the record's
+    group, None: in none), each group measured as a class is: report.json's `<key>` (by group
+    name), each group's SLOs (the scenario's `slo.<key>`, checks named '<label> <name>: <check>')
+    and its live TTFT histogram."""
+
+    key: str  # the slice's name: report.json's key, the SLO section's
+    field: str
+    label: str  # what one group is called in a check's name, a chart's id, a live label (adapter)
+    noun: str  # ... and in words (the reports' section: its plural)
+    description: str  # report.json's key's
+
+
+@dataclass(frozen=True)
+class ServerCounter:
+    """A counter of the built-in engines' /metrics that a slice reads: kept as `name` (the
+    normalized series, loadgen.collect.metrics_text), report.json's `server.metrics.<key>` its
+    increase over the window, and where `live` names one, a live gauge of its value so far."""
+
+    series: str  # as the server exposes it
+    name: str
+    key: str
+    description: str  # report.json's server.metrics.<key>'s
+    live: str | None = None
+    live_help: str = ""
+
+
 # Grow in place, once per slice, in SLICES' order.
 SLICE_FIELDS: dict[str, FieldDoc] = {}
 SLICE_STATS: list[Callable[[], FeatureStats]] = []
+SLICE_GROUPS: list[Grouping] = []
+SLICE_SERVER_COUNTERS: list[ServerCounter] = []
 
 
 def register_fields(docs: Mapping[str, FieldDoc]) -> None:
@@ -27,6 +59,24 @@ def register_fields(docs: Mapping[str, FieldDoc]) -> None:
         if described.column is None:
             raise ValueError(f"record field {name!r} names no column kind")
         SLICE_FIELDS[name] = described
+
+
+def register_groups(grouping: Grouping) -> None:
+    """A slice's grouping of the records by a label field it declared."""
+    described = SLICE_FIELDS.get(grouping.field)
+    if described is None or described.column != "label":
+        raise ValueError(f"records are grouped by {grouping.field!r}: no label field of a slice")
+    SLICE_GROUPS.append(grouping)
+
+
+def register_server_counters(counters: Sequence[ServerCounter]) -> None:
+    """A slice's counters of the server's /metrics (read by the scrapes, which import later)."""
+    SLICE_SERVER_COUNTERS.extend(counters)
+
+
+def grouping(key: str) -> Grouping:
+    """The slice grouping of that key (a model's key declared by the core reads its description)."""
+    return next(each for each in SLICE_GROUPS if each.key == key)
 
 
 def register_stats(load: Callable[[], FeatureStats]) -> None:

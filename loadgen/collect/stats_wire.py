@@ -69,7 +69,8 @@ class GroupWire(TypedDict, total=False):
 
 
 class RunStatsWire(TypedDict):
-    """A RunStats (`adapters` is missing from a summary written before them)."""
+    """A RunStats; then each slice grouping's groups under its key (SLICE_GROUPS: `adapters`,
+    missing from a summary written before them)."""
 
     format: int
     budget: int
@@ -78,7 +79,6 @@ class RunStatsWire(TypedDict):
     classes: dict[str, GroupWire]
     split: bool
     first_id: dict[str, int]
-    adapters: NotRequired[dict[str, GroupWire]]
     lag: DigestWire
 
 
@@ -188,7 +188,7 @@ def load_group(data: GroupWire) -> GroupStats:
 
 
 def dump_run_stats(stats: RunStats) -> RunStatsWire:
-    return {
+    data: dict[str, Any] = {
         "format": FORMAT,
         "budget": stats.budget,
         "records": stats.records,
@@ -196,9 +196,11 @@ def dump_run_stats(stats: RunStats) -> RunStatsWire:
         "classes": {name: dump_group(group) for name, group in stats.classes.items()},
         "split": stats._split,
         "first_id": dict(stats.first_id),
-        "adapters": {name: dump_group(group) for name, group in stats.adapters.items()},
-        "lag": dump_digest(stats.lag),
     }
+    for key, named in stats.groups.items():  # before `lag`, where `adapters` always was
+        data[key] = {name: dump_group(group) for name, group in named.items()}
+    data["lag"] = dump_digest(stats.lag)
+    return cast(RunStatsWire, data)
 
 
 def load_run_stats(data: RunStatsWire, windows: Sequence[PhaseWindow]) -> RunStats:
@@ -212,7 +214,9 @@ def load_run_stats(data: RunStatsWire, windows: Sequence[PhaseWindow]) -> RunSta
     stats.classes = {str(name): load_group(group) for name, group in data["classes"].items()}
     stats._split = bool(data["split"])
     stats.first_id = {str(name): int(first) for name, first in data["first_id"].items()}
-    stats.adapters = {str(name): load_group(group) for name, group in data.get("adapters", {}).items()}
+    keyed = cast(Mapping[str, Any], data)
+    for key in stats.groups:
+        stats.groups[key] = {str(name): load_group(group) for name, group in keyed.get(key, {}).items()}
     stats.lag = load_digest(data["lag"])
     return stats
 

@@ -3,7 +3,7 @@ pass over the lazy plan, each share held as columns), each share's wire form and
 
 Pure (no gevent, no Locust). A share is columns of plain values (msgpack rides Locust's channel):
 one per core field of the planned requests, and per feature that some request of the share has
-(a replayed prompt, a cancel, a prefix, a session, an adapter, the slices' draws) each request's index into
+(a replayed prompt, a cancel, a prefix, a session, the slices' draws) each request's index into
 the feature's distinct values, so a plan without a feature pays nothing for it and one where every
 request shares a value (a session's seed, a prefix group) pays a byte a request. Each phase's
 constants go once per plan, with the worker's share of its concurrency cap.
@@ -53,7 +53,6 @@ class PlanColumns(TypedDict):
     cancel: NotRequired[FeatureColumn]
     prefix: NotRequired[FeatureColumn]
     session: NotRequired[FeatureColumn]
-    adapter: NotRequired[FeatureColumn]
     drawn: NotRequired[FeatureColumn]
 
 
@@ -121,7 +120,7 @@ def decode_plan(columns: PlanColumns) -> PlannedRequests:
     names, classes = columns["classes"], columns["request_class"]
     features = [_decoded(name, columns.get(name)) for name in _FEATURES]
     (prompt_at, prompts), (cancel_at, cancels), (prefix_at, prefixes) = features[:3]
-    (session_at, sessions), (adapter_at, adapters), (drawn_at, drawn) = features[3:]
+    (session_at, sessions), (drawn_at, drawn) = features[3:]
 
     def each() -> Iterator[PlannedRequest]:
         for i in range(len(ids)):
@@ -138,7 +137,6 @@ def decode_plan(columns: PlanColumns) -> PlannedRequests:
                 cancels[cancel_at[i]],
                 prefixes[prefix_at[i]],
                 sessions[session_at[i]],
-                adapters[adapter_at[i]],
                 drawn[drawn_at[i]],
             )
 
@@ -146,7 +144,7 @@ def decode_plan(columns: PlanColumns) -> PlannedRequests:
 
 
 CoreName = Literal["id", "phase", "scheduled_s", "prompt_tokens", "output_tokens", "warmup", "dataset_row"]
-FeatureName = Literal["prompt", "cancel", "prefix", "session", "adapter", "drawn"]
+FeatureName = Literal["prompt", "cancel", "prefix", "session", "drawn"]
 _CORE: tuple[CoreName, ...] = get_args(CoreName)
 # Each feature's value on the wire, and back; a request without it has None (the slices' draws:
 # none, NO_DRAWS).
@@ -206,7 +204,6 @@ class _Columns:
             request.cancel,
             request.prefix,
             request.session,
-            request.adapter,
             tuple(sorted(request.drawn.items())) or None,  # hashable: distinct values are kept once
         )
         for name, value in zip(_FEATURES, values, strict=True):

@@ -14,11 +14,12 @@ from typing import Any, Literal
 
 from kernel.strict import StrictModel
 from loadgen.collect.records import RequestRecord
+from loadgen.collect.slice_registry import SLICE_GROUPS
 from loadgen.collect.stats import PhaseWindow, counted_records, run_stats
 from loadgen.evaluate.curve import LevelResult, Over
 from loadgen.evaluate.parts import Measured
 from loadgen.evaluate.precision import Batches, check_statuses, mean_interval, median_life_s, slo_intervals
-from loadgen.evaluate.slo import ClassSLOSpec, SLOResult, SLOSpec, check_slos
+from loadgen.evaluate.slo import ClassSLOSpec, GroupedMetrics, SLOResult, SLOSpec, check_slos, group_slos
 from loadgen.evaluate.throughput import goodput, served
 from loadgen.rundir.run_json import LevelEntry
 
@@ -91,7 +92,7 @@ def mark_unmeasured(records: Iterable[RequestRecord], windows: Sequence[LevelWin
 
 def level_slo_spec(spec: SLOSpec, groups: bool = True) -> SLOSpec:
     """The part of the scenario's SLOs that one load level is judged by: the latency and rate
-    bounds, and (`groups`) those of each class and LoRA adapter on its own requests."""
+    bounds, and (`groups`) those of each class and each slice's group (an adapter) on its own requests."""
 
     def kept(section: ClassSLOSpec) -> dict[str, StrictModel]:
         return {name: value for name in _LEVEL_SLO_FIELDS if (value := getattr(section, name)) is not None}
@@ -102,9 +103,8 @@ def level_slo_spec(spec: SLOSpec, groups: bool = True) -> SLOSpec:
     level = kept(spec)
     if not groups:
         return SLOSpec.model_validate(level)
-    return SLOSpec.model_validate(
-        {**level, "classes": kept_each(spec.classes), "adapters": kept_each(spec.adapters)}
-    )
+    grouped = {grouping.key: kept_each(group_slos(spec, grouping.key)) for grouping in SLICE_GROUPS}
+    return SLOSpec.model_validate({**level, "classes": kept_each(spec.classes), **grouped})
 
 
 def completion_drift(records: Iterable[RequestRecord], window: PhaseWindow) -> tuple[float | None, bool]:
@@ -159,9 +159,13 @@ def level_result(
     # while one class's broke is past that class's SLO, and so past the capacity at SLO.
     level_slo = level_slo_spec(slo)
     classes = stats.class_metrics(list(level_slo.classes)) if level_slo.classes else {}
-    adapters = stats.adapter_metrics(list(level_slo.adapters)) if level_slo.adapters else {}
-    level_slo = _sent_any(level_slo, classes, adapters)
-    checks = check_slos(level_slo, metrics, {}, classes, adapters)
+    groups = {
+        grouping.key: stats.group_metrics(grouping.key, list(named))
+        for grouping in SLICE_GROUPS
+        if (named := group_slos(level_slo, grouping.key))
+    }
+    level_slo = _sent_any(level_slo, classes, groups)
+    checks = check_slos(level_slo, metrics, {}, classes, groups)
     trials = [goodput(records, window) for window in phase_windows]
     total_s = sum(window.duration_s for window in phase_windows)
     throughput = sum(rps * w.duration_s for (rps, _), w in zip(trials, phase_windows, strict=True)) / total_s
@@ -199,8 +203,8 @@ def level_result(
     return result, checks
 
 
-def _sent_any(spec: SLOSpec, classes: GroupMetrics, adapters: GroupMetrics) -> SLOSpec:
-    """`spec` without the classes and adapters the level sent no request of: nothing of theirs
+def _sent_any(spec: SLOSpec, classes: GroupMetrics, groups: GroupedMetrics) -> SLOSpec:
+    """`spec` without the classes and groups (adapters) the level sent no request of: nothing of theirs
     to judge there. A rare class is often absent from a short low level, and failing it there
     ("not measured") would fail the search's safest levels; the whole run's check still fails
     a class that never had a request."""
@@ -208,7 +212,9 @@ def _sent_any(spec: SLOSpec, classes: GroupMetrics, adapters: GroupMetrics) -> S
     def sent(sections: dict[str, ClassSLOSpec], metrics: GroupMetrics) -> dict[str, ClassSLOSpec]:
         return {name: bounds for name, bounds in sections.items() if metrics[name]["requests"]}
 
-    update = {"classes": sent(spec.classes, classes), "adapters": sent(spec.adapters, adapters)}
+    update = {"classes": sent(spec.classes, classes)}
+    for grouping in SLICE_GROUPS:
+        update[grouping.key] = sent(group_slos(spec, grouping.key), groups.get(grouping.key, {}))
     return spec.model_copy(update=update)
 
 

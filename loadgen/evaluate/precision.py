@@ -38,6 +38,7 @@ import numpy as np
 from loadgen.collect.columns import CANCELLED, OK, columns_of
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import latency_values
+from loadgen.collect.slice_registry import SLICE_GROUPS
 from loadgen.collect.stats import PhaseWindow
 from loadgen.collect.ttfat import ttfat_values
 from loadgen.evaluate.resampling import repeated_percentiles
@@ -45,8 +46,9 @@ from loadgen.evaluate.slo import (
     ClassSLOSpec,
     SLOResult,
     SLOSpec,
-    adapter_prefix,
     class_prefix,
+    group_prefix,
+    group_slos,
     latency_limits,
 )
 from loadgen.evaluate.throughput import served_in_bins
@@ -210,10 +212,12 @@ def slo_intervals(
         mine = [record for record in counted if record.request_class == name]
         found = _section_intervals(mine, batches, spec, seed)
         intervals.update({class_prefix(name) + check: interval for check, interval in found.items()})
-    for name, spec in slo.adapters.items():
-        mine = [record for record in counted if record.adapter == name]
-        found = _section_intervals(mine, batches, spec, seed)
-        intervals.update({adapter_prefix(name) + check: interval for check, interval in found.items()})
+    for grouping in SLICE_GROUPS:
+        for name, spec in group_slos(slo, grouping.key).items():
+            mine = [record for record in counted if (record.extra or {}).get(grouping.field) == name]
+            found = _section_intervals(mine, batches, spec, seed)
+            prefix = group_prefix(grouping.label, name)
+            intervals.update({prefix + check: interval for check, interval in found.items()})
     return intervals
 
 

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from kernel.strict import StrictModel
 from kernel.units import Duration, Fraction, GrowthRate
+from loadgen.collect.slice_registry import SLICE_GROUPS
 from loadgen.evaluate.parts import Measured
 from loadgen.fmt import format_number
 
@@ -98,8 +99,13 @@ class SLOSpec(ClassSLOSpec):
     memory_growth: MaxGrowth | None = None
     cold_start: MaxDuration | None = None
     classes: dict[str, ClassSLOSpec] = Field(default_factory=dict)
-    # Each LoRA adapter's (workload.adapters), on its requests only, named 'adapter <name>: <check>'.
+    # Each adapter's (workload.adapters), on its requests only, named 'adapter <name>: <check>'
+    # (a slice's grouping: group_slos).
     adapters: dict[str, ClassSLOSpec] = Field(default_factory=dict)
+
+
+# Each slice grouping's (SLICE_GROUPS, by key) metrics of each group, by name.
+GroupedMetrics = Mapping[str, Mapping[str, Measured]]
 
 
 class SLOResultData(TypedDict):
@@ -207,10 +213,11 @@ def check_slos(
     metrics: Measured,
     server: Measured,
     class_metrics: Mapping[str, Measured] | None = None,
-    adapter_metrics: Mapping[str, Measured] | None = None,
+    group_metrics: GroupedMetrics | None = None,
 ) -> list[SLOResult]:
     """One result per SLO entry. `metrics` is report.json's `metrics`; `server` its `server`;
-    `class_metrics` the metrics of each class's requests (a class without any: not measured)."""
+    `class_metrics` the metrics of each class's requests (a class without any: not measured),
+    `group_metrics` each slice grouping's of each group's (SLICE_GROUPS, by key)."""
     results = _request_checks(spec, metrics)
     if spec.memory_growth is not None:
         observed = _get(server, "memory", "growth_mb_per_min")
@@ -221,10 +228,12 @@ def check_slos(
         own = (class_metrics or {}).get(name) or {}
         checks = _request_checks(class_spec, own)
         results += [replace(result, name=class_prefix(name) + result.name) for result in checks]
-    for name, adapter_spec in spec.adapters.items():
-        own = (adapter_metrics or {}).get(name) or {}
-        checks = _request_checks(adapter_spec, own)
-        results += [replace(result, name=adapter_prefix(name) + result.name) for result in checks]
+    for grouping in SLICE_GROUPS:
+        measured = (group_metrics or {}).get(grouping.key) or {}
+        for name, group_spec in group_slos(spec, grouping.key).items():
+            checks = _request_checks(group_spec, measured.get(name) or {})
+            prefix = group_prefix(grouping.label, name)
+            results += [replace(result, name=prefix + result.name) for result in checks]
     return results
 
 
@@ -233,9 +242,15 @@ def class_prefix(name: str) -> str:
     return f"{name}: "
 
 
-def adapter_prefix(name: str) -> str:
-    """How a LoRA adapter's checks are named: 'adapter sql: ttft p95'."""
-    return f"adapter {name}: "
+def group_prefix(label: str, name: str) -> str:
+    """How a group's checks are named: 'adapter sql: ttft p95'."""
+    return f"{label} {name}: "
+
+
+def group_slos(spec: SLOSpec, key: str) -> dict[str, ClassSLOSpec]:
+    """Each group's SLOs of a slice grouping (SLICE_GROUPS): the scenario's `slo.<key>`."""
+    sections = getattr(spec, key, None)
+    return dict(sections) if isinstance(sections, dict) else {}
 
 
 def _request_checks(spec: ClassSLOSpec, metrics: Measured) -> list[SLOResult]:

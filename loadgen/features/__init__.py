@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loadgen.collect.slice_registry import register_fields, register_stats
+from loadgen.collect.slice_registry import (
+    register_fields,
+    register_groups,
+    register_server_counters,
+    register_stats,
+)
+from loadgen.features.adapters import ADAPTERS
 from loadgen.features.images import IMAGES
 from loadgen.features.reasoning import REASONING
 from loadgen.features.slice import Slice
@@ -20,9 +26,9 @@ from loadgen.features.tools import TOOLS
 from loadgen.scenario.slice_keys import register_spec
 
 if TYPE_CHECKING:
-    from loadgen.features.slice import Attaches, Classes, DrawPlan, Reads
+    from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Reads
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES)
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
@@ -36,6 +42,11 @@ def attachments() -> tuple[tuple[str, Attaches], ...]:
     return tuple((s.name, s.attaches()) for s in SLICES if s.attaches is not None)
 
 
+def labellers() -> tuple[tuple[str, Labels], ...]:
+    """The slices that label a request from its plan alone, with their names."""
+    return tuple((s.name, s.labels()) for s in SLICES if s.labels is not None)
+
+
 def readers() -> tuple[Reads, ...]:
     """The slices that read every answer."""
     return tuple(s.reads() for s in SLICES if s.reads is not None)
@@ -46,6 +57,9 @@ def _install() -> None:
         register_fields(feature.fields)
         if feature.stats is not None:
             register_stats(feature.stats)
+        if feature.groups is not None:
+            register_groups(feature.groups)
+        register_server_counters(feature.server)
         if feature.spec is not None:
             register_spec(feature.spec)
 

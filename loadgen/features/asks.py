@@ -20,6 +20,7 @@ class Asks:
     reasoning: ReasoningAsk | None = None
     tools: ToolsAsk | None = None
     think: str = "auto"  # how the reader finds inline thinking
+    model: str | None = None  # the model the call names (None: the endpoint's)
 
     def onto(self, call: Call) -> Call:
         """`call` with what the slices ask (the same object when they ask nothing)."""
@@ -51,4 +52,5 @@ def gather(attached: Sequence[Attached]) -> Asks:
         reasoning=next((each.reasoning for each in attached if each.reasoning is not None), None),
         tools=next((each.tools for each in attached if each.tools is not None), None),
         think=next((each.think for each in attached if each.think is not None), "auto"),
+        model=next((each.model for each in attached if each.model is not None), None),
     )

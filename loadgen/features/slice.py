@@ -8,8 +8,14 @@ A slice is one package under loadgen.features, and every part of the feature is 
   plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
 - `attaches`: its contribution to a request of the classes that ask for the feature (content
   parts on its last user message, tools to offer), and the record's fields once the answer is read;
+- `labels`: the record's fields a request has from its plan alone (a failed one keeps them);
 - `reads`: the record's fields from any answer, asked for or not (a reasoning model thinks
   unasked): one call a request, so a plain request builds nothing of a slice's;
+- `groups`: its records grouped by one of its label fields, each group measured as a class is
+  (report.json's `<name>`, the SLOs of `slo.<name>`, a live TTFT histogram);
+- `server`: the counters of the built-in server's /metrics it reads (report.json's
+  `server.metrics.<key>`, after `prefix_cache`; a live upstream gauge) and (`server_lines`)
+  report.md's lines of them;
 - `counters`: the live counters (/metrics) its record fields add to;
 - `fields`: its record sub-record, the fields it adds to a line of requests.jsonl;
 - `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`);
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from loadgen.collect.field_doc import ExtraValue, FieldDoc
+from loadgen.collect.slice_registry import Grouping, ServerCounter
 
 if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves costs nothing
     import numpy as np
@@ -67,8 +74,9 @@ class Draws(Protocol):
 class Attached:
     """What a slice added to one request, in the wire's terms (loadgen.wire.call.Call): content
     parts and how many things they are, tools to offer (their calls are then read and kept), a
-    reasoning ask with the output tokens it adds to the budget and how its answer shows thinking
-    (`think`, the reader's; None: found as the server sends it)."""
+    reasoning ask with the output tokens it adds to the budget, how its answer shows thinking
+    (`think`, the reader's; None: found as the server sends it) and the model the call names
+    (None: the endpoint's)."""
 
     parts: Sequence[ContentPart] = ()
     count: int = 0
@@ -76,6 +84,7 @@ class Attached:
     reasoning: ReasoningAsk | None = None
     budget: int = 0
     think: str | None = None
+    model: str | None = None  # the model the call names instead of the endpoint's
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +116,13 @@ class Attaches(Protocol):
         ...
 
 
+class Labels(Protocol):
+    def label(self, workload: Workload, asking: Asking) -> Mapping[str, ExtraValue]:
+        """The record's fields a request has from its plan alone, whatever became of it: kept
+        on the record of one that failed before it was answered (no replica, a client error)."""
+        ...
+
+
 class Reads(Protocol):
     def fields(self, answer: StreamResult, streamed: bool) -> Mapping[str, ExtraValue]:
         """The record's fields for any request answered so (empty: the answer showed nothing of
@@ -124,6 +140,15 @@ class Counter:
 
 
 @dataclass(frozen=True)
+class ServerLine:
+    """A line of report.md under the server's own metrics, where its `server.metrics.<when>` is
+    set: `text` formatted with the slice's server counters' keys (0 where one is unset)."""
+
+    when: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Slice:
     """One traffic feature's parts (module docstring). `name`: its key in PlannedRequest.drawn.
     Its fields are plain data; the other parts are loaders (a function that imports the part's
@@ -135,6 +160,10 @@ class Slice:
     draws: Callable[[], Draws] | None = None
     attaches: Callable[[], Attaches] | None = None
     reads: Callable[[], Reads] | None = None
+    labels: Callable[[], Labels] | None = None
+    groups: Grouping | None = None
+    server: tuple[ServerCounter, ...] = ()
+    server_lines: tuple[ServerLine, ...] = ()
     counters: tuple[Counter, ...] = ()
     report: str | None = None
     spec: SpecField[SliceSpec] | None = None

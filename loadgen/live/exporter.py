@@ -33,9 +33,9 @@ from loadgen.live.metric_names import (
     PHASE_INDEX,
     SEARCH_LEVEL,
     TARGET_RATE,
+    UPSTREAM_COUNTERS,
     UPSTREAM_GPU,
     UPSTREAM_KV_CACHE,
-    UPSTREAM_LORA_MISSES,
     UPSTREAM_RSS,
     UPSTREAM_RUNNING,
     UPSTREAM_WAITING,
@@ -50,7 +50,7 @@ _SERVER_GAUGES = {
     "requests_running": UPSTREAM_RUNNING,
     "requests_waiting": UPSTREAM_WAITING,
     "kv_cache_usage": UPSTREAM_KV_CACHE,
-    "lora_misses_total": UPSTREAM_LORA_MISSES,
+    **{counter.name: str(counter.live) for counter in UPSTREAM_COUNTERS},  # the slices'
     "energy_watts": ENERGY_WATTS,
 }
 

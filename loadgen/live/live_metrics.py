@@ -15,19 +15,19 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from loadgen.collect.field_doc import ExtraValue
 from loadgen.collect.records import RequestRecord, first_answer_s
 from loadgen.live.metric_names import (
-    ADAPTER_LABELS,
-    ADAPTER_TTFT_SECONDS,
     E2E_SECONDS,
     ENERGY_JOULES,
+    GROUP_HISTOGRAMS,
     HELP,
     HISTOGRAMS,
     IN_FLIGHT,
@@ -109,7 +109,8 @@ class LiveMetrics(Collector):
         self.run_id = ""
         self.server_kind = ""
         self._series: dict[tuple[str, str], _Series] = {}  # (phase, class) →
-        self._adapters: dict[str, _Histogram] = {}  # LoRA adapter → its requests' TTFT
+        # Each group histogram's (GROUP_HISTOGRAMS, by position) group name → its requests' TTFT.
+        self._groups: tuple[dict[str, _Histogram], ...] = tuple({} for _ in GROUP_HISTOGRAMS)
         self._gauges: dict[str, float] = {}
         self._counters: dict[str, float] = {}  # counters with only the run's labels (energy)
         self._slos: list[tuple[str, str, float]] = []
@@ -148,9 +149,8 @@ class LiveMetrics(Collector):
                 ttft_end = record.done_s  # a lower bound, as in the report
             if ttft_end is not None:
                 series.histograms[TTFT_SECONDS].observe(ttft_end - record.scheduled_s)
-                if record.adapter is not None:
-                    adapter = self._adapters.setdefault(record.adapter, _Histogram())
-                    adapter.observe(ttft_end - record.scheduled_s)
+                if record.extra:  # a slice's label: its group's (an adapter's)
+                    self._grouped(record.extra, ttft_end - record.scheduled_s)
             answer_end = _answer_end(record)
             if answer_end is not None:
                 series.histograms[TTFAT_SECONDS].observe(answer_end - record.scheduled_s)
@@ -162,6 +162,13 @@ class LiveMetrics(Collector):
                 series.histograms[E2E_SECONDS].observe(record.done_s - record.scheduled_s)
             if isinstance(record.itl_ms, list):
                 series.histograms[ITL_SECONDS].observe_ms(record.itl_ms)
+
+    def _grouped(self, extra: Mapping[str, ExtraValue], ttft_s: float) -> None:
+        """A record's TTFT into each group histogram its label fields name a group of."""
+        for spec, groups in zip(GROUP_HISTOGRAMS, self._groups, strict=True):
+            name = extra.get(spec.field)
+            if isinstance(name, str):
+                groups.setdefault(name, _Histogram()).observe(ttft_s)
 
     def collect(self) -> Iterator[Any]:
         in_flight = self._read_in_flight()  # outside the lock: it is the runner's code
@@ -219,10 +226,9 @@ class LiveMetrics(Collector):
                 family.add_metric(labels, series.counted[family.name])
         yield from histograms.values()
         yield from (requests, output, prompt, *counted)
-        if self._adapters:
-            adapters = HistogramMetricFamily(
-                ADAPTER_TTFT_SECONDS, HELP[ADAPTER_TTFT_SECONDS], labels=ADAPTER_LABELS
-            )
-            for name, histogram in sorted(self._adapters.items()):
-                adapters.add_metric([*run, name], histogram.buckets(), histogram.total)
-            yield adapters
+        for spec, groups in zip(GROUP_HISTOGRAMS, self._groups, strict=True):
+            if groups:
+                grouped = HistogramMetricFamily(spec.name, spec.help, labels=spec.labels)
+                for name, histogram in sorted(groups.items()):
+                    grouped.add_metric([*run, name], histogram.buckets(), histogram.total)
+                yield grouped

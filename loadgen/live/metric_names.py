@@ -3,8 +3,9 @@
 Fixed: dashboards/ and the docker provisioning query these names, and tests/golden/metric_names.txt
 pins them. Changing one here is a breaking change for every dashboard built on the exporter.
 
-- histograms `loadtest_{ttft,ttfat,itl,e2e}_seconds{scenario, run_id, phase, class}`, and
-  `loadtest_adapter_ttft_seconds{scenario, run_id, adapter}` (requests naming a LoRA adapter);
+- histograms `loadtest_{ttft,ttfat,itl,e2e}_seconds{scenario, run_id, phase, class}`, and per
+  group of a slice's grouping `loadtest_<label>_ttft_seconds{scenario, run_id, <label>}`
+  (`loadtest_adapter_ttft_seconds{…, adapter}`: the requests naming each adapter);
 - counters `loadtest_requests_total{…, status}`, `loadtest_{output,prompt}_tokens_total`, and the
   feature slices' (loadgen.features: the reasoning tokens received, the tool calls made);
 - gauges `{scenario, run_id}`: in-flight, target rate, phase index, search level, knee, capacity,
@@ -15,6 +16,9 @@ pins them. Changing one here is a breaking change for every dashboard built on t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from loadgen.collect.slice_registry import Grouping
 from loadgen.features import SLICES
 from loadgen.features.slice import Counter
 
@@ -23,7 +27,28 @@ TTFAT_SECONDS = "loadtest_ttfat_seconds"
 ITL_SECONDS = "loadtest_itl_seconds"
 E2E_SECONDS = "loadtest_e2e_seconds"
 HISTOGRAMS = (TTFT_SECONDS, TTFAT_SECONDS, ITL_SECONDS, E2E_SECONDS)
-ADAPTER_TTFT_SECONDS = "loadtest_adapter_ttft_seconds"  # per LoRA adapter (workload.adapters)
+
+
+@dataclass(frozen=True)
+class GroupHistogram:
+    """The TTFT histogram of each group of a slice's grouping (one series a group)."""
+
+    name: str
+    labels: tuple[str, ...]
+    help: str
+    field: str  # the record's label field naming its group
+
+
+def _group_histogram(grouping: Grouping) -> GroupHistogram:
+    return GroupHistogram(
+        f"loadtest_{grouping.label}_ttft_seconds",
+        ("scenario", "run_id", grouping.label),
+        f"Time to first token of each {grouping.noun}'s requests, from the scheduled send",
+        grouping.field,
+    )
+
+
+GROUP_HISTOGRAMS = tuple(_group_histogram(s.groups) for s in SLICES if s.groups is not None)
 
 # Counter names without the `_total` suffix the exposition adds.
 REQUESTS = "loadtest_requests"
@@ -47,7 +72,8 @@ UPSTREAM_GPU = "loadtest_upstream_gpu_bytes"
 UPSTREAM_RUNNING = "loadtest_upstream_requests_running"
 UPSTREAM_WAITING = "loadtest_upstream_requests_waiting"
 UPSTREAM_KV_CACHE = "loadtest_upstream_kv_cache_usage_ratio"
-UPSTREAM_LORA_MISSES = "loadtest_upstream_lora_misses"
+# The slices' server counters shown live (loadgen.features: an adapter cache's misses so far).
+UPSTREAM_COUNTERS = tuple(counter for s in SLICES for counter in s.server if counter.live is not None)
 ENERGY_WATTS = "loadtest_energy_watts"
 SLO_THRESHOLD = "loadtest_slo_threshold"
 RUN_INFO = "loadtest_run_info"
@@ -55,14 +81,14 @@ RUN_INFO = "loadtest_run_info"
 RUN_GAUGES = (
     IN_FLIGHT, TARGET_RATE, PHASE_INDEX, SEARCH_LEVEL, KNEE_LEVEL, CAPACITY_RPS,
     UPSTREAM_RSS, UPSTREAM_GPU, UPSTREAM_RUNNING, UPSTREAM_WAITING, UPSTREAM_KV_CACHE,
-    UPSTREAM_LORA_MISSES, ENERGY_WATTS,
+    *(str(counter.live) for counter in UPSTREAM_COUNTERS), ENERGY_WATTS,
 )  # fmt: skip
 GAUGES = (*RUN_GAUGES, SLO_THRESHOLD, RUN_INFO)
 
 # Every name as it appears on /metrics (histograms as their base name, counters with `_total`).
 METRIC_NAMES: tuple[str, ...] = (
     *HISTOGRAMS,
-    ADAPTER_TTFT_SECONDS,
+    *(histogram.name for histogram in GROUP_HISTOGRAMS),
     *(name + "_total" for name in COUNTERS),
     ENERGY_JOULES + "_total",
     *GAUGES,
@@ -70,7 +96,6 @@ METRIC_NAMES: tuple[str, ...] = (
 
 RUN_LABELS = ("scenario", "run_id")
 REQUEST_LABELS = (*RUN_LABELS, "phase", "class")
-ADAPTER_LABELS = (*RUN_LABELS, "adapter")
 STATUSES = ("ok", "error", "timeout")  # values of `status` on loadtest_requests_total
 
 # Seconds, 1 ms … 60 s: fine where TTFT and ITL of small and fast servers live, wide enough for
@@ -85,7 +110,7 @@ HELP = {
     TTFAT_SECONDS: "Time to first answer token (after any reasoning), from the scheduled send time",
     ITL_SECONDS: "Gaps between streamed token chunks of any kind",
     E2E_SECONDS: "Request latency, from the scheduled send time to the last byte",
-    ADAPTER_TTFT_SECONDS: "Time to first token of each LoRA adapter's requests, from the scheduled send",
+    **{histogram.name: histogram.help for histogram in GROUP_HISTOGRAMS},
     REQUESTS: "Finished requests by status",
     OUTPUT_TOKENS: "Output tokens received",
     PROMPT_TOKENS: "Prompt tokens sent (as the server counted them where it said)",
@@ -101,7 +126,7 @@ HELP = {
     UPSTREAM_RUNNING: "Requests the server is running (its own metrics)",
     UPSTREAM_WAITING: "Requests waiting in the server's queue (its own metrics)",
     UPSTREAM_KV_CACHE: "KV-cache usage of the server, 0..1 (its own metrics)",
-    UPSTREAM_LORA_MISSES: "LoRA adapter loads (misses) the server counted so far (its own counter)",
+    **{str(counter.live): counter.live_help for counter in UPSTREAM_COUNTERS},
     ENERGY_WATTS: "Power of the devices counted for the server (server.energy), watts over the last sample",
     ENERGY_JOULES: "Energy of the devices counted for the server since it was ready, joules",
     SLO_THRESHOLD: "Threshold of each SLO of the scenario, in the unit of the `unit` label",

@@ -56,7 +56,8 @@ class RunObserver:
 
     def server_sample(self, values: Mapping[str, float]) -> None:
         """Fresh server-side figures. Keys (each optional): rss_bytes, gpu_bytes,
-        requests_running, requests_waiting, kv_cache_usage (0..1), lora_misses_total, and the
+        requests_running, requests_waiting, kv_cache_usage (0..1), the slices' server counters
+        shown live (server_metrics_summary.WATCHED: an adapter cache's misses), and the
         counted devices' energy_watts and energy_joules (the total so far)."""
 
     def evaluation(self, knee_level: float | None, capacity_rps: float | None) -> None:

@@ -15,10 +15,11 @@ from loadgen.collect.late_sends import LateSends, Variant
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import with_ttft_gap
+from loadgen.collect.slice_registry import SLICE_GROUPS
 from loadgen.collect.stats import PhaseWindow, client_trust, run_stats
 from loadgen.distributed.protocol import lost_error
 from loadgen.evaluate.parts import Measured
-from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos
+from loadgen.evaluate.slo import SLOResult, SLOSpec, check_slos, group_slos
 from loadgen.report.model import Report, Verdict
 from loadgen.report.model.client import Client, ClientStalls, MachineStalls
 from loadgen.report.model.metrics import Metrics, Phase, ReportPart, SLOCheck, Workers
@@ -28,7 +29,7 @@ from loadgen.scenario.model import Scenario
 
 SCHEMA_VERSION = 1
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
-Groups = Mapping[str, Measured]  # metrics by class or adapter name
+Groups = Mapping[str, Measured]  # metrics by class name (or by group name: a slice's grouping)
 Part = TypeVar("Part", bound=ReportPart)
 
 # Fractions keep more digits than ms values: 3 decimals would hide a 0.04% error rate.
@@ -171,17 +172,22 @@ def build_report(
         gap = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
         server_info = {**server_info, "metrics": gap}
 
-    def judge(stats: RunStats, metrics: Measured) -> tuple[Groups, Groups, list[SLOResult]]:
-        """Each class's and adapter's metrics, and the SLO results, of `stats`."""
+    def judge(stats: RunStats, metrics: Measured) -> tuple[Groups, Mapping[str, Groups], list[SLOResult]]:
+        """Each class's and each slice grouping's groups' metrics, and the SLO results, of `stats`."""
         named = list(slo_spec.classes) if slo_spec is not None else []
         # One class alone, with no SLO of its own, is the whole run: skip computing `metrics` again.
         several = bool(named) or len(stats.first_id) > 1
         classes = stats.class_metrics(named) if several else {}
-        adapters = stats.adapter_metrics(list(slo_spec.adapters) if slo_spec is not None else [])
-        slos = check_slos(slo_spec, metrics, server_info, classes, adapters) if slo_spec is not None else []
-        return classes, adapters, slos
+        groups = {
+            grouping.key: stats.group_metrics(
+                grouping.key, list(group_slos(slo_spec, grouping.key)) if slo_spec is not None else []
+            )
+            for grouping in SLICE_GROUPS
+        }
+        slos = check_slos(slo_spec, metrics, server_info, classes, groups) if slo_spec is not None else []
+        return classes, groups, slos
 
-    classes, adapters, slos = judge(stats, metrics)
+    classes, groups, slos = judge(stats, metrics)
     cpu_exceeded = (
         facts.client_cpu_percent is not None
         and judging.max_client_cpu_percent is not None
@@ -233,8 +239,9 @@ def build_report(
     # Set only when there is more than the whole run to say (else the keys stay out).
     if len(classes) > 1:
         report.classes = {key: report_part(Metrics, value) for key, value in classes.items()}
-    if adapters:
-        report.adapters = {key: report_part(Metrics, value) for key, value in adapters.items()}
+    for key, named in groups.items():
+        if named:
+            setattr(report, key, {name: report_part(Metrics, value) for name, value in named.items()})
     return report
 
 

@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from loadgen.collect.server_metrics_summary import gap_is_notable
+from loadgen.collect.slice_registry import SLICE_SERVER_COUNTERS
 from loadgen.evaluate.capacity import rate_unit
+from loadgen.features import SLICES
 from loadgen.fmt import format_number
 from loadgen.report.client_words import punctuality_lines
 from loadgen.report.energy_markdown import energy_lines
@@ -158,7 +160,7 @@ def _class_table(
     classes: Mapping[str, Metrics] | None, title: str = "Workload classes", label: str = "class"
 ) -> list[str]:
     """One row per workload class (report.json `classes`, present with more than one class), or
-    per LoRA adapter (`adapters`)."""
+    per group of a slice's grouping (`adapters`)."""
     if not classes:
         return []
     rows = [
@@ -203,6 +205,17 @@ def _bucket(bounds: Sequence[float | None] | None) -> str:
         return "–"
     low, high = bounds
     return f"{_num(low)}–{_num(high) if high is not None else '+Inf'}"
+
+
+def _slice_server_lines(server_metrics: ServerMetrics) -> list[str]:
+    """The slices' lines of their server counters (loadgen.features: the adapter cache's)."""
+    counts = {counter.key: getattr(server_metrics, counter.key, None) for counter in SLICE_SERVER_COUNTERS}
+    return [
+        line.text.format_map({key: value or 0 for key, value in counts.items()})
+        for feature in SLICES
+        for line in feature.server_lines
+        if counts.get(line.when) is not None
+    ]
 
 
 def _server_metrics_lines(server_metrics: ServerMetrics | None, metrics: Metrics) -> list[str]:
@@ -254,12 +267,7 @@ def _server_metrics_lines(server_metrics: ServerMetrics | None, metrics: Metrics
             f"- Prefix cache: {_num(cache.hit_ratio * 100)}% of {cache.queried_tokens:,} prompt tokens "
             "looked up were found cached (the server's own counters)"
         )
-    if server_metrics.lora_misses is not None:
-        hits, misses = server_metrics.lora_hits or 0, server_metrics.lora_misses
-        lines.append(
-            f"- LoRA adapters: {misses} requests had to load their adapter first (misses), "
-            f"{hits} found it resident (the server's own counters)"
-        )
+    lines += _slice_server_lines(server_metrics)
     if server_metrics.requests_aborted:
         lines.append(f"- Aborted: {server_metrics.requests_aborted} requests whose client left mid-answer")
     if server_ttft and gap and gap_is_notable(gap.p95, server_ttft.p95, server_ttft.p95_bucket_ms):
@@ -304,7 +312,11 @@ def render_markdown(report: Report) -> str:
         "",
         *_latency_table(metrics),
         *_class_table(report.classes),
-        *_class_table(report.adapters, "LoRA adapters", "adapter"),
+        *(
+            line
+            for each, named in report.groups()
+            for line in _class_table(named, f"{each.noun}s", each.label)
+        ),
         *session_lines(metrics.sessions),
         *section_lines(metrics),
         "## Phases",

@@ -1,6 +1,6 @@
 """What the client does to a search level's requests besides sending them: which it cancels
-(`workload.cancel`), which start with a shared prefix (`workload.prefix`), which LoRA adapter
-each names (`workload.adapters`) and what the feature slices draw for each (loadgen.features).
+(`workload.cancel`), which start with a shared prefix (`workload.prefix`) and what the feature
+slices draw for each (loadgen.features).
 
 Drawn as the main plan draws them (loadgen.traffic.plan_cancel, plan_prefix), from streams of
 their own seeded from the scenario's seed and the level's index: a level's cancellations and
@@ -18,7 +18,6 @@ import numpy as np
 from loadgen.features import slice_draws
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
-from loadgen.traffic.plan_adapters import AdapterCursor, AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
 from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
@@ -29,7 +28,6 @@ class _Changes(TypedDict, total=False):
 
     cancel: Cancel
     prefix: Prefix
-    adapter: str | None  # as PlannedRequest.adapter (set only when the draw named one)
     drawn: Mapping[str, int]
 
 
@@ -43,18 +41,11 @@ class LevelBehaviour:
         prefixes = PrefixPlan.of(classes, prefix_entropy(seed, level_index))
         self._cancel: CancelCursor | None = cancels.cursor() if cancels is not None else None
         self._prefix: PrefixCursor | None = prefixes.cursor() if prefixes is not None else None
-        adapters = AdapterPlan.of(classes, adapter_entropy(seed, level_index))
-        self._adapter: AdapterCursor | None = adapters.cursor() if adapters is not None else None
         self._drawn = {name: plan.cursor() for name, plan in slice_draws(classes, seed, level_index).items()}
 
     @property
     def active(self) -> bool:
-        return (
-            self._cancel is not None
-            or self._prefix is not None
-            or self._adapter is not None
-            or bool(self._drawn)
-        )
+        return self._cancel is not None or self._prefix is not None or bool(self._drawn)
 
     def apply(self, requests: Sequence[PlannedRequest]) -> list[PlannedRequest]:
         if not self.active or not requests:
@@ -62,7 +53,6 @@ class LevelBehaviour:
         classes = np.array([self._names.index(request.request_class) for request in requests])
         cancelled = self._cancel.take(classes) if self._cancel is not None else {}
         groups = self._prefix.take(classes).tolist() if self._prefix is not None else None
-        adapters = self._adapter.take(classes) if self._adapter is not None else None
         drawn = {name: cursor.take(classes).tolist() for name, cursor in self._drawn.items()}
         shaped = []
         for position, request in enumerate(requests):
@@ -72,8 +62,6 @@ class LevelBehaviour:
             # A dataset line is sent as written (the scenario refuses prefix: with dataset:).
             if groups is not None and groups[position] != NO_GROUP and request.dataset_row is None:
                 changes["prefix"] = Prefix(group=groups[position])
-            if adapters is not None and adapters[position] is not None:
-                changes["adapter"] = adapters[position]
             values = {name: each[position] for name, each in drawn.items() if each[position]}
             if values:
                 changes["drawn"] = {**request.drawn, **values}

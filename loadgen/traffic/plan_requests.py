@@ -3,8 +3,8 @@
 Each chunk takes its times from the arrival source and as many draws (classes, lengths, dataset
 lines); a trace's rows bring their own lengths, prompts, blocks and conversations, the draws made
 and dropped all the same so every later stream stays where it was. Then each feature drawn from
-a stream of its own (cancel, prefix groups, the slices' draws) adds its field, and last the
-adapters, drawn in schedule order. loadgen.traffic.schedule positions the streams and owns the order.
+a stream of its own (cancel, prefix groups, the slices' draws) adds its field.
+loadgen.traffic.schedule positions the streams and owns the order.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import numpy as np
 from loadgen.features.slice import DrawCursor
 from loadgen.inputs.traces import TraceRow
 from loadgen.scenario.model import Workload
-from loadgen.traffic.plan_adapters import AdapterCursor
 from loadgen.traffic.plan_cancel import CancelCursor
 from loadgen.traffic.plan_draws import Drawn, DrawPlan
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor
@@ -163,33 +162,6 @@ def _drawn(
         if sessions and sessions[classes[j]] is not None:  # turn 1 of a session
             planned = replace(planned, session=sessions[classes[j]])
         yield planned
-
-
-def with_adapters(
-    requests: Iterator[PlannedRequest], cursor: AdapterCursor, draws: DrawPlan, chunk: int
-) -> Iterator[PlannedRequest]:
-    """`requests` with each one's adapter, drawn a chunk at a time in schedule order (a trace's
-    rows are the first class's)."""
-    names = [streams.name for streams in draws.classes]
-    batch: list[PlannedRequest] = []
-    for planned in requests:
-        batch.append(planned)
-        if len(batch) == chunk:
-            yield from _named(batch, cursor, names)
-            batch = []
-    yield from _named(batch, cursor, names)
-
-
-def _named(batch: list[PlannedRequest], cursor: AdapterCursor, names: list[str]) -> list[PlannedRequest]:
-    if not batch:
-        return []
-    index = {name: position for position, name in enumerate(names)}
-    classes = np.array([index[planned.request_class] for planned in batch], dtype=int)
-    adapters = cursor.take(classes)
-    return [
-        planned if adapter is None else replace(planned, adapter=adapter)
-        for planned, adapter in zip(batch, adapters, strict=True)
-    ]
 
 
 def _entry_outputs(workloads: Sequence[Workload]) -> list[list[int | None]]:

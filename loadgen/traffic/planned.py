@@ -92,7 +92,6 @@ class PlannedRequest:
     cancel: Cancel | None = None
     prefix: Prefix | None = None
     session: SessionStart | None = None
-    adapter: str | None = None  # the LoRA adapter it names as its model (workload.adapters)
     # What the feature slices drew for it (loadgen.features.slice.Draws), by slice name; a
     # slice that drew nothing (0) has no key.
     drawn: Mapping[str, int] = NO_DRAWS

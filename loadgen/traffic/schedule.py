@@ -36,11 +36,10 @@ from loadgen.collect.stats import PhaseWindow
 from loadgen.features import slice_draws
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Scenario, Workload
-from loadgen.traffic.plan_adapters import AdapterPlan, adapter_entropy
 from loadgen.traffic.plan_cancel import CancelPlan, cancel_entropy
 from loadgen.traffic.plan_draws import plan_draws
 from loadgen.traffic.plan_prefix import PrefixPlan, prefix_entropy
-from loadgen.traffic.plan_requests import Constants, FeatureSteps, make_requests, with_adapters
+from loadgen.traffic.plan_requests import Constants, FeatureSteps, make_requests
 from loadgen.traffic.plan_streams import Ticker, plan_arrivals
 from loadgen.traffic.planned import Cancel, PhaseConstants, Phases, PlannedRequest, Prefix, SessionStart
 
@@ -126,7 +125,6 @@ def build_schedule(
     prefixes = PrefixPlan.of(scenario.classes, prefix_entropy(scenario.seed))
     blocks = [getattr(phase, "block_tokens", 0) for phase in scenario.traffic]  # trace phases'
     sessions = _session_starts(scenario)
-    adapters = AdapterPlan.of(scenario.classes, adapter_entropy(scenario.seed))
     drawn = slice_draws(scenario.classes, scenario.seed)
 
     def make() -> Iterator[PlannedRequest]:
@@ -135,8 +133,7 @@ def build_schedule(
             prefix=None if prefixes is None else prefixes.cursor(),
             drawn={name: plan.cursor() for name, plan in drawn.items()},
         )
-        requests = make_requests(arrivals, draws, steps, Constants(scenario.warmup, blocks, sessions), chunk)
-        return requests if adapters is None else with_adapters(requests, adapters.cursor(), draws, chunk)
+        return make_requests(arrivals, draws, steps, Constants(scenario.warmup, blocks, sessions), chunk)
 
     return Schedule(
         requests=PlannedRequests(arrivals.count, make),

@@ -30,9 +30,9 @@ from locust.exception import StopUser
 from kernel.redact import redact
 from loadgen.collect.field_doc import ExtraValue
 from loadgen.collect.records import ErrorKind, RequestRecord, set_stream_gaps
-from loadgen.features import attachments, readers
+from loadgen.features import attachments, labellers, readers
 from loadgen.features.asks import NO_ASKS, gather
-from loadgen.features.slice import Asking, Attached, Attaches, Reads
+from loadgen.features.slice import Asking, Attached, Attaches, Labels, Reads
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.line_reader import LineTooLong, read_body
 from loadgen.scenario.model import Workload
@@ -76,6 +76,8 @@ class RunContext:
     # every answer.
     attaching: tuple[tuple[str, Attaches, frozenset[str]], ...] = field(init=False, default=())
     reading: tuple[Reads, ...] = field(init=False, default=())
+    # And those that label a request from its plan alone (kept on a record that failed unsent).
+    labelling: tuple[tuple[str, Labels], ...] = field(init=False, default=())
     headers: dict[str, str] = field(init=False, default_factory=dict)
     typed_headers: HeaderSets = field(init=False)
     secrets: tuple[str, ...] = field(init=False, default=())
@@ -85,6 +87,8 @@ class RunContext:
         senders = [(name, part, part.senders(self.classes)) for name, part in attachments()]
         self.attaching = tuple(each for each in senders if each[2])
         self.reading = readers()
+        attaching = {name for name, _, _ in self.attaching}
+        self.labelling = tuple((name, part) for name, part in labellers() if name in attaching)
         # identity: a compressed SSE stream could not be read line by line as it lands
         self.headers = {
             "Accept-Encoding": "identity",
@@ -167,7 +171,7 @@ class OpenAIUser(FastHttpUser):
         attached = self._attached(workload, planned, entry) if ctx.attaching else []
         asks = gather([each for _, each in attached]) if attached else NO_ASKS
         call = Call(
-            model=planned.adapter or ctx.endpoint.model,  # a LoRA adapter is named as the model
+            model=asks.model or ctx.endpoint.model,  # a slice may name another (an adapter)
             prompt=(entry.prompt if entry else planned.prompt) or request_prompt(planned, workload),
             max_tokens=planned.output_tokens,
             ignore_eos=workload.ignore_eos,
@@ -291,7 +295,6 @@ class OpenAIUser(FastHttpUser):
             request_class=planned.request_class,
             cached_tokens=result.usage_cached_tokens,
             prefix_group=planned.prefix.group if planned.prefix is not None else None,
-            adapter=planned.adapter,
         )
         if streamed:
             set_stream_gaps(record, result.chunk_ns)
@@ -347,11 +350,21 @@ class OpenAIUser(FastHttpUser):
             level=ctx.phases[ticket.planned.phase].level,
             request_class=ticket.planned.request_class,
             prefix_group=ticket.planned.prefix.group if ticket.planned.prefix is not None else None,
-            adapter=ticket.planned.adapter,
         )
+        if ctx.labelling:
+            self._label(record, ticket.planned)
         if ctx.sessions is not None:  # a failed turn ends its session: the record says which
             ctx.sessions.answered(ticket.planned, record, "")
         return record
+
+    def _label(self, record: RequestRecord, planned: PlannedRequest) -> None:
+        """A failed request's record with the fields its plan gives it (its adapter)."""
+        ctx = self.run_context
+        workload = ctx.classes.get(planned.request_class, ctx.workload)
+        extra: dict[str, ExtraValue] = {}
+        for name, labels in ctx.labelling:
+            extra.update(labels.label(workload, _asking(planned, name, None)))
+        record.extra = {name: value for name, value in extra.items() if value is not None} or None
 
 
 def _asking(planned: PlannedRequest, name: str, entry: DatasetEntry | None) -> Asking:

@@ -16,9 +16,10 @@ from loadgen.collect.run_stats import RunStats
 from loadgen.collect.stats import PhaseWindow
 from loadgen.collect.stats_wire import pack, unpack
 from loadgen.distributed import plan_wire
+from loadgen.features.adapters.draws import adapter_entropy
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
-from loadgen.traffic.plan_adapters import adapter_entropy
+from loadgen.traffic.planned import NO_DRAWS
 from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
 from servers.engines.lora_cache import LoraCache
 from tests.unit.eager_schedule import eager_schedule
@@ -44,6 +45,22 @@ traffic:
   - {kind: gamma, rate: 400, cv: 2, duration: 5s}
 warmup: 1s
 """
+
+
+def _names(requests: list[PlannedRequest], text: str = MIXED) -> list[str | None]:
+    """Each request's adapter by name (the slice draws its index in its class's names plus one)."""
+    specs = {name: workload.adapters for name, _, workload in parse_scenario(text).classes}
+    return [
+        spec.adapter_names[drawn - 1] if (drawn := r.drawn.get("adapters", 0)) and spec is not None else None
+        for r in requests
+        for spec in [specs[r.request_class]]
+    ]
+
+
+def _without(request: PlannedRequest) -> PlannedRequest:
+    """The request without its adapter."""
+    drawn = {name: value for name, value in request.drawn.items() if name != "adapters"}
+    return dataclasses.replace(request, drawn=drawn or NO_DRAWS)
 
 
 def _one(adapters: str, server: str = "{kind: simulated, lora: {adapters: [a, b, c]}}") -> str:
@@ -113,9 +130,9 @@ def test_adding_adapters_moves_nothing_else_of_the_plan() -> None:
     plain = parse_scenario("\n".join(kept))
     plain_plan = list(build_schedule(plain).requests)
     assert plain_plan == eager_schedule(plain).requests
-    assert all(r.adapter is None for r in plain_plan)
+    assert all(name is None for name in _names(plain_plan))
     lazy = list(build_schedule(parse_scenario(MIXED), chunk=97).requests)
-    assert [dataclasses.replace(r, adapter=None) for r in lazy] == plain_plan
+    assert [_without(r) for r in lazy] == plain_plan
 
 
 def _eager_adapters(requests: list[PlannedRequest], seed: int) -> list[str | None]:
@@ -137,7 +154,7 @@ def _eager_adapters(requests: list[PlannedRequest], seed: int) -> list[str | Non
 @pytest.mark.parametrize("chunk", [1, 7, 200, CHUNK])
 def test_the_lazy_adapters_are_one_whole_draw_whatever_the_chunk(chunk: int) -> None:
     requests = list(build_schedule(parse_scenario(MIXED), chunk=chunk).requests)
-    assert [r.adapter for r in requests] == _eager_adapters(requests, 11)
+    assert _names(requests) == _eager_adapters(requests, 11)
 
 
 def test_the_shares_are_what_is_drawn() -> None:
@@ -145,7 +162,8 @@ def test_the_shares_are_what_is_drawn() -> None:
     scenario = parse_scenario(MIXED)
     requests = list(build_schedule(scenario).requests)
     for name, _, workload in scenario.classes:
-        mine = [r.adapter for r in requests if r.request_class == name]
+        named = zip(requests, _names(requests), strict=True)
+        mine = [adapter for r, adapter in named if r.request_class == name]
         if workload.adapters is None:
             assert set(mine) == {None}
             continue
@@ -159,18 +177,20 @@ def test_the_shares_are_what_is_drawn() -> None:
 def test_search_levels_and_worker_shares_carry_the_adapter() -> None:
     scenario = parse_scenario(MIXED)
     planned = list(build_schedule(scenario).requests)[:50]
-    blank = [dataclasses.replace(r, adapter=None) for r in planned]
+    blank = [_without(r) for r in planned]
     shaped = LevelBehaviour(scenario.workload, scenario.seed, 3).apply(blank)
     again = LevelBehaviour(scenario.workload, scenario.seed, 3).apply(blank)
-    assert shaped == again and {r.adapter for r in shaped if r.request_class != "plain"} <= {
+    names = _names(shaped)
+    sent = {n for r, n in zip(shaped, names, strict=True) if r.request_class != "plain"}
+    assert shaped == again and sent <= {
         "sql",
         "chat",
         "code",
         "docs",
     }
-    assert all((r.adapter is None) == (r.request_class == "plain") for r in shaped)
+    assert all((n is None) == (r.request_class == "plain") for r, n in zip(shaped, names, strict=True))
     decoded = plan_wire.decode_requests(plan_wire.encode_requests(planned))
-    assert [r.adapter for r in decoded] == [r.adapter for r in planned]
+    assert _names(decoded) == _names(planned) and decoded == planned
 
 
 def _record(i: int, adapter: str | None, ttft_s: float, status: Status = "ok") -> RequestRecord:
@@ -183,7 +203,7 @@ def _record(i: int, adapter: str | None, ttft_s: float, status: Status = "ok") -
         done_s=1.0 + i * 0.01 + ttft_s + 0.05,
         output_tokens=4,
         status=status,
-        adapter=adapter,
+        extra=None if adapter is None else {"adapter": adapter},
     )
 
 
@@ -193,17 +213,17 @@ def test_each_adapters_metrics_are_its_records_and_survive_the_wire() -> None:
     records.append(dataclasses.replace(_record(31, "a", 0.9), warmup=True))  # not counted
     window = [PhaseWindow(0, "constant", 10.0, 0.0, 10.0)]
     stats = RunStats.of([columns_of(records[:15]), columns_of(records[15:])], window)
-    metrics = stats.adapter_metrics(["c"])
+    metrics = stats.group_metrics("adapters", ["c"])
     assert list(metrics) == ["a", "b", "c"]
     assert (metrics["a"]["requests"], metrics["b"]["requests"], metrics["c"]["requests"]) == (10, 11, 0)
     assert metrics["b"]["errors"] == 1 and metrics["a"]["errors"] == 0
     assert metrics["a"]["ttft_ms"]["p50"] == pytest.approx(10.0) and metrics["a"]["target_rate"] is None
     assert metrics["b"]["ttft_ms"]["max"] == pytest.approx(500.0)
-    assert unpack(pack(stats), window).adapter_metrics() == stats.adapter_metrics()
+    assert unpack(pack(stats), window).group_metrics("adapters") == stats.group_metrics("adapters")
     halves = RunStats.of([columns_of(records[:15])], window)
     halves.merge(RunStats.of([columns_of(records[15:])], window))
-    assert halves.adapter_metrics() == stats.adapter_metrics()
-    assert RunStats.of([columns_of([_record(0, None, 0.01)])], window).adapter_metrics() == {}
+    assert halves.group_metrics("adapters") == stats.group_metrics("adapters")
+    assert RunStats.of([columns_of([_record(0, None, 0.01)])], window).group_metrics("adapters") == {}
 
 
 def test_the_adapter_cache_keeps_the_most_recently_used() -> None:

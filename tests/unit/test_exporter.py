@@ -261,7 +261,9 @@ def test_each_lora_adapters_ttft_and_the_servers_misses(
     exporter: LiveExporter, registry: CollectorRegistry
 ) -> None:
     for i, (adapter, ttft) in enumerate([("a", 0.004), ("b", 0.3), ("a", 0.02), (None, 0.001)]):
-        exporter.request_done(record(id=i, first_token_s=ttft, adapter=adapter))
+        exporter.request_done(
+            record(id=i, first_token_s=ttft, extra=None if adapter is None else {"adapter": adapter})
+        )
     name = "loadtest_adapter_ttft_seconds"
     assert value(registry, name + "_count", **run_labels(adapter="a")) == 2.0
     assert value(registry, name + "_bucket", **run_labels(adapter="a", le="0.005")) == 1.0

@@ -28,7 +28,10 @@ ALSO_NAMED = {
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.
-STEMS = {"images": "image", "tools": "tool_call"}
+STEMS = {"images": "image", "tools": "tool_call", "adapters": "lora"}
+# A slice's field found as a quoted key where its bare word names something else: `adapter` is
+# also the server adapter (servers.adapter, the run's `ctx.adapter`), no LoRA's.
+QUOTED = {"adapters"}
 
 
 def _mentions(pattern: str) -> dict[str, list[int]]:
@@ -48,7 +51,9 @@ def test_each_slice_is_one_package_and_one_registry_line() -> None:
     for feature in SLICES:
         package = LOADGEN / "features" / feature.name
         assert (package / "__init__.py").is_file(), f"slice {feature.name} has no package of its own"
-        names = [rf"\b{field}\b" for field in feature.fields] + [rf"features\.{feature.name}\b"]
+        quote = feature.name in QUOTED
+        names = [rf"[\"']{field}[\"']" if quote else rf"\b{field}\b" for field in feature.fields]
+        names.append(rf"features\.{feature.name}\b")
         mentions = _mentions("|".join([*names, *([STEMS[feature.name]] if feature.name in STEMS else [])]))
         core = {
             where: lines

@@ -133,7 +133,7 @@ def _grouped_level(chat_ttft_s: list[float]) -> list[RequestRecord]:
             ttft = chat_ttft_s[(index // 10) % len(chat_ttft_s)]
             assert record.sent_s is not None
             record = replace(record, request_class="chat", first_token_s=record.sent_s + ttft)
-        records[index] = replace(record, adapter="sql" if index % 5 == 0 else None)
+        records[index] = replace(record, extra={"adapter": "sql"} if index % 5 == 0 else None)
     return records
 
 

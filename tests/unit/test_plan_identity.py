@@ -56,6 +56,20 @@ traffic:
 """
 
 
+# Each class's adapter names: the adapters slice draws a request's as its index in them plus one.
+ADAPTER_NAMES = {
+    name: workload.adapters.adapter_names
+    for name, _, workload in parse_scenario(FEATURES).classes
+    if workload.adapters is not None
+}
+
+
+def _adapter(request: PlannedRequest) -> str | None:
+    """The request's adapter as the flat request held it (loadgen.features.adapters' draw)."""
+    drawn = request.drawn.get("adapters", 0)
+    return ADAPTER_NAMES[request.request_class][drawn - 1] if drawn else None
+
+
 def flat(request: PlannedRequest, phases: Mapping[int, PhaseConstants]) -> tuple[Any, ...]:
     """The request as the flat PlannedRequest held it (its 20 fields, in their order)."""
     phase, cancel, prefix, session = phases[request.phase], request.cancel, request.prefix, request.session
@@ -71,7 +85,7 @@ def flat(request: PlannedRequest, phases: Mapping[int, PhaseConstants]) -> tuple
             else (None, None, 0)
         ),
         *((session.seed, session.script) if session is not None else (None, None)),
-        request.adapter,
+        _adapter(request),  # a slice's draw (loadgen.features.adapters)
         request.drawn.get("images", 0),  # a slice's draw (loadgen.features.images)
     )
 
@@ -127,11 +141,13 @@ def test_a_seeded_plan_is_what_the_flat_planner_made(text: str, count: int, expe
     assert len(requests) == count
     # the case covers every feature
     covered = (
-        {"cancel", "prefix", "session", "adapter", "drawn"}  # drawn: the images slice's counts
+        {"cancel", "prefix", "session", "drawn"}  # drawn: the images and adapters slices' draws
         if text is FEATURES
         else {"prefix", "session", "prompt"}
     )
     assert all(any(getattr(r, name) for r in requests) for name in covered)
+    drawn = {name for r in requests for name in r.drawn}
+    assert drawn == ({"images", "adapters"} if text is FEATURES else set())
     assert digest(requests, schedule.phases) == expected
     # and what a worker decodes from the wire is the same plan
     share = plan_wire.split_columns(schedule.requests, 1)[0]

@@ -15,7 +15,7 @@ from loadgen.collect.request_record import PLAIN_COLUMNS, SPARSE_KEYS, field_doc
 # Columns made by code of their own in columns_from_dicts (codes, indexes, derived values).
 OWN_COLUMNS = {
     "status", "error_key", "source", "request_class", "class_names", "itl", "itl_owner", "prefixed",
-    "first_answer", "adapter", "adapter_names", "extra",
+    "first_answer", "extra",
 }  # fmt: skip
 
 

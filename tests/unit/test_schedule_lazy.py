@@ -47,8 +47,7 @@ _OWN_STREAMS: dict[str, Any] = {
     "cancel": None,
     "prefix": None,
     "session": None,
-    "adapter": None,
-    "drawn": {},  # the feature slices' (loadgen.features): images
+    "drawn": {},  # the feature slices' (loadgen.features): images, adapters
 }
 
 

@@ -1,5 +1,5 @@
 """Latency distributions as CDFs (log x), from the schedule and from the send; per class and
-per LoRA adapter."""
+per group of a slice's grouping (an adapter)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from loadgen.collect.slice_registry import Grouping
 from loadgen.report.html import slo_lines
 from loadgen.report.html.charts import Chart, Series, line_chart
 from loadgen.report.html.page import table
@@ -106,21 +107,23 @@ def class_charts(counted: Columns, classes: Sequence[str], slos: Sequence[SLOChe
     return charts
 
 
-def adapter_chart(counted: Columns, adapters: Sequence[str], slos: Sequence[SLOCheck]) -> list[Chart]:
-    """A TTFT CDF with one curve per LoRA adapter (and each adapter's TTFT SLOs): a rarely used
-    adapter's misses (its load time) show as a step."""
-    series, thresholds = [], []
-    for name in adapters:
-        values = counted.select(counted.adapter == name).ttft_ms()
+def group_chart(
+    counted: Columns, grouping: Grouping, names: Sequence[str], slos: Sequence[SLOCheck]
+) -> list[Chart]:
+    """A TTFT CDF with one curve per group of a slice's grouping (and each group's TTFT SLOs): a
+    group that pays a cost of its own at times (an adapter's load) shows it as a step."""
+    series, thresholds, label = [], [], grouping.label
+    labels = counted.labels[grouping.field]
+    for name in names:
+        values = counted.select(labels == name).ttft_ms()
         if len(values):
-            series.append(cdf_series(f"ttft-adapter-{name}", name, values))
-        thresholds += slo_lines.thresholds(slos, ["ttft"], axis="x", request_class=f"adapter {name}")
+            series.append(cdf_series(f"ttft-{label}-{name}", name, values))
+        thresholds += slo_lines.thresholds(slos, ["ttft"], axis="x", request_class=f"{label} {name}")
     if not series:
         return []
-    caption = "From the scheduled send; dashed red lines are each adapter's SLOs."
-    return [
-        _cdf_chart("ttft-by-adapter", "TTFT by LoRA adapter", series, thresholds, caption, "TTFT (ms, log)")
-    ]
+    caption = f"From the scheduled send; dashed red lines are each {label}'s SLOs."
+    title = f"TTFT by {grouping.noun}"
+    return [_cdf_chart(f"ttft-by-{label}", title, series, thresholds, caption, "TTFT (ms, log)")]
 
 
 def _percent(rate: float | None) -> str:
@@ -128,7 +131,7 @@ def _percent(rate: float | None) -> str:
 
 
 def class_table(classes: Mapping[str, Metrics], label: str = "class") -> str:
-    """One row per class (or LoRA adapter: `label`); a `cancelled` column only when some had
+    """One row per class (or a slice's group, an adapter: `label`); a `cancelled` column only when some had
     cancellations."""
     cancels = any(metrics.cancelled for metrics in classes.values())
     rows = []

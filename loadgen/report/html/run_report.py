@@ -109,11 +109,10 @@ def render_run_html(report: Report, inputs: RunInputs) -> str:
     if len(classes) > 1:
         body = dist.class_table(classes) + sampled + _charts(dist.class_charts(counted, list(classes), slos))
         sections.append(Section("Workload classes", body, "classes"))
-    adapters = report.adapters or {}
-    if adapters:
-        charts = dist.adapter_chart(counted, list(adapters), slos)
-        body = dist.class_table(adapters, "adapter") + sampled + _charts(charts)
-        sections.append(Section("LoRA adapters", body, "adapters"))
+    for grouping, named in report.groups():
+        charts = dist.group_chart(counted, grouping, list(named), slos)
+        body = dist.class_table(named, grouping.label) + sampled + _charts(charts)
+        sections.append(Section(f"{grouping.noun}s", body, grouping.key))
     sections.append(Section("Server", _server_body(report, inputs), "server"))
     energy = energy_body(report.energy)
     if energy:

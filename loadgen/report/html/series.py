@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from loadgen.collect.records import RequestRecord, first_answer_s
-from loadgen.collect.slice_registry import SLICE_FIELDS
+from loadgen.collect.slice_registry import SLICE_FIELDS, SLICE_GROUPS
 from loadgen.collect.stats import PhaseWindow
 
 CDF_POINTS = 300
@@ -34,7 +34,6 @@ class Columns:
     warmup: np.ndarray  # bool
     phase: np.ndarray
     request_class: np.ndarray
-    adapter: np.ndarray  # the LoRA adapter's name, None where the request named none
     level: np.ndarray  # float, NaN outside a search
     itl: tuple[list[float], ...]  # per-token gaps; () for a record with an ITL summary
     # The first answer token (reasoning streams): the first token unless reasoning or a tool
@@ -42,6 +41,8 @@ class Columns:
     answer: np.ndarray
     # The slices' numeric record fields (loadgen.features), by name; NaN where a record has none.
     extra: Mapping[str, np.ndarray]
+    # The slices' label fields that group the records (SLICE_GROUPS), by name; None where none.
+    labels: Mapping[str, np.ndarray]
 
     @classmethod
     def of(cls, records: Sequence[RequestRecord]) -> Columns:
@@ -59,11 +60,11 @@ class Columns:
             warmup=np.array([r.warmup for r in records], dtype=bool),
             phase=np.array([r.phase for r in records], dtype=int),
             request_class=np.array([r.request_class for r in records], dtype=object),
-            adapter=np.array([r.adapter for r in records], dtype=object),
             level=times([r.level for r in records]),
             itl=tuple(r.itl_ms if isinstance(r.itl_ms, list) else [] for r in records),
             answer=times([first_answer_s(r) for r in records]),
             extra={name: times([_slice_number(r, name) for r in records]) for name in _number_fields()},
+            labels={grouping.field: _labels(records, grouping.field) for grouping in SLICE_GROUPS},
         )
 
     def __len__(self) -> int:
@@ -82,11 +83,11 @@ class Columns:
             warmup=self.warmup[picked],
             phase=self.phase[picked],
             request_class=self.request_class[picked],
-            adapter=self.adapter[picked],
             level=self.level[picked],
             itl=tuple(self.itl[i] for i in picked),
             answer=self.answer[picked],
             extra={name: values[picked] for name, values in self.extra.items()},
+            labels={name: values[picked] for name, values in self.labels.items()},
         )
 
     def counted(self, windows: Sequence[PhaseWindow]) -> Columns:
@@ -275,3 +276,10 @@ def _slice_number(record: RequestRecord, name: str) -> float | None:
     """A slice's numeric field of a record (RequestRecord.extra), None where it has none."""
     value = None if record.extra is None else record.extra.get(name)
     return float(value) if isinstance(value, int | float) else None
+
+
+def _labels(records: Sequence[RequestRecord], name: str) -> np.ndarray:
+    """A slice's label field of each record (RequestRecord.extra), None where it has none."""
+    labels = np.empty(len(records), dtype=object)  # filled, not made from a list: never 2-D
+    labels[:] = [None if r.extra is None else r.extra.get(name) for r in records]
+    return labels

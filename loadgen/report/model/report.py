@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from loadgen.collect.slice_registry import SLICE_GROUPS, Grouping, grouping
 from loadgen.report.model.client import Client
 from loadgen.report.model.energy import Energy
 from loadgen.report.model.evaluation import Capacity, Knee, OperatingPoint, Replicas
@@ -39,11 +40,8 @@ class Report(ReportPart):
     classes: dict[str, Metrics] | None = Field(
         default=None, description="per workload class, when there are several (`target_rate` null)"
     )
-    adapters: dict[str, Metrics] | None = Field(
-        default=None,
-        description="per LoRA adapter (`workload.adapters`), by name, when requests named any "
-        "(`target_rate` null)",
-    )
+    # A slice's grouping's key (the adapters slice's), declared here for its place in the file.
+    adapters: dict[str, Metrics] | None = Field(default=None, description=grouping("adapters").description)
     phases: list[Phase] = Field(description="each traffic phase, or each level run of a search")
     server: Server = Field(description="the server under test")
     slo: list[SLOCheck] = Field(
@@ -61,3 +59,8 @@ class Report(ReportPart):
         description="energy of serving (`server.energy`), or why it was not measured; null only in "
         "run folders of older versions",
     )
+
+    def groups(self) -> list[tuple[Grouping, dict[str, Metrics]]]:
+        """Each slice grouping's metrics by group (SLICE_GROUPS' order), where the run had any."""
+        found = [(each, getattr(self, each.key, None)) for each in SLICE_GROUPS]
+        return [(each, named) for each, named in found if named]

@@ -3,10 +3,11 @@ CPU pinning, its exit), as loadgen.collect and loadgen.run write it."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import Field
+from pydantic import Field, create_model
 
+from loadgen.collect.slice_registry import SLICE_SERVER_COUNTERS
 from loadgen.report.model.metrics import ReportPart
 
 
@@ -90,7 +91,7 @@ class ServerPrefixCache(ReportPart):
     hit_ratio: float | None = Field(description="hit_tokens / queried_tokens; null when nothing was queried")
 
 
-class ServerMetrics(ReportPart):
+class CoreServerMetrics(ReportPart):
     """The server's own Prometheus metrics (`server_metrics:`) over the measured window."""
 
     source: Literal["vllm", "builtin", "unknown"] | None = Field(
@@ -119,14 +120,6 @@ class ServerMetrics(ReportPart):
     prefix_cache: ServerPrefixCache | None = Field(
         default=None, description="the server's prefix cache over the window; null when it reports none"
     )
-    lora_hits: int | None = Field(
-        default=None,
-        description="LoRA adapters' requests whose adapter was resident (built-in engines with `lora`)",
-    )
-    lora_misses: int | None = Field(
-        default=None,
-        description="LoRA adapters' requests that had to load their adapter first (built-in engines)",
-    )
     ttft_ms: ServerHistogram | None = Field(default=None, description="the server's time to first token")
     itl_ms: ServerHistogram | None = Field(default=None, description="the server's inter-token latency")
     e2e_ms: ServerHistogram | None = Field(default=None, description="the server's request latency")
@@ -139,6 +132,29 @@ class ServerMetrics(ReportPart):
     ttft_gap_ms: TtftGap | None = Field(
         default=None, description="client TTFT from send minus the server's TTFT"
     )
+
+
+def _with_slice_counters(core: type[CoreServerMetrics]) -> type[ReportPart]:
+    """`core`'s fields with the slices' server counters' keys after `prefix_cache` (where the
+    adapter cache's hits and misses always were), as one class declaring them all would be."""
+    fields: dict[str, Any] = {}
+    for name, info in core.model_fields.items():
+        fields[name] = (info.annotation, info)
+        if name == "prefix_cache":
+            for counter in SLICE_SERVER_COUNTERS:
+                fields[counter.key] = (int | None, Field(default=None, description=counter.description))
+    made: type[ReportPart] = create_model(
+        "ServerMetrics", __base__=ReportPart, __doc__=core.__doc__, __module__=core.__module__, **fields
+    )
+    return made
+
+
+# report.json's `server.metrics`: the core's keys and the slices' counters (loadgen.features),
+# which the core reads by key; to the type checker, the core's keys alone.
+if TYPE_CHECKING:
+    ServerMetrics: TypeAlias = CoreServerMetrics
+else:
+    ServerMetrics = _with_slice_counters(CoreServerMetrics)
 
 
 class Pinning(ReportPart):

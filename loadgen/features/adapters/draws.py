@@ -1,4 +1,6 @@
-"""Which LoRA adapter each planned request names (`workload.adapters`, loadgen.scenario.adapters).
+"""Which LoRA adapter each planned request names (`workload.adapters`, loadgen.scenario.adapters):
+the slice's draws, kept in PlannedRequest.drawn["adapters"] as the adapter's index in its class's
+names plus one (0: none, the base model).
 
 As the prefix draws (loadgen.traffic.plan_prefix), from generators of their own seeded from the
 scenario's seed and ADAPTER_STREAM, never from the plan's generator: a scenario without
@@ -14,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loadgen.features.slice import Classes
 from loadgen.scenario.adapters import AdaptersSpec
-from loadgen.scenario.model import Workload
 
 # Mixed into the seed of the adapter streams ("lora"), apart from the plan's, cancels', prefixes'.
 ADAPTER_STREAM = 0x6C6F7261
@@ -29,7 +31,7 @@ class AdapterPlan:
     entropy: tuple[int, ...]
 
     @classmethod
-    def of(cls, classes: Sequence[tuple[str, float, Workload]], entropy: Sequence[int]) -> AdapterPlan | None:
+    def of(cls, classes: Classes, entropy: Sequence[int]) -> AdapterPlan | None:
         """None when no class names adapters (the plan then draws nothing for them)."""
         specs = tuple(workload.adapters for _, _, workload in classes)
         if all(spec is None for spec in specs):
@@ -44,26 +46,38 @@ class AdapterCursor:
     """Fresh streams; `take(classes)` gives the next len(classes) requests' adapters, in order."""
 
     def __init__(self, plan: AdapterPlan) -> None:
-        self._specs = plan.specs
-        self._names = [spec.adapter_names if spec is not None else [] for spec in plan.specs]
+        self._counts = [len(spec.adapter_names) if spec is not None else 0 for spec in plan.specs]
         self._shares = [spec.probabilities() if spec is not None else None for spec in plan.specs]
         self._streams = [np.random.default_rng([*plan.entropy, index]) for index in range(len(plan.specs))]
 
-    def take(self, classes: np.ndarray) -> list[str | None]:
-        """The adapter (None: the base model) of each of the next len(classes) requests."""
-        adapters: list[str | None] = [None] * len(classes)
+    def take(self, classes: np.ndarray) -> np.ndarray:
+        """Each of the next len(classes) requests' adapter, as its index in its class's names
+        plus one (0: the base model)."""
+        drawn = np.zeros(len(classes), dtype=np.int64)
         for index, shares in enumerate(self._shares):
             if shares is None:
                 continue
             mine = np.flatnonzero(classes == index)
             if mine.size:
-                names = self._names[index]
-                picks = self._streams[index].choice(len(names), size=mine.size, p=shares)
-                for position, pick in zip(mine.tolist(), picks.tolist(), strict=True):
-                    adapters[position] = names[pick]
-        return adapters
+                drawn[mine] = self._streams[index].choice(self._counts[index], size=mine.size, p=shares) + 1
+        return drawn
 
 
 def adapter_entropy(seed: int, *more: int) -> tuple[int, ...]:
     """The adapter streams' seed for a scenario's plan (`more`: e.g. a search level's index)."""
     return (seed, *more, ADAPTER_STREAM)
+
+
+def adapter_name(spec: AdaptersSpec | None, drawn: int) -> str | None:
+    """The adapter a drawn value names (None: drawn none, the base model)."""
+    return spec.adapter_names[drawn - 1] if spec is not None and drawn else None
+
+
+class AdapterDraws:
+    """The slice's draws (loadgen.features.slice.Draws)."""
+
+    def plan(self, classes: Classes, seed: int, *more: int) -> AdapterPlan | None:
+        return AdapterPlan.of(classes, adapter_entropy(seed, *more))
+
+
+ADAPTER_DRAWS = AdapterDraws()
