@@ -30,6 +30,7 @@ from loadgen.scenario.mode import CapacityMode, Mode, PhasesMode, SearchMode, ru
 from loadgen.scenario.phases import (
     Phase,
 )
+from loadgen.scenario.slice_keys import SLICE_SPECS
 from loadgen.scenario.verify_spec import BalancerSpec, Drill, ExternalReplica
 from loadgen.scenario.workload import FixedLength as FixedLength  # workload models, re-exported
 from loadgen.scenario.workload import Length as Length
@@ -276,25 +277,11 @@ class Scenario(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _adapters_known(self) -> Scenario:
-        """SLOs name adapters the workload sends; a simulated server serves every one it sends."""
-        sent = [
-            name for _, _, w in self.classes if w.adapters is not None for name in w.adapters.adapter_names
-        ]
-        unknown = [name for name in self.slo.adapters if name not in sent]
-        if unknown:
-            message = f"unknown adapter '{unknown[0]}'; the workload's adapters: {', '.join(sent) or 'none'}"
-            raise field_error(("slo", "adapters", unknown[0]), message, unknown[0])
-        if getattr(self.server, "kind", None) == "simulated" and sent:
-            lora = getattr(self.server, "lora", None)
-            served = list(lora.adapters) if lora is not None else []
-            missing = [name for name in dict.fromkeys(sent) if name not in served]
-            if missing:
-                message = (
-                    f"the simulated server serves no adapter '{missing[0]}': "
-                    "list every adapter the workload names in server.lora.adapters"
-                )
-                raise field_error(("server", "lora", "adapters"), message, served)
+    def _slices_fit(self) -> Scenario:
+        """Each slice's key, across the classes, against the server and the SLOs."""
+        for key in SLICE_SPECS:
+            given = [spec for _, _, w in self.classes if (spec := key.of(w)) is not None]
+            key.model().fits_scenario(self, given)
         return self
 
     @property

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from kernel.strict import StrictModel
 
 if TYPE_CHECKING:
+    from loadgen.scenario.model import Scenario
     from loadgen.scenario.workload import WorkloadCore
 
 
@@ -17,3 +18,8 @@ class SliceSpec(StrictModel):
     def fits(cls, workload: WorkloadCore, spec: SliceSpec | None) -> None:
         """Raises a field error (loadgen.inputs.files.field_error) when the rest of `workload`
         cannot carry `spec` (None: the key not given, which another key may need)."""
+
+    @classmethod
+    def fits_scenario(cls, scenario: Scenario, specs: list[SliceSpec]) -> None:
+        """Raises a field error when the rest of `scenario` (its server, its SLOs) does not fit
+        the classes' `specs` (those that give the key; maybe none)."""

@@ -42,7 +42,6 @@ from loadgen.inputs.datasets import (
 )
 from loadgen.inputs.files import field_error, resolve
 from loadgen.inputs.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
-from loadgen.scenario.adapters import AdaptersSpec
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
 from loadgen.scenario.lengths import FixedLength as FixedLength
@@ -84,8 +83,6 @@ class WorkloadCore(StrictModel):
     sessions: SessionsSpec | None = None
     # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
     prefix: PrefixSpec | None = None
-    # Each request names one of several LoRA adapters as its model (loadgen/scenario/adapters.py).
-    adapters: AdaptersSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")

@@ -17,6 +17,7 @@ from loadgen.collect.stats import PhaseWindow
 from loadgen.collect.stats_wire import pack, unpack
 from loadgen.distributed import plan_wire
 from loadgen.features.adapters.draws import adapter_entropy
+from loadgen.features.adapters.key import SPEC as ADAPTERS_KEY
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.planned import NO_DRAWS
@@ -49,7 +50,7 @@ warmup: 1s
 
 def _names(requests: list[PlannedRequest], text: str = MIXED) -> list[str | None]:
     """Each request's adapter by name (the slice draws its index in its class's names plus one)."""
-    specs = {name: workload.adapters for name, _, workload in parse_scenario(text).classes}
+    specs = {name: ADAPTERS_KEY.of(workload) for name, _, workload in parse_scenario(text).classes}
     return [
         spec.adapter_names[drawn - 1] if (drawn := r.drawn.get("adapters", 0)) and spec is not None else None
         for r in requests
@@ -78,13 +79,13 @@ def _issues(text: str) -> list[str]:
 
 
 def test_the_key_parses_and_gives_its_shares() -> None:
-    spec = parse_scenario(_one("{names: [a, b, c]}")).workload.adapters
+    spec = ADAPTERS_KEY.of(parse_scenario(_one("{names: [a, b, c]}")).workload)
     assert spec is not None and spec.adapter_names == ["a", "b", "c"]
     assert spec.probabilities().tolist() == pytest.approx([1 / 3] * 3)
-    spec = parse_scenario(_one("{names: [a, b, c], distribution: zipf, zipf_s: 2}")).workload.adapters
+    spec = ADAPTERS_KEY.of(parse_scenario(_one("{names: [a, b, c], distribution: zipf, zipf_s: 2}")).workload)
     assert spec is not None
     assert spec.probabilities().tolist() == pytest.approx(np.array([1, 1 / 4, 1 / 9]) / (1 + 1 / 4 + 1 / 9))
-    spec = parse_scenario(_one("{weights: {c: 3, a: 1}}")).workload.adapters
+    spec = ADAPTERS_KEY.of(parse_scenario(_one("{weights: {c: 3, a: 1}}")).workload)
     assert spec is not None and spec.adapter_names == ["c", "a"]
     assert spec.probabilities().tolist() == pytest.approx([0.75, 0.25])
 
@@ -140,7 +141,7 @@ def _eager_adapters(requests: list[PlannedRequest], seed: int) -> list[str | Non
     scenario = parse_scenario(MIXED)
     out: list[str | None] = [None] * len(requests)
     for index, (name, _, workload) in enumerate(scenario.classes):
-        spec = workload.adapters
+        spec = ADAPTERS_KEY.of(workload)
         if spec is None:
             continue
         mine = [i for i, r in enumerate(requests) if r.request_class == name]
@@ -164,12 +165,11 @@ def test_the_shares_are_what_is_drawn() -> None:
     for name, _, workload in scenario.classes:
         named = zip(requests, _names(requests), strict=True)
         mine = [adapter for r, adapter in named if r.request_class == name]
-        if workload.adapters is None:
+        spec = ADAPTERS_KEY.of(workload)
+        if spec is None:
             assert set(mine) == {None}
             continue
-        for adapter, share in zip(
-            workload.adapters.adapter_names, workload.adapters.probabilities(), strict=True
-        ):
+        for adapter, share in zip(spec.adapter_names, spec.probabilities(), strict=True):
             drawn = mine.count(adapter) / len(mine)
             assert abs(drawn - share) < 4 * np.sqrt(share * (1 - share) / len(mine)) + 1e-9, (name, adapter)
 

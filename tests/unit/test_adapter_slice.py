@@ -8,6 +8,7 @@ import numpy as np
 
 from loadgen.features.adapters.attach import ADAPTER_ATTACHMENT
 from loadgen.features.adapters.draws import ADAPTER_DRAWS, adapter_name
+from loadgen.features.adapters.key import SPEC as ADAPTERS_KEY
 from loadgen.features.asks import NO_ASKS, gather
 from loadgen.features.slice import Asking, Attached
 from loadgen.scenario.loader import parse_scenario
@@ -32,7 +33,7 @@ def test_the_drawn_adapter_is_the_calls_model_and_the_records_field() -> None:
         attached = ADAPTER_ATTACHMENT.attach(tuned, Asking("tuned", 7, drawn, None))
         assert attached.model == name and gather([attached]).model == name
         assert ADAPTER_ATTACHMENT.label(tuned, Asking("tuned", 7, drawn, None)) == {"adapter": name}
-    assert adapter_name(tuned.adapters, 0) is None and adapter_name(None, 2) is None
+    assert adapter_name(ADAPTERS_KEY.of(tuned), 0) is None and adapter_name(None, 2) is None
     assert NO_ASKS.model is None and gather([Attached(count=1)]).model is None  # the endpoint's
 
 

@@ -1,9 +1,9 @@
 """A traffic feature built as a slice lives in its own package: the core never names it.
 
-Read from the source: outside its package, a slice's record fields, its package and (for images
-and tool calls) its very word appear only where the issue that made slices leaves them (its
-scenario model, a dataset's own lines, the report section of a slice without a report side of
-its own, the wire's reading of an answer) and in the one registry line of loadgen.features.
+Read from the source: outside its package, a slice's record fields, its package and (for images,
+tool calls and adapters) its very word appear only where the issue that made slices leaves them
+(a dataset's own lines, the wire's rendering of a request and reading of an answer) and in the
+one registry line of loadgen.features.
 Images were re-added this way as the check of the seams.
 """
 
@@ -16,15 +16,18 @@ from loadgen.features import SLICES
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADGEN = ROOT / "loadgen"
-# Where a slice may still be named: its YAML model and the dataset readers; a slice's report side
-# is its own (`Slice.report`), so none is named in loadgen.report.
-NAMED_OUTSIDE = ("scenario/", "inputs/")
+# Where a slice may still be named: the dataset readers (a dataset line's own images). Its YAML
+# model is its own (`Slice.spec`), so none is named in loadgen.scenario; its report side too
+# (`Slice.report`), so none in loadgen.report.
+NAMED_OUTSIDE = ("inputs/",)
 # And where each one may be, besides: the APIs read reasoning and tool calls off the wire into the
 # tool's own events (loadgen.wire), which agent sessions answer (session_book) and the user hands
-# them (TTFAT, the first answer token, is the core's: collect reads the slices' answer_after fields).
+# them (TTFAT, the first answer token, is the core's: collect reads the slices' answer_after fields);
+# the Responses API takes a chat message's image part as an `input_image` part of its own.
 ALSO_NAMED = {
     "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
     "reasoning": ("wire/",),
+    "images": ("wire/responses.py",),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.features.adapters.key import SPEC as ADAPTERS_KEY
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_phases, level_rng, rate_level_requests
@@ -58,9 +59,9 @@ traffic:
 
 # Each class's adapter names: the adapters slice draws a request's as its index in them plus one.
 ADAPTER_NAMES = {
-    name: workload.adapters.adapter_names
+    name: spec.adapter_names
     for name, _, workload in parse_scenario(FEATURES).classes
-    if workload.adapters is not None
+    if (spec := ADAPTERS_KEY.of(workload)) is not None
 }
 
 

@@ -50,6 +50,9 @@ def test_a_plain_request_is_the_prompt_as_input_and_the_budget_as_max_output_tok
         "input": "hi",
     }
     assert "responses" in WIRE_APIS and carries("responses", "messages") and carries("responses", "tools")
+    api = WIRE_APIS["responses"]
+    assert api.metrics == "generation"
+    assert api.reader(think="auto", calls=False, keep_text=False).text is None  # kept only when asked
 
 
 def test_features_render_as_the_responses_api_takes_them() -> None:

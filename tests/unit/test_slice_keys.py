@@ -44,5 +44,6 @@ def test_a_slice_reads_its_key_typed_and_checks_it_against_the_workload() -> Non
     with pytest.raises(ScenarioError) as caught:
         parse_scenario(SCENARIO.format(workload="{api: completions, tools: {count: 3}}"))
     assert [str(issue) for issue in caught.value.issues] == [
-        "scenario.yaml:4:37: workload.tools: tools need api: chat (api: completions cannot call one)"
+        "scenario.yaml:4:37: workload.tools: tools need api: chat or responses"
+        " (api: completions cannot call one)"
     ]

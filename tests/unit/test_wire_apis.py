@@ -20,7 +20,7 @@ def _call(**asks: Any) -> Call:
 
 
 def test_each_api_is_found_by_its_name_and_measures_generation() -> None:
-    assert sorted(WIRE_APIS) == ["chat", "completions"]
+    assert sorted(WIRE_APIS) == ["chat", "completions", "responses"]
     for name, api in WIRE_APIS.items():
         assert api.name == name and wire_api(name) is api and api.metrics == "generation"
     with pytest.raises(KeyError):
@@ -84,7 +84,7 @@ def test_a_completion_refuses_what_only_chat_carries() -> None:
 
 
 def test_the_reader_keeps_the_text_only_when_asked() -> None:
-    for api in WIRE_APIS.values():
+    for api in (WIRE_APIS["chat"], WIRE_APIS["completions"]):  # responses': test_responses_api
         plain = api.reader(think="auto", calls=False, keep_text=False)
         kept = api.reader(think="auto", calls=True, keep_text=True)
         assert type(plain) is StreamParser and plain.text is None
@@ -101,11 +101,12 @@ def test_the_scenario_names_the_apis_there_are_and_checks_what_each_carries() ->
 
     assert set(get_args(ApiName)) == set(WIRE_APIS)
     assert get_args(Workload.model_fields["api"].annotation) == get_args(ApiName)
-    assert apis_carrying("tools") == "chat" and not carries("completions", "tools")
+    assert apis_carrying("tools") == "chat or responses" and not carries("completions", "tools")
     for name in WIRE_APIS:
         spec = {"api": name, "tools": {"count": 2}}
         if carries(name, "tools"):
             Workload.model_validate(spec)
         else:
-            with pytest.raises(ValueError, match=f"tools need api: chat \\(api: {name} cannot call one\\)"):
+            needs = f"tools need api: chat or responses \\(api: {name} cannot call one\\)"
+            with pytest.raises(ValueError, match=needs):
                 Workload.model_validate(spec)

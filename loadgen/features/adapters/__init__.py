@@ -1,4 +1,4 @@
-"""LoRA adapters (`workload.adapters`, loadgen.scenario.adapters): each request names one as its
+"""LoRA adapters (`workload.adapters`: spec): each request names one as its
 model, drawn per request (draws), named in the call and recorded (attach, record); the records
 are grouped by it (report.json's `adapters`, `slo.adapters`, the live per-adapter TTFT)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loadgen.collect.slice_registry import Grouping, ServerCounter
+from loadgen.features.adapters.key import SPEC
 from loadgen.features.adapters.record import ADAPTER_FIELDS
 from loadgen.features.slice import ServerLine, Slice
 
@@ -72,4 +73,5 @@ ADAPTERS = Slice(
             "{lora_hits} found it resident (the server's own counters)",
         ),
     ),
+    spec=SPEC,
 )

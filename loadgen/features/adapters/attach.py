@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from loadgen.collect.field_doc import ExtraValue
 from loadgen.features.adapters.draws import adapter_name
+from loadgen.features.adapters.key import SPEC
 from loadgen.features.slice import Asking, Attached
 from loadgen.scenario.workload import Workload
 from loadgen.wire.answer import StreamResult
@@ -16,10 +17,10 @@ class AdapterAttachment:
     """The slice's part of a request (loadgen.features.slice.Attaches) and its label (Labels)."""
 
     def senders(self, classes: Mapping[str, Workload]) -> frozenset[str]:
-        return frozenset(name for name, workload in classes.items() if workload.adapters is not None)
+        return frozenset(name for name, workload in classes.items() if SPEC.of(workload) is not None)
 
     def attach(self, workload: Workload, asking: Asking) -> Attached:
-        return Attached(model=adapter_name(workload.adapters, asking.drawn))
+        return Attached(model=adapter_name(SPEC.of(workload), asking.drawn))
 
     def fields(
         self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
@@ -27,7 +28,7 @@ class AdapterAttachment:
         return {"adapter": attached.model}
 
     def label(self, workload: Workload, asking: Asking) -> dict[str, ExtraValue]:
-        return {"adapter": adapter_name(workload.adapters, asking.drawn)}
+        return {"adapter": adapter_name(SPEC.of(workload), asking.drawn)}
 
 
 ADAPTER_ATTACHMENT = AdapterAttachment()

@@ -1,4 +1,4 @@
-"""Which LoRA adapter each planned request names (`workload.adapters`, loadgen.scenario.adapters):
+"""Which LoRA adapter each planned request names (`workload.adapters`: spec):
 the slice's draws, kept in PlannedRequest.drawn["adapters"] as the adapter's index in its class's
 names plus one (0: none, the base model).
 
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loadgen.features.adapters.key import SPEC
+from loadgen.features.adapters.spec import AdaptersSpec
 from loadgen.features.slice import Classes
-from loadgen.scenario.adapters import AdaptersSpec
 
 # Mixed into the seed of the adapter streams ("lora"), apart from the plan's, cancels', prefixes'.
 ADAPTER_STREAM = 0x6C6F7261
@@ -33,7 +34,7 @@ class AdapterPlan:
     @classmethod
     def of(cls, classes: Classes, entropy: Sequence[int]) -> AdapterPlan | None:
         """None when no class names adapters (the plan then draws nothing for them)."""
-        specs = tuple(workload.adapters for _, _, workload in classes)
+        specs = tuple(SPEC.of(workload) for _, _, workload in classes)
         if all(spec is None for spec in specs):
             return None
         return cls(specs, tuple(entropy))

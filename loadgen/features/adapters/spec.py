@@ -25,18 +25,22 @@ workload:
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from kernel.strict import StrictModel
+from loadgen.inputs.files import field_error
+from loadgen.scenario.slice_model import SliceSpec
+
+if TYPE_CHECKING:
+    from loadgen.scenario.model import Scenario
 
 MAX_ADAPTERS = 10_000
 ADAPTER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"  # model names as servers spell them
 
 
-class AdaptersSpec(StrictModel):
+class AdaptersSpec(SliceSpec):
     names: list[str] | None = Field(default=None, min_length=1, max_length=MAX_ADAPTERS)
     weights: dict[str, float] | None = Field(default=None, min_length=1, max_length=MAX_ADAPTERS)
     distribution: Literal["uniform", "zipf"] = "uniform"
@@ -59,6 +63,25 @@ class AdaptersSpec(StrictModel):
         if bad:
             raise ValueError(f"adapter name {bad[0]!r}: letters, digits and ._:/- only, at most 200")
         return self
+
+    @classmethod
+    def fits_scenario(cls, scenario: Scenario, specs: list[SliceSpec]) -> None:
+        """SLOs name adapters the workload sends; a simulated server serves every one it sends."""
+        sent = [name for spec in specs if isinstance(spec, AdaptersSpec) for name in spec.adapter_names]
+        unknown = [name for name in scenario.slo.adapters if name not in sent]
+        if unknown:
+            message = f"unknown adapter '{unknown[0]}'; the workload's adapters: {', '.join(sent) or 'none'}"
+            raise field_error(("slo", "adapters", unknown[0]), message, unknown[0])
+        if getattr(scenario.server, "kind", None) == "simulated" and sent:
+            lora = getattr(scenario.server, "lora", None)
+            served = list(lora.adapters) if lora is not None else []
+            missing = [name for name in dict.fromkeys(sent) if name not in served]
+            if missing:
+                message = (
+                    f"the simulated server serves no adapter '{missing[0]}': "
+                    "list every adapter the workload names in server.lora.adapters"
+                )
+                raise field_error(("server", "lora", "adapters"), message, served)
 
     @property
     def adapter_names(self) -> list[str]:
