@@ -118,15 +118,13 @@ def _conversation(item: Any) -> tuple[str | None, list[Turn]]:
 
 def read_sharegpt(
     path: Path,
-    api: str,
+    lacking: Lacking,
     count: Counter = count_words,
     limit: int | None = None,
-    lacking: Lacking | None = None,
 ) -> list[DatasetEntry]:
     """Every conversation with a human message as a DatasetEntry;
-    ShareGPTError names the entry or line of the first problem. `lacking`: what `api` cannot
-    carry (loadgen.inputs.datasets; None: only chat carries messages and images)."""
-    lacking = lacking or (lambda part: None if api == "chat" else "chat")
+    ShareGPTError names the entry or line of the first problem. `lacking`: what the workload's
+    API cannot carry (loadgen.inputs.datasets.Lacking: messages for a system prompt, images)."""
     entries: list[DatasetEntry] = []
     for where, item in _items(path):
         if limit is not None and len(entries) >= limit:

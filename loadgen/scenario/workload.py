@@ -35,7 +35,6 @@ from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.datasets import (
     DATASET_MAX_LINES,
     DatasetError,
-    Lacking,
     count_tokens,
     read_dataset,
     token_counter,
@@ -52,7 +51,7 @@ from loadgen.scenario.lengths import UniformLength as UniformLength
 from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.slice_keys import built_specs
-from loadgen.wire.apis import ApiName, apis_carrying, carries
+from loadgen.wire.apis import ApiName, apis_carrying, carries, lacking
 
 DEFAULT_CLASS = "default"
 # ---- workloads ---------------------------------------------------------------------------------
@@ -104,7 +103,7 @@ class WorkloadCore(StrictModel):
         if _is_sharegpt(path):
             return _read_sharegpt(workload, path, info)
         try:
-            entries = read_dataset(path, workload.api, _lacking(workload.api))
+            entries = read_dataset(path, workload.api, lacking(workload.api))
         except DatasetError as exc:
             raise field_error("dataset", str(exc), workload.dataset) from None
         tokenizer = None
@@ -167,11 +166,6 @@ class WorkloadCore(StrictModel):
 _SLICE_KEYS = built_specs()
 
 
-def _lacking(api: ApiName) -> Lacking:
-    """For a dataset line: None when `api` carries a request part, else the APIs that do."""
-    return lambda part: None if carries(api, part) else apis_carrying(part)
-
-
 def _workload_model() -> type[WorkloadCore]:
     """WorkloadCore with each slice's key after the core's, in SLICES' order (optional, None:
     not given), as the YAML, the JSON Schema and the validation see it."""
@@ -206,7 +200,7 @@ def _read_sharegpt(workload: WorkloadCore, path: Path, info: ValidationInfo) -> 
         except DatasetError as exc:
             raise field_error("tokenizer", str(exc), workload.tokenizer) from None
     try:
-        entries = read_sharegpt(path, workload.api, count, DATASET_MAX_LINES, _lacking(workload.api))
+        entries = read_sharegpt(path, lacking(workload.api), count, limit=DATASET_MAX_LINES)
     except (ShareGPTError, OSError, UnicodeDecodeError) as exc:
         raise field_error("dataset", f"ShareGPT dataset {path.name}: {exc}", workload.dataset) from None
     loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})

@@ -6,6 +6,7 @@ scenario's `workload.api`) and one line in WIRE_APIS.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, Protocol, get_args
 
 from orjson import loads
@@ -50,6 +51,12 @@ if set(WIRE_APIS) != set(get_args(ApiName)):  # one list of names: a scenario ca
 
 def carries(api: str, part: Part) -> bool:
     return part in WIRE_APIS[api].carries
+
+
+def lacking(api: str) -> Callable[[Part], str | None]:
+    """For a part a request may need (a dataset line's messages or images): None when `api`
+    carries it, else the APIs that do, as an error names them (loadgen.inputs.datasets.Lacking)."""
+    return lambda part: None if carries(api, part) else apis_carrying(part)
 
 
 def apis_carrying(part: Part) -> str:

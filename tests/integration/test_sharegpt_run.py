@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from loadgen.inputs.sharegpt import read_sharegpt
+from loadgen.wire.apis import lacking
 from tests.cli_helpers import CliRun, run_cli
 
 pytestmark = pytest.mark.slow
@@ -53,7 +54,7 @@ def test_sessions_replay_their_conversations_with_the_whole_history(run: CliRun)
         by_session[record["session"]].append(record)
     assert len(by_session) == 10
     # a conversation by its first turn's prompt length and output (the sample's are distinct enough)
-    conversations = read_sharegpt(SAMPLE, "chat")
+    conversations = read_sharegpt(SAMPLE, lacking("chat"))
     multi = 0
     for turns in by_session.values():
         turns.sort(key=lambda r: r["turn"])

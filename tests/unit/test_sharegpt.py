@@ -15,6 +15,7 @@ from loadgen.scenario.sessions import SessionsSpec
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.session_book import SessionBook, session_draws
 from loadgen.traffic.session_policy import SessionPolicy
+from loadgen.wire.apis import lacking
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "scenarios" / "datasets" / "sharegpt_sample.json"
@@ -27,7 +28,7 @@ def _conv(*turns: tuple[str, str]) -> dict[str, Any]:
 def test_the_sample_is_detected_and_read_skipping_a_conversation_without_a_human():
     assert looks_like_sharegpt(SAMPLE)
     assert not looks_like_sharegpt(ROOT / "scenarios" / "datasets" / "prompts.jsonl")
-    entries = read_sharegpt(SAMPLE, "chat")
+    entries = read_sharegpt(SAMPLE, lacking("chat"))
     assert len(entries) == 13  # 14 in the file, one with no human message
     hello = entries[-1]
     assert (hello.prompt, hello.output_tokens) == ("Hello!", 7)  # "Hello, how can I help you today?"
@@ -35,14 +36,14 @@ def test_the_sample_is_detected_and_read_skipping_a_conversation_without_a_human
 
 
 def test_a_system_message_goes_first_with_chat_and_is_dropped_with_completions():
-    chat = read_sharegpt(SAMPLE, "chat")[1]
+    chat = read_sharegpt(SAMPLE, lacking("chat"))[1]
     assert chat.prompt is None
     assert chat.messages == (
         {"role": "system", "content": "You are a concise assistant for site reliability engineers."},
         {"role": "user", "content": "Define time to first token."},
     )
     assert chat.later == (("Why does it grow under load?", 6, 21),)
-    assert read_sharegpt(SAMPLE, "completions")[1].prompt == "Define time to first token."
+    assert read_sharegpt(SAMPLE, lacking("completions"))[1].prompt == "Define time to first token."
 
 
 def test_jsonl_is_read_and_a_missing_reply_has_no_length(tmp_path: Path) -> None:
@@ -50,7 +51,7 @@ def test_jsonl_is_read_and_a_missing_reply_has_no_length(tmp_path: Path) -> None
     rows = [_conv(("human", "one two three"), ("human", "four five"), ("gpt", "six")), _conv(("user", "hi"))]
     path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
     assert looks_like_sharegpt(path)
-    first, second = read_sharegpt(path, "chat")
+    first, second = read_sharegpt(path, lacking("chat"))
     assert (first.prompt, first.output_tokens, first.later) == ("one two three", None, (("four five", 2, 1),))
     assert (second.prompt, second.output_tokens, second.later) == ("hi", None, ())
 
@@ -72,7 +73,7 @@ def test_a_bad_file_is_located(tmp_path: Path, content: str, where: str) -> None
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(ShareGPTError, match=None) as caught:
-        read_sharegpt(path, "chat")
+        read_sharegpt(path, lacking("chat"))
     assert where in str(caught.value)
 
 
@@ -137,7 +138,7 @@ def test_with_a_tokenizer_lengths_are_its_token_counts():
     from loadgen.inputs.datasets import token_counter
 
     count = token_counter(ROOT / "servers" / "models" / "tiny" / "tokenizer.json")
-    entries = read_sharegpt(SAMPLE, "chat", count)
+    entries = read_sharegpt(SAMPLE, lacking("chat"), count)
     reply = "Hello, how can I help you today?"
     assert entries[-1].output_tokens == count([reply])[0] != len(reply.split())
     assert entries[-1].tokens == count(["Hello!"])[0]
