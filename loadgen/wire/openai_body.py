@@ -4,7 +4,7 @@ effort, tools; the built-in servers' simulation fields, which real servers ignor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal, Required, TypedDict
 
 from orjson import dumps
@@ -89,7 +89,7 @@ def add_feature_fields(fields: FeatureFields, call: Call) -> None:
             fields[SIMULATE_TOOL_CALL] = True
 
 
-def json_request(path: str, body: OpenAIBody) -> WireRequest:
+def json_request(path: str, body: Mapping[str, object]) -> WireRequest:
     """The request of a JSON API: serialized with orjson (a tenth of json's time; megabytes of
     base64 with media, whose size is then known)."""
     return WireRequest(path, dumps(body))

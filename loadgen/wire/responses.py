@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Required, TypedDict
 
-from orjson import dumps
-
 from loadgen.inputs.dataset_entry import GivenMessage
 from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import Call, ContentPart, NamedToolChoice, ToolSchema, WireRequest
-from loadgen.wire.openai_body import SIMULATE_REASONING, SIMULATE_TOOL_CALL, SimulatedReasoning
+from loadgen.wire.chat import with_parts
+from loadgen.wire.openai_body import SIMULATE_REASONING, SIMULATE_TOOL_CALL, SimulatedReasoning, json_request
 from loadgen.wire.responses_stream import responses_reader
 
 # An input item or part as the API takes it: JSON built here from the Call's chat-shaped parts.
@@ -77,7 +76,7 @@ class ResponsesApi:
             body["ignore_eos"] = True  # the built-in servers' (and vLLM's) exact output length
         _add_asks(body, call)
         body["input"] = _input(call)
-        return WireRequest(self.path, dumps(body))
+        return json_request(self.path, body)
 
     def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
         """`think` does not apply: a Responses answer types its reasoning as events of its own."""
@@ -122,19 +121,16 @@ def tool_choice(choice: str | NamedToolChoice) -> str | FunctionChoice:
 
 
 def _input(call: Call) -> str | list[InputItem]:
-    if not call.messages:
-        if not call.content_parts:
-            return call.prompt
-        return [{"role": "user", "content": [_text_part(call.prompt), *_parts(call.content_parts)]}]
-    items = list(_items(call.messages))
+    """The prompt as it is, or the messages (the prompt as one user message) with the features'
+    parts on the last user message as chat puts them (chat.with_parts), then as input items."""
+    if not call.messages and not call.content_parts:
+        return call.prompt
+    messages: list[GivenMessage] = (
+        list(call.messages) if call.messages else [{"role": "user", "content": call.prompt}]
+    )
     if call.content_parts:
-        last = max((i for i, m in enumerate(items) if m.get("role") == "user"), default=len(items) - 1)
-        message = dict(items[last])
-        content = message.get("content") or ""
-        given = content if isinstance(content, list) else [_text_part(str(content))]
-        message["content"] = [*given, *_parts(call.content_parts)]
-        items[last] = message
-    return items
+        messages = with_parts(messages, call.content_parts)
+    return list(_items(messages))
 
 
 def _items(messages: Sequence[GivenMessage]) -> Iterable[InputItem]:
