@@ -49,13 +49,13 @@ class ResponsesBody(TypedDict, total=False):
     max_output_tokens: Required[int]
     stream: Required[bool]
     temperature: Required[float]
+    input: Required[str | list[InputItem]]
     ignore_eos: bool
     reasoning: Reasoning
     simulate_reasoning: SimulatedReasoning
     tools: list[FunctionTool]
     tool_choice: str | FunctionChoice
     simulate_tool_call: bool
-    input: Required[str | list[InputItem]]
 
 
 class ResponsesApi:
@@ -70,12 +70,11 @@ class ResponsesApi:
             "max_output_tokens": call.max_tokens,
             "stream": call.stream,
             "temperature": 0,
-            "input": "",
+            "input": _input(call),
         }
         if call.ignore_eos:
             body["ignore_eos"] = True  # the built-in servers' (and vLLM's) exact output length
         _add_asks(body, call)
-        body["input"] = _input(call)
         return json_request(self.path, body)
 
     def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
