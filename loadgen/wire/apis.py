@@ -54,7 +54,7 @@ def carries(api: str, part: Part) -> bool:
 
 
 def lacking(api: str) -> Callable[[Part], str | None]:
-    """For a part a request may need (a dataset line's messages or images): None when `api`
+    """For a part a request may need (a dataset line's messages or content parts): None when `api`
     carries it, else the APIs that do, as an error names them (loadgen.inputs.datasets.Lacking)."""
     return lambda part: None if carries(api, part) else apis_carrying(part)
 
