@@ -44,6 +44,7 @@ class Columns:
     first_token: np.ndarray
     done: np.ndarray
     output_tokens: np.ndarray  # int64
+    items: np.ndarray  # int64: an API of items' inputs sent; -1 for a generation API's request
     source: np.ndarray  # int8: SOURCE_CODES
     lag_ms: np.ndarray
     slot_wait_ms: np.ndarray

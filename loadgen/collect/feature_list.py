@@ -5,12 +5,13 @@ loadgen.collect.slice_registry), loaded at the first use."""
 from __future__ import annotations
 
 from loadgen.collect.feature_stats import FeatureStats
+from loadgen.collect.item_stats import ITEM_STATS
 from loadgen.collect.prefix_stats import PREFIX_STATS
 from loadgen.collect.session_stats import SESSION_STATS
 from loadgen.collect.slice_registry import SLICE_STATS
 from loadgen.collect.ttfat import TTFAT_STATS
 
-CORE_STATS: tuple[FeatureStats, ...] = (PREFIX_STATS, TTFAT_STATS, SESSION_STATS)
+CORE_STATS: tuple[FeatureStats, ...] = (PREFIX_STATS, TTFAT_STATS, SESSION_STATS, ITEM_STATS)
 _loaded: list[tuple[FeatureStats, ...]] = []  # the whole list, once the slices' are loaded
 
 

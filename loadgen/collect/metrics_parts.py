@@ -81,6 +81,17 @@ class SessionsPart(TypedDict):
     agent: NotRequired[AgentPart]
 
 
+class ItemsPart(TypedDict):
+    """`metrics.items`: `Items`."""
+
+    requests: int
+    sent: int
+    answered: int
+    items_per_request: float | None
+    items_per_s: float | None
+    input_tokens_per_s: float | None
+
+
 class MetricsPart(TypedDict):
     """A `metrics` object (the run's, a class's, an adapter's, a phase's): `Metrics`. The features'
     objects come last, each only in a run that saw the feature: the core's below, then the feature
@@ -110,6 +121,7 @@ class MetricsPart(TypedDict):
     percentile_method: PercentileMethodPart
     prefix_cache: NotRequired[PrefixCachePart]
     sessions: NotRequired[SessionsPart]
+    items: NotRequired[ItemsPart]
 
 
 class PhasePart(TypedDict):
@@ -132,7 +144,7 @@ class PhasePart(TypedDict):
 
 # What a feature's `metrics` step gives (loadgen.collect.feature_stats): one of the core's parts,
 # or a feature slice's object, typed in its slice (the core does not know the slices' shapes).
-FeaturePart = PrefixCachePart | SessionsPart | Mapping[str, object]
+FeaturePart = PrefixCachePart | SessionsPart | ItemsPart | Mapping[str, object]
 
 
 def put_feature(metrics: MetricsPart, key: str, figures: FeaturePart) -> None:

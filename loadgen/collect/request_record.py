@@ -30,8 +30,9 @@ NOT_FAILED = frozenset({"ok", "cancelled"})
 # http: the server answered with an error (status other than 200, or an error object in the stream);
 # protocol: a malformed answer (bad HTTP, an unparseable chunk, a stream that ended before [DONE]);
 # line_too_long: a line or body over workload.max_line (the connection was dropped);
-# interrupted: the run was stopped mid-request; client: a bug in the load generator.
-ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client"]
+# interrupted: the run was stopped mid-request; client: a bug in the load generator;
+# wrong_count: an answer of items (embeddings' vectors) held other than the request asked for.
+ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client", "wrong_count"]
 TokensSource = Literal["usage", "chunks"]
 # A line of requests.jsonl as read (JSON parsed, not yet checked): the core's keys and the slices'
 # (registered at run time, so no TypedDict can list them); RequestRecord.from_dict checks one, and
@@ -89,6 +90,17 @@ class RequestRecord:
             "whether `output_tokens` is the server's `usage` or a count of stream chunks",
         ),
     )
+    items: int | None = field(
+        default=None,
+        metadata=doc(
+            "integer",
+            "an API of items ([embeddings](scenario.md#embeddings)): the inputs it sent; null: a "
+            "generation API",
+            feature="items",  # the APIs of items' (any of them), not every request's
+            sparse=True,
+            column="tally",
+        ),
+    )
     itl_ms: list[float] | dict[str, float] = field(
         default_factory=list,
         metadata=doc(
@@ -124,7 +136,8 @@ class RequestRecord:
             "string or null",
             "for `error`: `connection` (no answer), `http` (an error status or error object), "
             "`protocol` (a malformed answer), `line_too_long`, `interrupted`, `client` (a bug in the "
-            "load generator)",
+            "load generator), `wrong_count` (an answer of items, such as embeddings' vectors, held "
+            "other than the request asked for)",
         ),
     )
     http_status: int | None = field(default=None, metadata=doc("integer or null", "the answer's HTTP status"))

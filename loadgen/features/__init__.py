@@ -19,6 +19,7 @@ from loadgen.collect.slice_registry import (
     register_stats,
 )
 from loadgen.features.adapters import ADAPTERS
+from loadgen.features.embeddings import EMBEDDINGS
 from loadgen.features.images import IMAGES
 from loadgen.features.reasoning import REASONING
 from loadgen.features.slice import Slice
@@ -28,7 +29,7 @@ from loadgen.scenario.slice_keys import register_spec
 if TYPE_CHECKING:
     from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Reads
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS)
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, EMBEDDINGS)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:

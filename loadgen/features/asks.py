@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from loadgen.features.slice import Attached
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import WireApi
-from loadgen.wire.call import Call, ContentPart, ReasoningAsk, ToolsAsk
+from loadgen.wire.call import Call, ContentPart, EmbeddingAsk, ReasoningAsk, ToolsAsk, WireRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,8 @@ class Asks:
     tools: ToolsAsk | None = None
     think: str = "auto"  # how the reader finds inline thinking
     model: str | None = None  # the model the call names (None: the endpoint's)
+    items: Sequence[str] = ()  # texts after the prompt (an API of items' batch or documents)
+    embedding: EmbeddingAsk | None = None
 
     def onto(self, call: Call) -> Call:
         """`call` with what the slices ask (the same object when they ask nothing)."""
@@ -32,11 +34,15 @@ class Asks:
             content_parts=self.parts,
             reasoning=self.reasoning,
             tools=self.tools,
+            items=self.items,
+            embedding=self.embedding,
         )
 
-    def reader(self, api: WireApi, keep_text: bool) -> AnswerReader:
-        """The reader of the answer (a tool's calls kept where tools were offered)."""
-        return api.reader(think=self.think, calls=self.tools is not None, keep_text=keep_text)
+    def reader(self, api: WireApi, request: WireRequest, keep_text: bool) -> AnswerReader:
+        """The reader of the answer to `request` (a tool's calls kept where tools were offered)."""
+        return api.reader(
+            think=self.think, calls=self.tools is not None, keep_text=keep_text, request=request
+        )
 
 
 NO_ASKS = Asks()
@@ -53,4 +59,6 @@ def gather(attached: Sequence[Attached]) -> Asks:
         tools=next((each.tools for each in attached if each.tools is not None), None),
         think=next((each.think for each in attached if each.think is not None), "auto"),
         model=next((each.model for each in attached if each.model is not None), None),
+        items=[item for each in attached for item in each.items],
+        embedding=next((each.embedding for each in attached if each.embedding is not None), None),
     )

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.scenario.slice_keys import SpecField
     from loadgen.scenario.slice_model import SliceSpec
     from loadgen.wire.answer import StreamResult
-    from loadgen.wire.call import ContentPart, ReasoningAsk, ToolsAsk
+    from loadgen.wire.call import ContentPart, EmbeddingAsk, ReasoningAsk, ToolsAsk
 
 # The plan's classes as the schedule gives them: (name, weight, workload).
 Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
@@ -76,7 +76,8 @@ class Attached:
     parts and how many things they are, tools to offer (their calls are then read and kept), a
     reasoning ask with the output tokens it adds to the budget, how its answer shows thinking
     (`think`, the reader's; None: found as the server sends it) and the model the call names
-    (None: the endpoint's)."""
+    (None: the endpoint's); for an API of items, the texts after the prompt (`items`: an
+    embeddings batch's other inputs, rerank's documents) and how vectors come back (`embedding`)."""
 
     parts: Sequence[ContentPart] = ()
     count: int = 0
@@ -85,17 +86,20 @@ class Attached:
     budget: int = 0
     think: str | None = None
     model: str | None = None  # the model the call names instead of the endpoint's
+    items: Sequence[str] = ()
+    embedding: EmbeddingAsk | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Asking:
-    """The request a slice attaches to: its class, id, its value of the slice's draws (0: none)
-    and its dataset entry (None: not from a dataset)."""
+    """The request a slice attaches to: its class, id, its value of the slice's draws (0: none),
+    its dataset entry (None: not from a dataset) and its planned prompt length (words)."""
 
     request_class: str
     request_id: int
     drawn: int
     entry: DatasetEntry | None
+    prompt_tokens: int = 0
 
 
 class Attaches(Protocol):

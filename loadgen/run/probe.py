@@ -19,8 +19,8 @@ import gevent
 
 from kernel.redact import redact
 from loadgen.inputs.line_reader import size_text
+from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.model import Workload
-from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
 from loadgen.wire.call import Call
@@ -37,14 +37,16 @@ def first_token_ns(
 ) -> int:
     """Send one short streaming request; return perf_counter_ns when its first token arrived.
     The request must end (`[DONE]`) within `timeout_s`; lines are at most `max_line` bytes
-    (default: the workload's)."""
+    (default: the workload's). An API that answers in one body (embeddings) is asked once, and
+    the time is when its whole answer arrived."""
     api = wire_api(workload.api)
+    streams = api.metrics == "generation"
     call = Call(
         model=endpoint.model,
         prompt=prompt_text(8, 0),
         max_tokens=2,
         ignore_eos=workload.ignore_eos,
-        stream=True,
+        stream=streams,
     )
     sent = api.request(call)
     url = endpoint.base_url + sent.path
@@ -58,8 +60,8 @@ def first_token_ns(
     deadline = gevent.Timeout(timeout_s)
     deadline.start()
     try:
-        parser = api.reader(think="auto", calls=False, keep_text=False)
-        _stream(parser, request, url, time.monotonic() + timeout_s, limit, timeout_s, secrets)
+        parser = api.reader(think="auto", calls=False, keep_text=False, request=sent)
+        _stream(parser, request, url, time.monotonic() + timeout_s, limit, timeout_s, secrets, streams)
     except gevent.Timeout as exc:
         if exc is not deadline:
             raise
@@ -68,7 +70,7 @@ def first_token_ns(
         deadline.close()
     if parser.result.error:
         raise ProbeError(f"{url}: {redact(parser.result.error, secrets)}")
-    first = parser.result.first_token_ns
+    first = parser.result.first_token_ns if streams else parser.result.done_ns
     if first is None:
         raise ProbeError(f"{url} streamed no tokens for a test request")
     return first
@@ -82,13 +84,20 @@ def _stream(
     limit: int,
     timeout_s: float,
     secrets: tuple[str, ...],
+    streams: bool = True,
 ) -> None:
-    """Read the probe's stream to its end into `parser`. The gevent.Timeout around it ends any
+    """Read the probe's stream (or whole body) to its end into `parser`. The gevent.Timeout around it ends any
     wait in a patched process; the monotonic check and the socket timeout keep it bounded
     without one."""
     late = ProbeError(f"{url} did not complete a test request within {timeout_s:g}s")
     try:
         with open_url(request, timeout_s) as response:
+            if not streams:
+                body = response.read(limit + 1)
+                if len(body) > limit:
+                    raise ProbeError(f"{url} sent a body longer than workload.max_line ({size_text(limit)})")
+                parser.feed_body(body, time.perf_counter_ns())
+                return
             while not (parser.result.done or parser.result.error):
                 line = _read_line(response, limit, url)
                 if not line:

@@ -21,7 +21,7 @@ from kernel.strict import StrictModel
 from kernel.units import Duration, Fraction, PositiveDuration
 from loadgen.evaluate.replicas import CapacitySpec, PeakFromTrace
 from loadgen.evaluate.search import SearchSpec
-from loadgen.evaluate.slo import SLOSpec
+from loadgen.evaluate.slo import ClassSLOSpec, SLOSpec
 from loadgen.inputs.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-exported (`X as X`)
 from loadgen.inputs.files import field_error
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
@@ -39,9 +39,12 @@ from loadgen.scenario.workload import NormalLength as NormalLength
 from loadgen.scenario.workload import UniformLength as UniformLength
 from loadgen.scenario.workload import Workload as Workload
 from loadgen.scenario.workload import WorkloadField, workload_classes
-from loadgen.wire.apis import apis_carrying, carries
+from loadgen.wire.apis import apis_carrying, carries, wire_api
 from servers.cpus import CpuSetting
 from servers.registry import ServerConfig
+
+# The SLOs over streamed tokens: none applies where no request streams any (an API of items).
+_TOKEN_SLOS = ("ttft", "itl", "tpot", "ttfat", "output_tokens_per_s")
 
 # ---- run settings ------------------------------------------------------------------------------
 
@@ -274,6 +277,27 @@ class Scenario(StrictModel):
         if unknown:
             message = f"unknown class '{unknown[0]}'; the workload's classes: {', '.join(names)}"
             raise field_error(("slo", "classes", unknown[0]), message, unknown[0])
+        return self
+
+    @model_validator(mode="after")
+    def _slo_keys_apply(self) -> Scenario:
+        """An SLO on token times where no request of its scope streams tokens (an API of items)
+        could never be measured: refused where it is given, naming what to use instead."""
+        apis = {name: workload.api for name, _, workload in self.classes}
+
+        def check(slo: ClassSLOSpec, where: tuple[str | int, ...], scope: list[str]) -> None:
+            if any(wire_api(apis[name]).metrics == "generation" for name in scope):
+                return
+            for key in _TOKEN_SLOS:
+                if getattr(slo, key) is not None:
+                    api = apis[scope[0]]
+                    message = f"{key} does not apply to api: {api} (no tokens stream): bound e2e instead"
+                    raise field_error((*where, key), message, None)
+
+        check(self.slo, ("slo",), list(apis))
+        for name, slo in self.slo.classes.items():
+            if name in apis:
+                check(slo, ("slo", "classes", name), [name])
         return self
 
     @model_validator(mode="after")

@@ -51,7 +51,7 @@ from loadgen.scenario.lengths import UniformLength as UniformLength
 from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.slice_keys import built_specs
-from loadgen.wire.apis import ApiName, apis_carrying, carries, lacking
+from loadgen.wire.apis import ApiName, apis_carrying, carries, lacking, wire_api
 
 DEFAULT_CLASS = "default"
 # ---- workloads ---------------------------------------------------------------------------------
@@ -116,6 +116,18 @@ class WorkloadCore(StrictModel):
         loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})
         loaded._entries = tuple(entries)
         return loaded
+
+    @model_validator(mode="after")
+    def _items_answer_whole(self) -> WorkloadCore:
+        """An API of items (embeddings) answers in one body: its requests are not streamed, so
+        `stream` defaults to false for it, and true is refused."""
+        if wire_api(self.api).metrics != "latency" or not self.stream:
+            return self
+        if "stream" in self.model_fields_set:
+            message = f"api: {self.api} answers in one body, not a stream: leave stream: out (or false)"
+            raise field_error("stream", message, True)
+        object.__setattr__(self, "stream", False)
+        return self
 
     @model_validator(mode="after")
     def _cancel_tokens_need_a_stream(self) -> WorkloadCore:

@@ -1,6 +1,6 @@
 """The text of a synthetic prompt: the request's own words, after a shared prefix or trace blocks.
 
-Every text is made of the common short words of loadgen.traffic.vocabulary (about one token
+Every text is made of the common short words of loadgen.inputs.vocabulary (about one token
 each, so n words ≈ n tokens) and is a pure function of its inputs, so the same request always
 sends the same text:
 
@@ -22,9 +22,9 @@ import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 
+from loadgen.inputs.vocabulary import WORDS, number_words, prompt_text
 from loadgen.scenario.model import Workload
 from loadgen.traffic.schedule import PlannedRequest
-from loadgen.traffic.vocabulary import WORDS, number_words, prompt_text
 
 __all__ = ["block_text", "prefix_text", "request_prompt", "trace_prompt"]
 

@@ -185,7 +185,8 @@ class OpenAIUser(FastHttpUser):
             url=(ctx.endpoint.base_url if slot is None else slot.base_url) + request.path,
             data=request.data,
             headers=ctx.typed_headers.of(request.content_type),
-            reader=asks.reader(api, keep_text=history is not None),
+            reader=asks.reader(api, request, keep_text=history is not None),
+            items=request.items,
             workload=workload,
             entry=entry,
             attached=attached,
@@ -295,6 +296,7 @@ class OpenAIUser(FastHttpUser):
             request_class=planned.request_class,
             cached_tokens=result.usage_cached_tokens,
             prefix_group=planned.prefix.group if planned.prefix is not None else None,
+            items=prepared.items or None,
         )
         if streamed:
             set_stream_gaps(record, result.chunk_ns)
@@ -369,7 +371,7 @@ class OpenAIUser(FastHttpUser):
 
 def _asking(planned: PlannedRequest, name: str, entry: DatasetEntry | None) -> Asking:
     """The request as slice `name` sees it."""
-    return Asking(planned.request_class, planned.id, planned.drawn.get(name, 0), entry)
+    return Asking(planned.request_class, planned.id, planned.drawn.get(name, 0), entry, planned.prompt_tokens)
 
 
 @dataclass(slots=True)
@@ -384,6 +386,7 @@ class _Prepared:
     workload: Workload
     entry: DatasetEntry | None
     attached: list[tuple[Attaches, Attached]]
+    items: int  # what an API of items sent (0: a generation API)
 
 
 def _seconds(ns: int, t0_ns: int) -> float:

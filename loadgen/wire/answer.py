@@ -59,9 +59,12 @@ class StreamResult:
     # The calls made, by their index (only when the parser was asked to keep them).
     tool_calls: dict[int, ToolCall] = field(default_factory=dict)
     error: str | None = None
-    error_kind: Literal["http", "protocol"] = "protocol"  # "http": the server sent an error object
+    # "http": the server sent an error object; "wrong_count": an answer of items (vectors, rerank
+    # results) holds other than the request asked for
+    error_kind: Literal["http", "protocol", "wrong_count"] = "protocol"
     done: bool = False  # saw `data: [DONE]` (or a complete non-streaming body)
     done_ns: int | None = None  # when the receive with it arrived
+    items: int | None = None  # an answer of items: how many it held
 
     @property
     def first_token_ns(self) -> int | None:

@@ -15,6 +15,7 @@ from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import JSON_TYPE, Call, WireRequest
 from loadgen.wire.chat import ChatApi
 from loadgen.wire.completions import CompletionsApi
+from loadgen.wire.embeddings import EmbeddingsApi
 from loadgen.wire.openai_body import OpenAIBody
 from loadgen.wire.responses import ResponsesApi
 
@@ -37,14 +38,19 @@ class WireApi(Protocol):
         """The request, encoded (ValueError: the call asks what this API cannot carry)."""
         ...
 
-    def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
+    def reader(
+        self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
+    ) -> AnswerReader:
         """A reader for one answer. `think`: how inline thinking is found (workload.reasoning
-        .format); `calls`: keep the tool calls made; `keep_text`: keep the answer's text."""
+        .format); `calls`: keep the tool calls made; `keep_text`: keep the answer's text;
+        `request`: the request it answers (an API of items checks the answer's count)."""
         ...
 
 
-ApiName = Literal["chat", "completions", "responses"]
-WIRE_APIS: dict[str, WireApi] = {api.name: api for api in (ChatApi(), CompletionsApi(), ResponsesApi())}
+ApiName = Literal["chat", "completions", "responses", "embeddings"]
+WIRE_APIS: dict[str, WireApi] = {
+    api.name: api for api in (ChatApi(), CompletionsApi(), ResponsesApi(), EmbeddingsApi())
+}
 if set(WIRE_APIS) != set(get_args(ApiName)):  # one list of names: a scenario cannot name a missing API
     raise RuntimeError(f"ApiName {get_args(ApiName)} and WIRE_APIS {sorted(WIRE_APIS)} differ")
 

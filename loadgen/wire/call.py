@@ -51,10 +51,21 @@ class ToolsAsk:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbeddingAsk:
+    """How the vectors of an embeddings request come back: `encoding_format` (float or base64)
+    and `dimensions` (None: the model's own width)."""
+
+    encoding_format: str = "float"
+    dimensions: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Call:
     """One request. `messages`: a conversation sent as given (a session's history, a dataset's
     entry) instead of `prompt` as one user message; `content_parts`: parts a feature attaches
-    to the last user message after its text, each as the chat API's content part."""
+    to the last user message after its text, each as the chat API's content part; `items`: the
+    texts a request of an API of items carries after its prompt (an embeddings batch's other
+    inputs; rerank's documents, the prompt being the query)."""
 
     model: str
     prompt: str
@@ -65,6 +76,8 @@ class Call:
     content_parts: Sequence[ContentPart] = ()
     reasoning: ReasoningAsk | None = None
     tools: ToolsAsk | None = None
+    items: Sequence[str] = ()
+    embedding: EmbeddingAsk | None = None
 
 
 JSON_TYPE = "application/json"
@@ -73,8 +86,12 @@ JSON_TYPE = "application/json"
 @dataclass(frozen=True, slots=True)
 class WireRequest:
     """A request as its API sends it: the path, the encoded body and its Content-Type (an API
-    may send other than JSON: a multipart upload)."""
+    may send other than JSON: a multipart upload). `items`: the things an API of items sends
+    (inputs, documents; 0: a generation API), `answers`: how many its answer must hold (None:
+    any), checked by its reader."""
 
     path: str
     data: bytes
     content_type: str = JSON_TYPE
+    items: int = 0
+    answers: int | None = None

@@ -63,7 +63,9 @@ class ChatApi:
         body["messages"] = with_parts(messages, call.content_parts) if call.content_parts else messages
         return json_request(self.path, body)
 
-    def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
+    def reader(
+        self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
+    ) -> AnswerReader:
         return openai_reader(think=think, calls=calls, keep_text=keep_text)
 
 

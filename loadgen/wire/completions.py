@@ -22,5 +22,7 @@ class CompletionsApi:
         body["prompt"] = call.prompt
         return json_request(self.path, body)
 
-    def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
+    def reader(
+        self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
+    ) -> AnswerReader:
         return openai_reader(think=think, calls=calls, keep_text=keep_text)

@@ -77,7 +77,9 @@ class ResponsesApi:
         _add_asks(body, call)
         return json_request(self.path, body)
 
-    def reader(self, *, think: str, calls: bool, keep_text: bool) -> AnswerReader:
+    def reader(
+        self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
+    ) -> AnswerReader:
         """`think` does not apply: a Responses answer types its reasoning as events of its own."""
         return responses_reader(calls=calls, keep_text=keep_text)
 

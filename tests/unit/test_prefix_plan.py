@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.inputs.vocabulary import WORDS, prompt_text
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
 from loadgen.traffic.plan_prefix import draw_groups, prefix_entropy
 from loadgen.traffic.prompts import BLOCK_MARK, PREFIX_MARK, prefix_text, request_prompt
 from loadgen.traffic.schedule import CHUNK, PlannedRequest, Prefix, build_schedule
-from loadgen.traffic.vocabulary import WORDS, prompt_text
 from loadgen.wire.openai_stream import StreamParser
 from servers.engines.prefix_cache import PrefixCache
 from tests.unit.eager_schedule import eager_schedule

@@ -19,12 +19,13 @@ def _call(**asks: Any) -> Call:
     return Call(model="m", prompt="hi there", max_tokens=9, ignore_eos=True, stream=True, **asks)
 
 
-def test_each_api_is_found_by_its_name_and_measures_generation() -> None:
-    assert sorted(WIRE_APIS) == ["chat", "completions", "responses"]
+def test_each_api_is_found_by_its_name_and_measures_generation_or_latency() -> None:
+    assert sorted(WIRE_APIS) == ["chat", "completions", "embeddings", "responses"]
     for name, api in WIRE_APIS.items():
-        assert api.name == name and wire_api(name) is api and api.metrics == "generation"
+        measures = "latency" if name == "embeddings" else "generation"  # an API of items answers whole
+        assert api.name == name and wire_api(name) is api and api.metrics == measures
     with pytest.raises(KeyError):
-        wire_api("embeddings")
+        wire_api("nonesuch")
 
 
 def test_a_chat_call_with_every_ask_is_one_body() -> None:

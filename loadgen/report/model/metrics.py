@@ -131,6 +131,20 @@ class Sessions(ReportPart):
     agent: Agent | None = Field(default=None, description="agent loops' figures; only with `sessions.agent`")
 
 
+class Items(ReportPart):
+    """An API of items' throughput ([embeddings](scenario.md#embeddings): each request a batch of
+    inputs); its latency is `e2e_ms` (no token streams: TTFT, ITL and TPOT do not apply)."""
+
+    requests: int = Field(description="requests that sent items")
+    sent: int = Field(description="items sent (inputs)")
+    answered: int = Field(description="items of the requests that succeeded (vectors received)")
+    items_per_request: float | None = Field(description="items sent per request (the mean batch)")
+    items_per_s: float | None = Field(description="items answered per second over the measured time")
+    input_tokens_per_s: float | None = Field(
+        description="input tokens per second of the requests that succeeded (the server's `usage`)"
+    )
+
+
 class CoreMetrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
@@ -196,6 +210,10 @@ class CoreMetrics(ReportPart):
     )
     sessions: Sessions | None = Field(
         default=None, description="multi-turn sessions' figures; only in a run with `workload.sessions`"
+    )
+    items: Items | None = Field(
+        default=None,
+        description="an API of items' throughput (inputs/s); only in a run with `api: embeddings`",
     )
 
 
