@@ -94,8 +94,8 @@ class RequestRecord:
         default=None,
         metadata=doc(
             "integer",
-            "an API of items ([embeddings](scenario.md#embeddings)): the inputs it sent; null: a "
-            "generation API",
+            "an API of items: the inputs ([embeddings](scenario.md#embeddings)) or documents "
+            "([rerank](scenario.md#rerank)) it sent; null: a generation API",
             feature="items",  # the APIs of items' (any of them), not every request's
             sparse=True,
             column="tally",

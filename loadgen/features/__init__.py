@@ -22,6 +22,7 @@ from loadgen.features.adapters import ADAPTERS
 from loadgen.features.embeddings import EMBEDDINGS
 from loadgen.features.images import IMAGES
 from loadgen.features.reasoning import REASONING
+from loadgen.features.rerank import RERANK
 from loadgen.features.slice import Slice
 from loadgen.features.tools import TOOLS
 from loadgen.scenario.slice_keys import register_spec
@@ -29,7 +30,7 @@ from loadgen.scenario.slice_keys import register_spec
 if TYPE_CHECKING:
     from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Reads
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, EMBEDDINGS)
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, EMBEDDINGS, RERANK)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from loadgen.features.slice import Attached
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import WireApi
-from loadgen.wire.call import Call, ContentPart, EmbeddingAsk, ReasoningAsk, ToolsAsk, WireRequest
+from loadgen.wire.call import Call, ContentPart, EmbeddingAsk, ReasoningAsk, RerankAsk, ToolsAsk, WireRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,7 @@ class Asks:
     model: str | None = None  # the model the call names (None: the endpoint's)
     items: Sequence[str] = ()  # texts after the prompt (an API of items' batch or documents)
     embedding: EmbeddingAsk | None = None
+    rerank: RerankAsk | None = None
 
     def onto(self, call: Call) -> Call:
         """`call` with what the slices ask (the same object when they ask nothing)."""
@@ -36,6 +37,7 @@ class Asks:
             tools=self.tools,
             items=self.items,
             embedding=self.embedding,
+            rerank=self.rerank,
         )
 
     def reader(self, api: WireApi, request: WireRequest, keep_text: bool) -> AnswerReader:
@@ -61,4 +63,5 @@ def gather(attached: Sequence[Attached]) -> Asks:
         model=next((each.model for each in attached if each.model is not None), None),
         items=[item for each in attached for item in each.items],
         embedding=next((each.embedding for each in attached if each.embedding is not None), None),
+        rerank=next((each.rerank for each in attached if each.rerank is not None), None),
     )

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.scenario.slice_keys import SpecField
     from loadgen.scenario.slice_model import SliceSpec
     from loadgen.wire.answer import StreamResult
-    from loadgen.wire.call import ContentPart, EmbeddingAsk, ReasoningAsk, ToolsAsk
+    from loadgen.wire.call import ContentPart, EmbeddingAsk, ReasoningAsk, RerankAsk, ToolsAsk
 
 # The plan's classes as the schedule gives them: (name, weight, workload).
 Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
@@ -77,7 +77,8 @@ class Attached:
     reasoning ask with the output tokens it adds to the budget, how its answer shows thinking
     (`think`, the reader's; None: found as the server sends it) and the model the call names
     (None: the endpoint's); for an API of items, the texts after the prompt (`items`: an
-    embeddings batch's other inputs, rerank's documents) and how vectors come back (`embedding`)."""
+    embeddings batch's other inputs, rerank's documents), how vectors come back (`embedding`)
+    and how many results rerank returns (`rerank`)."""
 
     parts: Sequence[ContentPart] = ()
     count: int = 0
@@ -88,6 +89,7 @@ class Attached:
     model: str | None = None  # the model the call names instead of the endpoint's
     items: Sequence[str] = ()
     embedding: EmbeddingAsk | None = None
+    rerank: RerankAsk | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from loadgen.wire.chat import ChatApi
 from loadgen.wire.completions import CompletionsApi
 from loadgen.wire.embeddings import EmbeddingsApi
 from loadgen.wire.openai_body import OpenAIBody
+from loadgen.wire.rerank import RerankApi
 from loadgen.wire.responses import ResponsesApi
 
 
@@ -47,9 +48,9 @@ class WireApi(Protocol):
         ...
 
 
-ApiName = Literal["chat", "completions", "responses", "embeddings"]
+ApiName = Literal["chat", "completions", "responses", "embeddings", "rerank"]
 WIRE_APIS: dict[str, WireApi] = {
-    api.name: api for api in (ChatApi(), CompletionsApi(), ResponsesApi(), EmbeddingsApi())
+    api.name: api for api in (ChatApi(), CompletionsApi(), ResponsesApi(), EmbeddingsApi(), RerankApi())
 }
 if set(WIRE_APIS) != set(get_args(ApiName)):  # one list of names: a scenario cannot name a missing API
     raise RuntimeError(f"ApiName {get_args(ApiName)} and WIRE_APIS {sorted(WIRE_APIS)} differ")

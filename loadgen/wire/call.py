@@ -60,6 +60,13 @@ class EmbeddingAsk:
 
 
 @dataclass(frozen=True, slots=True)
+class RerankAsk:
+    """A rerank request's ask: how many of the best documents to return (None: all of them)."""
+
+    top_n: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Call:
     """One request. `messages`: a conversation sent as given (a session's history, a dataset's
     entry) instead of `prompt` as one user message; `content_parts`: parts a feature attaches
@@ -78,6 +85,7 @@ class Call:
     tools: ToolsAsk | None = None
     items: Sequence[str] = ()
     embedding: EmbeddingAsk | None = None
+    rerank: RerankAsk | None = None
 
 
 JSON_TYPE = "application/json"

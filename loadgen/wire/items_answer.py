@@ -11,6 +11,7 @@ import msgspec
 
 from loadgen.wire.answer import StreamResult
 
+
 class ErrorObject(Exception):
     """The body is the server's error object, not an answer: its message."""
 

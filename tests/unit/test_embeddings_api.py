@@ -62,7 +62,9 @@ def test_a_batch_sends_the_prompt_then_its_items_with_the_ask() -> None:
 
 @pytest.mark.parametrize(("name", "inputs", "tokens"), [("float3.json", 3, 24), ("base64_2.json", 2, 16)])
 def test_a_recorded_answer_reads_as_its_vectors_and_usage(name: str, inputs: int, tokens: int) -> None:
-    result = read((DATA / name).read_bytes(), WireRequest("/v1/embeddings", b"", items=inputs, answers=inputs))
+    result = read(
+        (DATA / name).read_bytes(), WireRequest("/v1/embeddings", b"", items=inputs, answers=inputs)
+    )
     assert (result.error, result.done, result.done_ns) == (None, True, 123)
     assert (result.items, result.usage_prompt_tokens, result.output_tokens) == (inputs, tokens, 0)
     assert result.first_token_ns is None  # no token stream: latency only
@@ -81,7 +83,11 @@ def test_a_vector_count_that_disagrees_is_a_wrong_count_failure() -> None:
 @pytest.mark.parametrize(
     ("body", "error", "kind"),
     [
-        ((DATA / "error.json").read_bytes(), "the server's error: This model's maximum context length", "http"),
+        (
+            (DATA / "error.json").read_bytes(),
+            "the server's error: This model's maximum context length",
+            "http",
+        ),
         (b'{"object": "list"}', "the answer holds no results", "protocol"),
         (b'{"data": {"not": "a list"}}', "unreadable answer", "protocol"),
         (b"<html>502 Bad Gateway</html>", "unreadable answer", "protocol"),
@@ -155,10 +161,15 @@ def test_what_an_embeddings_workload_cannot_do_is_refused_where_it_is_given(
 
 
 def test_a_mix_with_a_generating_class_keeps_its_token_slos() -> None:
-    mix = SCENARIO.replace(
-        "workload:\n  api: embeddings\n",
-        "workload:\n  - class: chat\n    weight: 1\n  - class: embed\n    weight: 1\n    api: embeddings\n",
-    ).replace("  prompt_tokens", "    prompt_tokens").replace("  embeddings:", "    embeddings:")
+    mix = (
+        SCENARIO.replace(
+            "workload:\n  api: embeddings\n",
+            "workload:\n  - class: chat\n    weight: 1\n"
+            "  - class: embed\n    weight: 1\n    api: embeddings\n",
+        )
+        .replace("  prompt_tokens", "    prompt_tokens")
+        .replace("  embeddings:", "    embeddings:")
+    )
     scenario = parse_scenario(mix + "slo:\n  ttft: {p95: 1s}\n")
     assert [w.api for _, _, w in scenario.classes] == ["chat", "embeddings"]
     with pytest.raises(ScenarioError, match=r"slo\.classes\.embed\.ttft: ttft does not apply"):

@@ -133,11 +133,14 @@ class Sessions(ReportPart):
 
 class Items(ReportPart):
     """An API of items' throughput ([embeddings](scenario.md#embeddings): each request a batch of
-    inputs); its latency is `e2e_ms` (no token streams: TTFT, ITL and TPOT do not apply)."""
+    inputs; [rerank](scenario.md#rerank): a query's documents); its latency is `e2e_ms` (no
+    token streams: TTFT, ITL and TPOT do not apply)."""
 
     requests: int = Field(description="requests that sent items")
-    sent: int = Field(description="items sent (inputs)")
-    answered: int = Field(description="items of the requests that succeeded (vectors received)")
+    sent: int = Field(description="items sent (inputs, documents)")
+    answered: int = Field(
+        description="items of the requests that succeeded (inputs embedded, documents ranked)"
+    )
     items_per_request: float | None = Field(description="items sent per request (the mean batch)")
     items_per_s: float | None = Field(description="items answered per second over the measured time")
     input_tokens_per_s: float | None = Field(
@@ -213,7 +216,8 @@ class CoreMetrics(ReportPart):
     )
     items: Items | None = Field(
         default=None,
-        description="an API of items' throughput (inputs/s); only in a run with `api: embeddings`",
+        description="an API of items' throughput (inputs/s, documents/s); only in a run with "
+        "`api: embeddings` or `rerank`",
     )
 
 

@@ -1,0 +1,104 @@
+"""The rerank API (`/v1/rerank`, the Cohere and Jina format vLLM serves): a query and documents
+in, the documents' relevance scores out, best first, `top_n` of them.
+
+The request's query is its prompt, its documents the items a slice attaches. The answer is one
+body, measured by its latency: the reader counts its results, which must be `top_n` (or every
+document without it), each naming a document sent, no document twice; otherwise the request fails
+(`wrong_count`, or a protocol error naming the index). Usage's `total_tokens` is the tokens read.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Required, TypedDict
+
+import msgspec
+
+from loadgen.wire.answer import AnswerReader, Metrics, Part, StreamResult
+from loadgen.wire.call import Call, WireRequest
+from loadgen.wire.items_answer import ErrorObject, ItemsReader, error_message
+from loadgen.wire.openai_body import json_request
+
+
+class RerankBody(TypedDict, total=False):
+    """A rerank request body, its keys in the order they are sent."""
+
+    model: Required[str]
+    query: Required[str]
+    documents: Required[list[str]]
+    top_n: int
+    return_documents: bool
+
+
+class RerankApi:
+    name = "rerank"
+    path = "/v1/rerank"
+    metrics: Metrics = "latency"
+    carries: frozenset[Part] = frozenset()
+
+    def request(self, call: Call) -> WireRequest:
+        if call.messages or call.content_parts or call.tools is not None:
+            raise ValueError("a rerank request carries texts only (no messages, parts or tools)")
+        documents = list(call.items)
+        top_n = call.rerank.top_n if call.rerank is not None else None
+        body: RerankBody = {"model": call.model, "query": call.prompt, "documents": documents}
+        if top_n is not None:
+            body["top_n"] = top_n
+        body["return_documents"] = False  # the scores are the answer; the texts back would be bulk
+        request = json_request(self.path, body)
+        answers = len(documents) if top_n is None else min(top_n, len(documents))
+        return WireRequest(request.path, request.data, items=len(documents), answers=answers)
+
+    def reader(
+        self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
+    ) -> AnswerReader:
+        sent = request.items if request is not None else None
+        return ItemsReader(partial(_read_rerank, sent), request.answers if request is not None else None)
+
+
+class _Result(msgspec.Struct):
+    index: Any = None
+    relevance_score: Any = None
+
+
+class _Usage(msgspec.Struct):
+    total_tokens: Any = None
+    prompt_tokens: Any = None
+
+
+class _Rerank(msgspec.Struct):
+    """What is read of the answer (a returned document's text is skipped unbuilt)."""
+
+    results: list[_Result] | None = None
+    usage: _Usage | None = None
+    error: Any = None
+    detail: Any = None  # some servers' (FastAPI's) error body
+
+
+_RERANK = msgspec.json.Decoder(_Rerank)
+
+
+def _read_rerank(documents: int | None, body: bytes, result: StreamResult) -> int | None:
+    answer = _RERANK.decode(body)
+    if answer.error is not None or (answer.results is None and answer.detail is not None):
+        raise ErrorObject(error_message(answer.error if answer.error is not None else answer.detail))
+    usage = answer.usage
+    if usage is not None:
+        tokens = usage.prompt_tokens if isinstance(usage.prompt_tokens, int) else usage.total_tokens
+        if isinstance(tokens, int):
+            result.usage_prompt_tokens = tokens
+    if answer.results is None:
+        return None
+    seen: set[int] = set()
+    for entry in answer.results:
+        index = entry.index
+        if (
+            not isinstance(index, int)
+            or index in seen
+            or (documents is not None and not 0 <= index < documents)
+        ):
+            raise ValueError(f"a result names document {index!r} of {documents} sent")
+        if not isinstance(entry.relevance_score, int | float):
+            raise ValueError(f"document {index}'s relevance_score is {entry.relevance_score!r}")
+        seen.add(index)
+    return len(answer.results)
