@@ -13,6 +13,7 @@ from loadgen.fmt import format_number
 from loadgen.report.client_words import punctuality_lines
 from loadgen.report.energy_markdown import energy_lines
 from loadgen.report.evaluation_markdown import evaluation_lines
+from loadgen.report.items_lines import items_lines
 from loadgen.report.markdown_sessions import session_lines
 from loadgen.report.model import Report
 from loadgen.report.model.metrics import Metrics, Percentiles, Phase, PrefixCache, SLOCheck, TtftSplit
@@ -69,12 +70,29 @@ def _key_numbers(report: Report) -> list[str]:
         *_prefix_lines(metrics.prefix_cache),
         *key_lines(metrics),
         f"- Rate: {achieved} achieved of {target} target",
-        f"- Output tokens: {_num(metrics.output_tokens_per_s, 'tok/s')} "
-        f"(counted from: {metrics.tokens_source or 'no tokens'})",
+        *items_lines(metrics.items),
+        *_token_lines(metrics),
         f"- Client: {trust}, schedule lag p99 {_num(client.schedule_lag_p99_ms, 'ms')}",
         *(f"  - {line}" for line in punctuality_lines(client)),
         "",
     ]
+
+
+def _items_only(metrics: Metrics) -> bool:
+    """Whether every request was an API of items' (embeddings, rerank): none streamed tokens."""
+    return metrics.items is not None and metrics.items.requests == metrics.requests
+
+
+# The latency rows of token times (TTFT, ITL, TPOT), which an API of items has none of.
+_TOKEN_TIMES = frozenset({"ttft_ms", "ttft_from_send_ms", "itl_ms", "tpot_ms"})
+
+
+def _token_lines(metrics: Metrics) -> list[str]:
+    """The output tokens' line; none where only an API of items ran (no request streams tokens)."""
+    if _items_only(metrics) and not metrics.tokens_source:
+        return []
+    rate = _num(metrics.output_tokens_per_s, "tok/s")
+    return [f"- Output tokens: {rate} (counted from: {metrics.tokens_source or 'no tokens'})"]
 
 
 def _prefix_lines(prefix: PrefixCache | None) -> list[str]:
@@ -130,7 +148,9 @@ def _percentile_cells(values: Percentiles) -> list[str]:
 
 def _latency_table(metrics: Metrics) -> list[str]:
     shown = list(_LATENCY_ROWS)
-    if answers_later(metrics):  # else the same as TTFT
+    if _items_only(metrics):  # no request streamed: token times do not apply
+        shown = [(label, key) for label, key in shown if key not in _TOKEN_TIMES]
+    elif answers_later(metrics):  # else the same as TTFT
         shown.insert(2, ("TTFAT: first answer token", "ttfat_ms"))
     rows = [[label, *_percentile_cells(getattr(metrics, key))] for label, key in shown]
     return _table(["ms", "p50", "p90", "p95", "p99", "p99.9", "mean", "max"], rows)

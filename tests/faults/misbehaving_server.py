@@ -13,7 +13,13 @@ fault of MODE:
 - huge: every third request gets one SSE line of N bytes (default 64 MiB) at full speed, the
   others a normal stream (with --probe-too, every request);
 - ratelimit: HTTP 429 with `Retry-After: 7` and a body that echoes a bearer token;
-- close: closes the connection without answering.
+- close: closes the connection without answering;
+- wrongcount: an embeddings request (`/v1/embeddings`) gets one vector fewer than its inputs
+  every third time, the others their vectors;
+- garbage: every third embeddings request gets an HTML page with status 200.
+
+An embeddings request (whose probe is one input) meets `never` and `huge` (one body of N bytes)
+as a stream does, every third one for `huge`; the other modes answer it as they answer a stream.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODES = ("normal", "never", "endless", "huge", "ratelimit", "close")
+MODES = ("normal", "never", "endless", "huge", "ratelimit", "close", "wrongcount", "garbage")
 SECRET_BODY = b'{"error": {"message": "slow down", "echo": "Authorization: Bearer sk-secret-123456"}}'
 _counter = itertools.count(1)
 _lock = threading.Lock()
@@ -54,6 +60,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        if self.path == "/v1/embeddings":
+            self._embeddings(request.get("input") or [])
+            return
         probe = request.get("max_tokens") == 2  # the start-up probe
         if probe and not self.probe_too:
             self._stream(2)
@@ -88,6 +97,39 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             self._stream(4)
+
+    def _embeddings(self, inputs: list[str]) -> None:
+        """An embeddings answer, or its fault (the probe, one input, is answered unless --probe-too)."""
+        if len(inputs) == 1 and not self.probe_too:
+            self._vectors(1)
+            return
+        with _lock:
+            third = next(_counter) % 3 == 0
+        mode = self.mode
+        try:
+            if mode == "never":
+                time.sleep(3600)
+            elif mode == "huge" and third:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(self.huge_bytes))
+                self.end_headers()
+                block = b" " * (256 << 10)
+                for _ in range(self.huge_bytes // len(block)):
+                    self.wfile.write(block)
+            elif mode == "wrongcount" and third:
+                self._vectors(len(inputs) - 1)
+            elif mode == "garbage" and third:
+                self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+            else:
+                self._vectors(len(inputs))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _vectors(self, count: int) -> None:
+        data = [{"object": "embedding", "index": i, "embedding": [0.6, 0.8]} for i in range(count)]
+        body = {"object": "list", "data": data, "model": "faulty", "usage": {"prompt_tokens": 8 * count}}
+        self._send(200, json.dumps(body).encode(), "application/json")
 
     def _stream(self, tokens: int) -> None:
         self._headers()

@@ -34,9 +34,14 @@ class ErrorsByKind(ReportPart):
     connection: int | None = Field(default=None, description="no answer: refused, reset, DNS")
     http: int | None = Field(default=None, description="an HTTP status other than 200")
     protocol: int | None = Field(default=None, description="a response that is not the OpenAI API's")
-    line_too_long: int | None = Field(default=None, description="an SSE line longer than workload.max_line")
+    line_too_long: int | None = Field(
+        default=None, description="an SSE line (or a whole answer's body) longer than workload.max_line"
+    )
     interrupted: int | None = Field(default=None, description="in flight when the run was stopped")
     client: int | None = Field(default=None, description="the load generator's own failure")
+    wrong_count: int | None = Field(
+        default=None, description="an answer of items (vectors, rerank results) other than asked for"
+    )
     timeout: int | None = Field(default=None, description="not finished within workload.request_timeout")
     other: int | None = Field(default=None, description="an error recorded without a kind (old runs)")
 
