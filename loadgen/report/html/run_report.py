@@ -85,7 +85,9 @@ def render_run_html(report: Report, inputs: RunInputs) -> str:
     else:
         sections.append(Section("SLOs and key numbers", first_screen(report), "slo"))
     if len(columns):
-        charts = time_series_charts(columns, timeline, inputs.spans, slos, width)
+        items = report.metrics.items
+        tokens = items is None or items.requests < report.metrics.requests  # not APIs of items alone
+        charts = time_series_charts(columns, timeline, inputs.spans, slos, width, tokens)
         sections.append(Section("Over time", sampled + _charts(charts), "time-series"))
     elif report.client.workers is not None and report.client.workers.records == "summary":
         said = (

@@ -77,6 +77,19 @@ def _cancel_card(metrics: Metrics, server: Server) -> list[Card]:
     ]
 
 
+def _throughput_cards(metrics: Metrics) -> list[Card]:
+    """Output tokens/s, and an API of items' items/s (embeddings' inputs, rerank's documents):
+    only the one that applies where every request was of one kind."""
+    items = metrics.items
+    cards = []
+    if items is None or items.requests < metrics.requests or metrics.tokens_source:
+        cards.append(Card("output tokens/s", num(metrics.output_tokens_per_s, "tok/s")))
+    if items is not None:
+        per = f"{num(items.items_per_request)} per request · {num(items.input_tokens_per_s, 'input tok/s')}"
+        cards.append(Card("items/s", num(items.items_per_s, "items/s"), per))
+    return cards
+
+
 def key_cards(report: Report) -> str:
     metrics, server = report.metrics, report.server
     cold, memory = server.cold_start_s, server.memory
@@ -89,7 +102,7 @@ def key_cards(report: Report) -> str:
             num(metrics.achieved_rate, unit),
             f"target {num(target, unit)}" if target else "closed loop / no target",
         ),
-        Card("output tokens/s", num(metrics.output_tokens_per_s, "tok/s")),
+        *_throughput_cards(metrics),
         Card("error rate", _pct(metrics.error_rate), status="fail" if errors else "none"),
         *_cancel_card(metrics, server),
         *slice_cards(metrics),

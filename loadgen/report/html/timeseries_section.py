@@ -222,11 +222,16 @@ def time_series_charts(
     spans: Sequence[Span],
     slos: Sequence[SLOCheck],
     width_s: float = 1.0,
+    tokens: bool = True,
 ) -> list[Chart]:
     """`columns`: the records drawn (all, or a sample: latency); `timeline`: every record's
-    exact per-second counts (arrivals, in flight, errors, tokens)."""
+    exact per-second counts (arrivals, in flight, errors, tokens); `tokens`: whether any request
+    could stream tokens (not where only APIs of items ran: no tokens chart)."""
     bins = run_bins(timeline.end_s, spans, width_s)
     charts = [arrival_chart(timeline, bins, spans, slos), in_flight_chart(timeline, bins, spans)]
     if np.isfinite(columns.done).any():  # no request ended (all still in flight): no latency
         charts.append(latency_chart(columns, bins, spans, slos))
-    return [*charts, errors_chart(timeline, bins, spans), tokens_chart(timeline, bins, spans, slos)]
+    charts.append(errors_chart(timeline, bins, spans))
+    if tokens:
+        charts.append(tokens_chart(timeline, bins, spans, slos))
+    return charts
