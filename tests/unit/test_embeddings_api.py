@@ -84,7 +84,7 @@ def test_a_vector_count_that_disagrees_is_a_wrong_count_failure() -> None:
     ("body", "error", "kind"),
     [
         (
-            (DATA / "error.json").read_bytes(),
+            (DATA / "error_in_body.json").read_bytes(),
             "the server's error: This model's maximum context length",
             "http",
         ),

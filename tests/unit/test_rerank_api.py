@@ -66,7 +66,7 @@ def test_a_recorded_answer_reads_as_its_results_and_usage() -> None:
         ("top3.json", 5, 4, "3 results for 4 asked", "wrong_count"),
         ("top3.json", 4, 3, "a result names document 4 of 4 sent", "protocol"),
         ("duplicate_index.json", 5, 2, "a result names document 1 of 5 sent", "protocol"),
-        ("error.json", 5, 3, "the server's error: [{'type': 'missing'", "http"),
+        ("error_in_body.json", 5, 3, "the server's error: [{'type': 'missing'", "http"),
     ],
 )
 def test_results_that_disagree_with_the_query_fail_with_their_reason(
