@@ -63,6 +63,19 @@ class SimulatedOptions(StrictModel):
     image_tokens: int = Field(
         default=256, ge=0, le=1_000_000, description="prompt tokens each image of a chat message counts as"
     )
+    # Embeddings, rerank and score (issue 41): each takes a slot and answers, once admitted, after
+    # embed_base + embed_per_input × inputs + embed_per_token × their prompt tokens (embeddings)
+    # or rerank_base + rerank_per_document × documents (rerank; score: per text_2 text).
+    embed_base: Duration = Field(default=0.005, description="an embeddings request's fixed latency, e.g. 5ms")
+    embed_per_input: Duration = Field(default=0.001, description="added per embeddings input, e.g. 1ms")
+    embed_per_token: Duration = Field(
+        default=0.0, description="added per prompt token of an embeddings request's inputs, e.g. 0.01ms"
+    )
+    embedding_dim: int = Field(default=384, ge=1, le=65_536, description="width of the embedding vectors")
+    rerank_base: Duration = Field(
+        default=0.01, description="a rerank or score request's fixed latency, e.g. 10ms"
+    )
+    rerank_per_document: Duration = Field(default=0.002, description="added per document scored, e.g. 2ms")
     model: str = Field(default="simulated", description="served model name")
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = Field(
@@ -171,7 +184,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, S
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, options = parse_args(argv)
-    from servers.engines.simulated_engine import SimulatedEngine
+    from servers.engines.simulated_engine import PoolingTiming, SimulatedEngine
     from servers.http import build_app, run
 
     lora = options.lora
@@ -189,6 +202,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_loras=lora.max_loras if lora is not None else 1,
         lora_load_time=lora.load_time if lora is not None else 0.0,
         image_tokens=options.image_tokens,
+        embedding_width=options.embedding_dim,
+        pooling=PoolingTiming(
+            embed_base=options.embed_base,
+            embed_per_input=options.embed_per_input,
+            embed_per_token=options.embed_per_token,
+            rerank_base=options.rerank_base,
+            rerank_per_document=options.rerank_per_document,
+        ),
     )
     app = build_app(engine, record_timings=args.record_timings)
     return run(app, args.host, args.port, keepalive_timeout=options.keepalive_timeout)

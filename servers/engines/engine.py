@@ -11,9 +11,13 @@ queued requests into the running batch, `generate` as an async generator fed by 
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
+
+# One input of an embeddings request: a text, or token ids (OpenAI's `input` as [int]).
+EmbedInput = str | Sequence[int]
 
 
 @dataclass
@@ -51,8 +55,15 @@ class EngineStats:
     slots: int = 0  # batch slots, each with room for one request's KV cache (0: unknown)
 
 
+class EmbeddingsUnsupported(Exception):
+    """This engine's model computes no embeddings (a 400 to the client, with this message)."""
+
+
 class Engine(ABC):
     """One model behind one scheduler. Construct cheaply; heavy loading goes in `start()`."""
+
+    # The width of the vectors `embed` returns; None: the engine serves no embeddings (nor scores).
+    embedding_width: int | None = None
 
     # Prompt tokens each image part of a chat counts as; None: a text-only model, whose front
     # answers a request with images 400 (as vLLM does for a model that takes no images).
@@ -95,3 +106,28 @@ class Engine(ABC):
         generator, must free the request's slot at once: that is how a client disconnect is
         handled. Set `req.timing.queue_wait_s` when the request is admitted.
         """
+
+    def count_input_tokens(self, item: EmbedInput) -> int:
+        """The prompt tokens of one embeddings input: a text's as a prompt's, token ids one each."""
+        return self.count_tokens(item) if isinstance(item, str) else len(item)
+
+    def token_id_limit(self) -> int | None:
+        """Token ids an input may hold are below this (the vocabulary); None: any."""
+        return None
+
+    async def embed(self, inputs: Sequence[EmbedInput], timing: RequestTiming) -> list[list[float]]:
+        """One pooled vector per input, in order, `embedding_width` floats each (not normalised:
+        the front normalises). Sets `timing.queue_wait_s` when the work is admitted."""
+        raise EmbeddingsUnsupported(f"the model `{self.model_name}` serves no embeddings")
+
+    async def score(self, pairs: Sequence[tuple[str, str]], timing: RequestTiming) -> list[float]:
+        """Each pair's relevance score (its second text's to its first), in order: by default
+        the cosine of their pooled embeddings, every distinct text embedded once, in one call."""
+        texts = list(dict.fromkeys(text for pair in pairs for text in pair))
+        vectors = dict(zip(texts, await self.embed(texts, timing), strict=True))
+        return [cosine(vectors[a], vectors[b]) for a, b in pairs]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return math.fsum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0

@@ -12,6 +12,11 @@ lookup happens at admission, the insert once prefill ends (when the first token 
 With `lora_adapters`, a request may name one of them as its model: at admission the engine's
 `LoraCache` (at most `max_loras` resident, LRU) says when the adapter is usable; a miss loads it,
 so that request's first token is due `lora_load_time` later (the TTFT spike of multi-LoRA serving).
+
+Embeddings and scores take a slot like a generation (FIFO with them) and answer, once admitted,
+after `embed_base + embed_per_input × inputs + embed_per_token × their prompt tokens`, or
+`rerank_base + rerank_per_document × documents` for a rerank or score request; the vectors are
+seeded from the inputs (`seeded_vectors.py`), a score is the cosine of the two texts' vectors.
 """
 
 from __future__ import annotations
@@ -20,19 +25,24 @@ import asyncio
 import os
 import time
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
+from typing import TypeVar
 
 import psutil
 
-from servers.engines.engine import Engine, EngineStats, GenerationRequest
+from servers.engines.engine import EmbedInput, Engine, EngineStats, GenerationRequest, RequestTiming, cosine
 from servers.engines.lora_cache import LoraCache
 from servers.engines.prefix_cache import PrefixCache
+from servers.engines.seeded_vectors import seeded_vector
 
 # Each piece is one whitespace-separated word, so `count_tokens` of the output equals the
 # number of tokens generated.
 _WORDS = (" tok", " ken", " sim", " word", " byte", " unit", " beam", " text")
 
+
+T = TypeVar("T")
 
 _CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -90,6 +100,23 @@ class FifoSlots:
         self._free += 1
 
 
+@dataclass(frozen=True)
+class PoolingTiming:
+    """How long an embeddings or a rerank/score request takes once admitted (seconds)."""
+
+    embed_base: float = 0.005
+    embed_per_input: float = 0.001
+    embed_per_token: float = 0.0
+    rerank_base: float = 0.01
+    rerank_per_document: float = 0.002
+
+    def embed_s(self, inputs: int, tokens: int) -> float:
+        return self.embed_base + self.embed_per_input * inputs + self.embed_per_token * tokens
+
+    def rerank_s(self, documents: int) -> float:
+        return self.rerank_base + self.rerank_per_document * documents
+
+
 class SimulatedEngine(Engine):
     def __init__(
         self,
@@ -108,13 +135,16 @@ class SimulatedEngine(Engine):
         max_loras: int = 1,
         lora_load_time: float = 0.0,
         image_tokens: int = 256,
+        embedding_width: int = 384,
+        pooling: PoolingTiming | None = None,
     ) -> None:
         """`spawned_at` is a `time.monotonic()` value; by default this process's creation, so
         interpreter start-up and imports count towards `startup` like a real cold start.
         `prefill_per_token`: seconds per uncached prompt token, added to TTFT;
         `prefix_cache_blocks`: the prefix cache's size in blocks of `block_tokens` (0: none);
         `image_tokens`: the prompt tokens each image counts as (never cached); `lora_adapters`:
-        the LoRA adapters served, at most `max_loras` resident, a miss costing `lora_load_time`."""
+        the LoRA adapters served, at most `max_loras` resident, a miss costing `lora_load_time`;
+        `embedding_width`: the embeddings' width; `pooling`: embeddings' and scores' timing."""
         super().__init__(model_name, lora_adapters)
         if slots < 1:
             raise ValueError("slots must be at least 1")
@@ -128,6 +158,10 @@ class SimulatedEngine(Engine):
         if image_tokens < 0:
             raise ValueError("image_tokens cannot be negative")
         self.image_tokens = image_tokens
+        if embedding_width < 1:
+            raise ValueError("embedding_width must be at least 1")
+        self.embedding_width = embedding_width
+        self.pooling = pooling if pooling is not None else PoolingTiming()
         self.prefix_cache = PrefixCache(prefix_cache_blocks, block_tokens) if prefix_cache_blocks else None
         self.leak_per_request = leak_per_request
         self.lora = LoraCache(self.adapters, max_loras, lora_load_time) if lora_adapters else None
@@ -188,5 +222,38 @@ class SimulatedEngine(Engine):
                 yield _WORDS[k % len(_WORDS)]
         finally:
             # Runs on normal end, on cancellation and on aclose(): a gone client frees its slot.
+            self._running -= 1
+            self._slots.release()
+
+    async def embed(self, inputs: Sequence[EmbedInput], timing: RequestTiming) -> list[list[float]]:
+        tokens = sum(self.count_input_tokens(item) for item in inputs)
+        width = self.embedding_width or 1
+        return await self._hold(
+            self.pooling.embed_s(len(inputs), tokens),
+            timing,
+            lambda: [seeded_vector(i, width) for i in inputs],
+        )
+
+    async def score(self, pairs: Sequence[tuple[str, str]], timing: RequestTiming) -> list[float]:
+        width = self.embedding_width or 1
+
+        def scores() -> list[float]:
+            return [cosine(seeded_vector(a, width), seeded_vector(b, width)) for a, b in pairs]
+
+        return await self._hold(self.pooling.rerank_s(len(pairs)), timing, scores)
+
+    async def _hold(self, duration: float, timing: RequestTiming, work: Callable[[], T]) -> T:
+        """Take a slot (FIFO with generations), do `work` and answer `duration` after admission."""
+        loop = asyncio.get_running_loop()
+        arrived = loop.time()
+        await self._slots.acquire()
+        self._running += 1
+        try:
+            admitted = loop.time()
+            timing.queue_wait_s = admitted - arrived
+            result = work()  # inside the deadline, which is absolute as generate's
+            await asyncio.sleep(max(admitted + duration - loop.time(), 0.0))
+            return result
+        finally:
             self._running -= 1
             self._slots.release()

@@ -12,7 +12,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from servers.engines.engine import Engine, GenerationRequest
-from servers.http.exposition import ServerMetrics
+from servers.http.exposition import CLIENT_GONE, ServerMetrics
 from servers.http.openai import (
     BadRequest,
     ChatBody,
@@ -24,10 +24,13 @@ from servers.http.openai import (
     error_body,
     parse_body,
 )
+from servers.http.pooling import PoolingFront
 from servers.http.responses import ResponsesBody, ResponsesShape
 from servers.http.timings import TimingRecorder
 
-CLIENT_GONE = "499"  # nginx's code for "client closed the connection", as a metrics label
+# vLLM's paths: Jina's /rerank and /v1/rerank, Cohere's /v2/rerank; its own /score and /v1/score.
+RERANK_PATHS = ("/rerank", "/v1/rerank", "/v2/rerank")
+SCORE_PATHS = ("/score", "/v1/score")
 
 
 def _error(status: int, message: str, kind: str) -> web.Response:
@@ -229,6 +232,12 @@ def build_app(engine: Engine, *, record_timings: bool = False) -> web.Applicatio
     app.router.add_post("/v1/completions", front.completions)
     app.router.add_post("/v1/chat/completions", front.chat)
     app.router.add_post("/v1/responses", front.responses)
+    pooling = PoolingFront(engine, front.metrics, front.timings)
+    app.router.add_post("/v1/embeddings", pooling.embeddings)
+    for path in RERANK_PATHS:
+        app.router.add_post(path, pooling.rerank)
+    for path in SCORE_PATHS:
+        app.router.add_post(path, pooling.score)
     app.router.add_get("/v1/models", front.models)
     app.router.add_get("/health", front.health)
     app.router.add_get("/metrics", front.metrics_text)

@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from servers.engines.engine import Engine, EngineStats
 
 PREFIX = "loadtest_server_"
+CLIENT_GONE = "499"  # nginx's code for "client closed the connection", as a status label
 
 # Seconds; fine at the low end where simulated and small-model servers live.
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -22,7 +23,11 @@ class ServerMetrics:
             ["endpoint", "status"],
             registry=r,
         )
-        self.in_flight = Gauge(PREFIX + "requests_in_flight", "Generation requests being served", registry=r)
+        self.in_flight = Gauge(
+            PREFIX + "requests_in_flight",
+            "Requests being served (generations, embeddings, scores)",
+            registry=r,
+        )
         self.generated_tokens = Counter(PREFIX + "generated_tokens", "Output tokens generated", registry=r)
         # Named like vLLM's prefix_cache_queries/hits: in tokens, so hits/queries is the hit rate.
         self.prefix_cache_queries = Counter(
@@ -54,6 +59,14 @@ class ServerMetrics:
         )
         self.ttft = Histogram(
             PREFIX + "ttft_seconds", "Server-side time to first token", buckets=_LATENCY_BUCKETS, registry=r
+        )
+        # Embeddings, rerank and score answers (no tokens, so no TTFT): arrival to the answer.
+        self.pooling_latency = Histogram(
+            PREFIX + "pooling_seconds",
+            "Server-side latency of embeddings, rerank and score requests",
+            ["endpoint"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
         )
         # Read from the engine at scrape time, so the gauges are never stale.
         batch = Gauge(PREFIX + "batch_size", "Requests in the running batch", registry=r)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -164,6 +164,18 @@ class BadRequest(Exception):
 
 
 def parse_body(raw: bytes, kind: type[RequestBody]) -> RequestBody:
+    body = parse_model(raw, kind)
+    problem = body.unsupported()
+    if problem is not None:
+        raise BadRequest(problem)
+    return body
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def parse_model(raw: bytes, kind: type[ModelT]) -> ModelT:
+    """A JSON object body read into `kind`; BadRequest, one message per field, if it does not fit."""
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -171,17 +183,13 @@ def parse_body(raw: bytes, kind: type[RequestBody]) -> RequestBody:
     if not isinstance(data, dict):
         raise BadRequest("request body must be a JSON object")
     try:
-        body = kind.model_validate(data)
+        return kind.model_validate(data)
     except ValidationError as exc:
         # One message per field: a union type otherwise reports once per alternative.
         problems: dict[str, str] = {}
         for err in exc.errors():
             problems.setdefault(str(err["loc"][0]) if err["loc"] else "body", err["msg"])
         raise BadRequest("invalid request: " + "; ".join(f"{k}: {v}" for k, v in problems.items())) from None
-    problem = body.unsupported()
-    if problem is not None:
-        raise BadRequest(problem)
-    return body
 
 
 def error_body(message: str, kind: str, code: int) -> dict[str, Any]:

@@ -8,10 +8,7 @@ models (the client itself builds them leniently), so a missing required field fa
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,18 +16,16 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from aiohttp import web
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from servers.adapter import Adapter
-from servers.engines.engine import Engine
 from servers.engines.modeldir import BUNDLED_MODEL
 from servers.engines.simulated_engine import SimulatedEngine
 from servers.engines.tokenizer import TextTokenizer
-from servers.http import build_app
 from servers.ort import OrtServerConfig
 from servers.registry import make_adapter
+from tests.contract.served import serve as _serve
 
 EVENTS: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
 PROMPT = "one two three four"  # four tokens to the simulated engine (words)
@@ -40,37 +35,6 @@ TOOL = {
     "description": "look it up",
     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
 }
-
-
-class Served:
-    """An engine behind the real front on 127.0.0.1, its loop in a thread."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.runner = web.AppRunner(build_app(engine, record_timings=True))
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.url = asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
-
-    async def _start(self) -> str:
-        await self.runner.setup()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        await web.SockSite(self.runner, sock).start()
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-
-
-def _serve(engine: Engine) -> Iterator[str]:
-    served = Served(engine)
-    try:
-        yield served.url
-    finally:
-        served.close()
 
 
 @pytest.fixture(scope="module")
