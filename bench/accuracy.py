@@ -11,6 +11,10 @@ slack can be told apart.
     python bench/accuracy.py                  # 50 and 200 req/s, 30 s each
     python bench/accuracy.py --rates 50 100 200 --duration 30
     python bench/accuracy.py --api responses  # the Responses API's typed events instead of chat
+    python bench/accuracy.py --api embeddings # batches of 8 inputs: latency only (e2e)
+
+With `--api embeddings` the server answers each batch whole after EMBED_BASE_MS + EMBED_PER_INPUT_MS
+per input; e2e is the one latency, compared with the server's record of each answer (`pooling`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from harness import poisson_scenario, run_loadtest, server_timings, simulated_se
 
 TTFT_MS, ITL_MS, OUTPUT_TOKENS = 50.0, 10.0, 64
 TRUE_E2E_MS = TTFT_MS + (OUTPUT_TOKENS - 1) * ITL_MS
+EMBED_BASE_MS, EMBED_PER_INPUT_MS, INPUTS = 20.0, 1.0, 8
+EMBED_EXTRA = ("--embed-base", f"{EMBED_BASE_MS}ms", "--embed-per-input", f"{EMBED_PER_INPUT_MS}ms")
 
 
 def main() -> int:
@@ -32,7 +38,9 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--server-core", default="0")
     parser.add_argument("--client-core", default="1")
-    parser.add_argument("--api", default="chat", help="the workload's api (chat, completions, responses)")
+    parser.add_argument(
+        "--api", default="chat", help="the workload's api (chat, completions, responses, embeddings)"
+    )
     args = parser.parse_args()
 
     rows = []
@@ -43,10 +51,20 @@ def main() -> int:
 
 
 def measure(rate: float, duration: float, server_core: str, client_core: str, api: str) -> dict[str, object]:
-    with simulated_server(server_core, ttft_ms=TTFT_MS, itl_ms=ITL_MS) as url:
-        report, _ = run_loadtest(client_core, poisson_scenario(url, rate, duration, OUTPUT_TOKENS, api))
+    items = api == "embeddings"
+    extra = EMBED_EXTRA if items else ()
+    with simulated_server(server_core, ttft_ms=TTFT_MS, itl_ms=ITL_MS, extra=extra) as url:
+        scenario = poisson_scenario(url, rate, duration, OUTPUT_TOKENS, api)
+        if items:  # a batch of INPUTS a request, answered whole: e2e is the one latency
+            scenario = scenario.replace(
+                "  output_tokens:",
+                f"  embeddings: {{inputs: {{kind: fixed, value: {INPUTS}}}}}\n  output_tokens:",
+            )
+        report, _ = run_loadtest(client_core, scenario)
         truth = server_timings(url)
-    return {"rate": rate, "report": report, "metrics": report["metrics"], "server": truth}
+    if items:  # the server's record of a whole answer is its `pooling` time
+        truth = {f"e2e_p{q}_ms": truth.get(f"pooling_p{q}_ms") for q in (50, 95)}
+    return {"rate": rate, "report": report, "metrics": report["metrics"], "server": truth, "items": items}
 
 
 def print_table(rows: list[dict[str, object]]) -> None:
@@ -61,7 +79,10 @@ def print_table(rows: list[dict[str, object]]) -> None:
         assert isinstance(metrics, dict) and isinstance(report, dict)
         server = row["server"] if isinstance(row["server"], dict) else {}
         client = report["client"]
-        for name, truth in {"ttft": TTFT_MS, "itl": ITL_MS, "e2e": TRUE_E2E_MS}.items():
+        truths = {"ttft": TTFT_MS, "itl": ITL_MS, "e2e": TRUE_E2E_MS}
+        if row.get("items"):
+            truths = {"e2e": EMBED_BASE_MS + INPUTS * EMBED_PER_INPUT_MS}
+        for name, truth in truths.items():
             values = metrics[f"{name}_ms"]
             srv50, srv95 = server.get(f"{name}_p50_ms"), server.get(f"{name}_p95_ms")
             print(
