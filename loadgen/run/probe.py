@@ -38,7 +38,8 @@ def first_token_ns(
     """Send one short streaming request; return perf_counter_ns when its first token arrived.
     The request must end (`[DONE]`) within `timeout_s`; lines are at most `max_line` bytes
     (default: the workload's). An API that answers in one body (embeddings) is asked once, and
-    the time is when its whole answer arrived."""
+    the time is when its whole answer arrived; it carries one item (an embeddings input beside the
+    prompt, a rerank document)."""
     api = wire_api(workload.api)
     streams = api.metrics == "generation"
     call = Call(
@@ -47,6 +48,7 @@ def first_token_ns(
         max_tokens=2,
         ignore_eos=workload.ignore_eos,
         stream=streams,
+        items=() if streams else (prompt_text(8, 1),),  # an API of items' one item (rerank's document)
     )
     sent = api.request(call)
     url = endpoint.base_url + sent.path
