@@ -19,8 +19,8 @@ import gevent
 
 from kernel.redact import redact
 from loadgen.inputs.line_reader import size_text
+from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.model import Workload
-from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
 from loadgen.wire.call import Call

@@ -30,6 +30,7 @@ import numpy as np
 
 from loadgen.collect.records import RequestRecord
 from loadgen.inputs.dataset_entry import DatasetEntry
+from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Workload
@@ -43,7 +44,6 @@ from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.answer import ToolCall
 from loadgen.wire.chat import ChatMessage, MadeToolCall
 

@@ -16,7 +16,7 @@ import pytest
 
 from loadgen.features.images.attach import generated_image
 from loadgen.features.images.spec import POOL_SIZE
-from loadgen.traffic.vocabulary import prompt_text
+from loadgen.inputs.vocabulary import prompt_text
 from tests.cli_helpers import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]

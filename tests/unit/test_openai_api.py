@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from loadgen.collect.records import stream_gaps
-from loadgen.traffic.vocabulary import ID_WORDS, WORDS, number_words, prompt_text
+from loadgen.inputs.vocabulary import ID_WORDS, WORDS, number_words, prompt_text
 from loadgen.wire.apis import request_body
 from loadgen.wire.call import Call
 from loadgen.wire.openai_stream import StreamParser

@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.features.prefix.draws import draw_groups, prefix_entropy
+from loadgen.features.prefix.key import SPEC as PREFIX_KEY
+from loadgen.features.prefix.lead import PREFIX_MARK, prefix_text
+from loadgen.inputs.vocabulary import WORDS, prompt_text
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
-from loadgen.traffic.plan_prefix import draw_groups, prefix_entropy
-from loadgen.traffic.prompts import BLOCK_MARK, PREFIX_MARK, prefix_text, request_prompt
-from loadgen.traffic.schedule import CHUNK, PlannedRequest, Prefix, build_schedule
-from loadgen.traffic.vocabulary import WORDS, prompt_text
+from loadgen.traffic.prompts import BLOCK_MARK, request_prompt
+from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
 from loadgen.wire.openai_stream import StreamParser
 from servers.engines.prefix_cache import PrefixCache
 from tests.unit.eager_schedule import eager_schedule
@@ -59,9 +61,9 @@ def _issues(text: str) -> list[str]:
 
 
 def test_the_key_parses_with_its_defaults() -> None:
-    spec = parse_scenario(_one("{tokens: 512, groups: 4, share: 80%}")).workload.prefix
+    spec = PREFIX_KEY.of(parse_scenario(_one("{tokens: 512, groups: 4, share: 80%}")).workload)
     assert spec is not None and (spec.tokens, spec.groups, spec.share, spec.weights) == (512, 4, 0.8, None)
-    spec = parse_scenario(_one("{tokens: 8}")).workload.prefix
+    spec = PREFIX_KEY.of(parse_scenario(_one("{tokens: 8}")).workload)
     assert spec is not None and (spec.groups, spec.share) == (1, 1.0)
 
 
@@ -99,17 +101,23 @@ def test_adding_prefix_moves_nothing_else_of_the_plan() -> None:
     assert plain_plan == eager_schedule(plain).requests
     assert all(_group(r) is None for r in plain_plan)
     lazy = list(build_schedule(parse_scenario(MIXED), chunk=97).requests)
-    assert [dataclasses.replace(r, prefix=None) for r in lazy] == plain_plan
+    assert [dataclasses.replace(r, drawn=_without_group(r)) for r in lazy] == plain_plan
+
+
+def _without_group(request: PlannedRequest) -> dict[str, int]:
+    return {name: value for name, value in request.drawn.items() if name != "prefix"}
 
 
 def _group(request: PlannedRequest) -> int | None:
-    return request.prefix.group if request.prefix is not None else None
+    """The request's group, as the prefix slice draws it (the group plus one; 0: none)."""
+    drawn = request.drawn.get("prefix", 0)
+    return drawn - 1 if drawn else None
 
 
 def _eager_groups(scenario: Scenario, requests: list[PlannedRequest]) -> list[int | None]:
     """The oracle: every request's uniform in one draw, each class's groups in one draw."""
     names = [name for name, _, _ in scenario.classes]
-    specs = [workload.prefix for _, _, workload in scenario.classes]
+    specs = [PREFIX_KEY.of(workload) for _, _, workload in scenario.classes]
     indices = np.array([names.index(r.request_class) for r in requests])
     shares = np.array([0.0 if spec is None else spec.share for spec in specs])
     entropy = prefix_entropy(scenario.seed)
@@ -187,7 +195,7 @@ def test_a_prefixed_prompt_hits_a_prefix_cache_on_its_prefix_only() -> None:
 
     def planned(request_id: int, group: int | None) -> PlannedRequest:
         return PlannedRequest(
-            request_id, 0, 0.0, 20, 4, False, prefix=None if group is None else Prefix(group)
+            request_id, 0, 0.0, 20, 4, False, drawn={} if group is None else {"prefix": group + 1}
         )
 
     cache = PrefixCache(1000, 16)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from loadgen.collect.records import RequestRecord, Status
+from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
@@ -18,7 +19,6 @@ from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id,
 from loadgen.traffic.schedule import PlannedRequest, SessionStart, build_schedule
 from loadgen.traffic.session_book import SessionBook, session_draws
 from loadgen.traffic.session_policy import SessionPolicy
-from loadgen.traffic.vocabulary import prompt_text
 from loadgen.wire.openai_stream import StreamParser, TextStreamParser
 
 BASE = """
