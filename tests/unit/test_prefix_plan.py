@@ -25,6 +25,8 @@ from loadgen.wire.openai_stream import StreamParser
 from servers.engines.prefix_cache import PrefixCache
 from tests.unit.eager_schedule import eager_schedule
 
+ROOT = Path(__file__).resolve().parents[2]
+
 MIXED = """
 name: prefixes
 seed: 11
@@ -155,6 +157,21 @@ def test_the_share_and_the_weights_are_what_is_drawn() -> None:
     assert np.allclose(counts, [0.6, 0.3, 0.1], atol=4 * sigma)
     other = parse_scenario(many.replace("seed: 11", "seed: 12"))
     assert [_group(r) for r in build_schedule(other).requests] != [_group(r) for r in requests]
+
+
+def test_a_traces_rows_draw_no_group_and_leave_the_streams_where_they_were() -> None:
+    """A trace's rows bring their own blocks: the prefix streams skip them (the slice is not
+    `traced`), so the other phases' requests draw, in order, what the oracle draws for them."""
+    trace = f"  - {{kind: trace, path: {ROOT}/tests/data/mooncake_blocks.jsonl, format: mooncake}}\n"
+    gamma = "  - {kind: gamma"
+    text = MIXED.replace("traffic:\n", "traffic:\n" + trace).replace(gamma, trace + gamma)
+    scenario = parse_scenario(text)
+    requests = list(build_schedule(scenario, chunk=7).requests)
+    traced = [r for r in requests if r.phase in (0, 2)]  # the trace phases' rows
+    drawn = [r for r in requests if r.phase not in (0, 2)]
+    assert any(r.prefix is not None and r.prefix.blocks for r in traced) and len(drawn) > 300
+    assert all("prefix" not in r.drawn for r in traced)
+    assert [_group(r) for r in drawn] == _eager_groups(scenario, drawn)
 
 
 def test_the_groups_travel_to_workers() -> None:
