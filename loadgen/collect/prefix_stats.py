@@ -4,8 +4,8 @@ Two views of the same requests, kept in a GroupStats (loadgen.collect.run_stats)
 - the server's: a request whose answer said `usage.prompt_tokens_details.cached_tokens` > 0 is a
   hit, = 0 a miss; a request whose answer did not say is in neither (a server without a prefix
   cache, or one that does not report it);
-- the tool's: a request sent with a shared prefix (a `workload.prefix` group, or a trace row whose
-  first block begins another row too) is `prefixed`, any other `unprefixed`. The first request of
+- the tool's: a request sent with a shared prefix (a slice's shared lead's group, or a trace row
+  whose first block begins another row too) is `prefixed`, any other `unprefixed`. The first request of
   a group is prefixed but misses (nothing is cached yet), so the two views differ by about the
   number of groups.
 

@@ -184,8 +184,8 @@ class RequestRecord:
         default=None,
         metadata=doc(
             "integer",
-            "the [shared prefix](scenario.md#shared-prefixes) sent with it: its `workload.prefix` "
-            "group, or a trace row's first block id when another row begins with it too; null: none",
+            "the [shared prefix](scenario.md#shared-prefixes) sent with it: its group, "
+            "or a trace row's first block id when another row begins with it too; null: none",
             feature="prefix",
             sparse=True,
         ),

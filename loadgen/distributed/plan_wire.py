@@ -3,9 +3,9 @@ pass over the lazy plan, each share held as columns), each share's wire form and
 
 Pure (no gevent, no Locust). A share is columns of plain values (msgpack rides Locust's channel):
 one per core field of the planned requests, and per feature that some request of the share has
-(a replayed prompt, a cancel, a prefix, a session, the slices' draws) each request's index into
+(a replayed prompt, a cancel, a trace row's blocks, a session, the slices' draws) each request's index into
 the feature's distinct values, so a plan without a feature pays nothing for it and one where every
-request shares a value (a session's seed, a prefix group) pays a byte a request. Each phase's
+request shares a value (a session's seed, a slice's draw) pays a byte a request. Each phase's
 constants go once per plan, with the worker's share of its concurrency cap.
 """
 

@@ -21,6 +21,7 @@ from loadgen.collect.slice_registry import (
 from loadgen.features.adapters import ADAPTERS
 from loadgen.features.embeddings import EMBEDDINGS
 from loadgen.features.images import IMAGES
+from loadgen.features.prefix import PREFIX
 from loadgen.features.reasoning import REASONING
 from loadgen.features.rerank import RERANK
 from loadgen.features.slice import Slice
@@ -28,9 +29,9 @@ from loadgen.features.tools import TOOLS
 from loadgen.scenario.slice_keys import register_spec
 
 if TYPE_CHECKING:
-    from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Reads
+    from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Leads, Reads
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, EMBEDDINGS, RERANK)
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, PREFIX, EMBEDDINGS, RERANK)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
@@ -42,6 +43,16 @@ def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
 def attachments() -> tuple[tuple[str, Attaches], ...]:
     """The slices that attach to a request, with their names."""
     return tuple((s.name, s.attaches()) for s in SLICES if s.attaches is not None)
+
+
+def untraced() -> frozenset[str]:
+    """The slices whose draws a trace's rows skip (they bring their own texts)."""
+    return frozenset(s.name for s in SLICES if s.draws is not None and not s.traced)
+
+
+def leaders() -> tuple[tuple[str, Leads], ...]:
+    """The slices that lead a synthetic prompt, with their names."""
+    return tuple((s.name, s.leads()) for s in SLICES if s.leads is not None)
 
 
 def labellers() -> tuple[tuple[str, Labels], ...]:

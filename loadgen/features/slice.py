@@ -8,6 +8,10 @@ A slice is one package under loadgen.features, and every part of the feature is 
   plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
 - `attaches`: its contribution to a request of the classes that ask for the feature (content
   parts on its last user message, tools to offer), and the record's fields once the answer is read;
+- `leads`: the text a request's synthetic prompt begins with (a shared text, before the request's
+  own words, where `attaches` adds parts after them), and the id of the shared text it is, which
+  the record keeps (the core's prefix-cache measurement splits the requests sent with one off);
+  `traced`: False where a trace's rows, which bring their own texts, draw nothing of the slice;
 - `labels`: the record's fields a request has from its plan alone (a failed one keeps them);
 - `reads`: the record's fields from any answer, asked for or not (a reasoning model thinks
   unasked): one call a request, so a plain request builds nothing of a slice's;
@@ -93,6 +97,15 @@ class Attached:
 
 
 @dataclass(frozen=True, slots=True)
+class Lead:
+    """What a slice's synthetic prompt begins with: `text` (its own words follow, after a space)
+    and `shared`, the id of the shared text it is (requests with the same id begin alike)."""
+
+    text: str
+    shared: int
+
+
+@dataclass(frozen=True, slots=True)
 class Asking:
     """The request a slice attaches to: its class, id, its value of the slice's draws (0: none),
     its dataset entry (None: not from a dataset) and its planned prompt length (words)."""
@@ -119,6 +132,14 @@ class Attaches(Protocol):
     ) -> Mapping[str, ExtraValue]:
         """The record's fields for a request that carried `attached` in a body of that size and
         was answered so (what the API's reader made of the answer; `streamed`: as a stream)."""
+        ...
+
+
+class Leads(Protocol):
+    def lead(self, workload: Workload, asking: Asking) -> Lead | None:
+        """The lead of a request whose slice drew a value (`asking.drawn`, never 0) and whose
+        prompt is made of synthetic words (none for a dataset line or a trace's text); None:
+        its prompt begins with its own words."""
         ...
 
 
@@ -167,6 +188,8 @@ class Slice:
     attaches: Callable[[], Attaches] | None = None
     reads: Callable[[], Reads] | None = None
     labels: Callable[[], Labels] | None = None
+    leads: Callable[[], Leads] | None = None
+    traced: bool = True  # whether a trace's rows draw too (False: the slice's streams skip them)
     groups: Grouping | None = None
     server: tuple[ServerCounter, ...] = ()
     server_lines: tuple[ServerLine, ...] = ()

@@ -1,4 +1,5 @@
-"""The words every synthetic prompt is made of: common short English words, about one token
+"""The words every synthetic prompt is made of (loadgen.traffic.prompts; a slice's shared lead,
+loadgen.features.slice.Leads, too): common short English words, about one token
 each in typical BPE vocabularies, so a prompt of n words is close to n tokens (the server's usage
 field reports the exact count); and a request's own words (its id written in them, then filler).
 
@@ -59,3 +60,12 @@ def _filler(start: int, words: int) -> str:
     """`words` words of _STRIDE_ORDER from `start` on, cycling."""
     cycles = 1 + (start + words) // len(_STRIDE_ORDER)
     return " ".join((_STRIDE_ORDER * cycles)[start : start + words])
+
+
+def filled_text(head: list[str], tokens: int, seed: int) -> str:
+    """`head`, then filler words up to exactly `tokens` words (cut when head is longer): a shared
+    text (a trace block, a shared prefix) that begins with words of its own."""
+    count = len(WORDS)
+    start = seed % count
+    filler = (WORDS[(start + i * 31) % count] for i in range(max(0, tokens - len(head))))
+    return " ".join([*head[:tokens], *filler])

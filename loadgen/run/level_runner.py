@@ -295,7 +295,7 @@ class LevelRunner:
             session_seed=self.scenario.seed if self._sessions else None,
             tail_s=tail_s,
         )
-        # Cancellations and shared prefixes from their own streams, as in the main plan.
+        # Cancellations and the slices' draws from their own streams, as in the main plan.
         requests = LevelBehaviour(self.scenario.workload, self.scenario.seed, index).apply(planned)
         return Schedule(
             requests=PlannedRequests.of(requests),

@@ -48,7 +48,6 @@ from loadgen.scenario.lengths import Length as Length
 from loadgen.scenario.lengths import LognormalLength as LognormalLength
 from loadgen.scenario.lengths import NormalLength as NormalLength
 from loadgen.scenario.lengths import UniformLength as UniformLength
-from loadgen.scenario.prefix import PrefixSpec
 from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.slice_keys import built_specs
 from loadgen.wire.apis import ApiName, apis_carrying, carries, lacking, wire_api
@@ -80,8 +79,6 @@ class WorkloadCore(StrictModel):
     cancel: CancelSpec | None = None
     # Multi-turn chat sessions: each arrival starts one (loadgen/scenario/sessions.py).
     sessions: SessionsSpec | None = None
-    # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
-    prefix: PrefixSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -149,13 +146,6 @@ class WorkloadCore(StrictModel):
         if self.sessions.turns is None and not self.conversations:
             message = "give turns: (only a ShareGPT dataset gives each session its turns)"
             raise field_error(("sessions", "turns"), message, None)
-        return self
-
-    @model_validator(mode="after")
-    def _prefix_needs_synthetic_prompts(self) -> WorkloadCore:
-        if self.prefix is not None and self.dataset is not None:
-            message = "prefix: goes before synthetic prompts (prompt_tokens:); a dataset's are sent as given"
-            raise field_error("prefix", message, None)
         return self
 
     @model_validator(mode="after")

@@ -1,10 +1,9 @@
 """What the client does to a search level's requests besides sending them: which it cancels
-(`workload.cancel`), which start with a shared prefix (`workload.prefix`) and what the feature
-slices draw for each (loadgen.features).
+(`workload.cancel`) and what the feature slices draw for each (loadgen.features).
 
-Drawn as the main plan draws them (loadgen.traffic.plan_cancel, plan_prefix), from streams of
-their own seeded from the scenario's seed and the level's index: a level's cancellations and
-prefixes do not depend on how many levels ran before it, and a workload with neither draws nothing.
+Drawn as the main plan draws them (loadgen.traffic.plan_cancel, the slices' draws), from streams
+of their own seeded from the scenario's seed and the level's index: a level's cancellations and
+draws do not depend on how many levels ran before it, and a workload with neither draws nothing.
 """
 
 from __future__ import annotations
@@ -19,15 +18,13 @@ from loadgen.features import slice_draws
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
-from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
-from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
+from loadgen.traffic.schedule import Cancel, PlannedRequest
 
 
 class _Changes(TypedDict, total=False):
     """What a level's draws change in one planned request (dataclasses.replace's fields)."""
 
     cancel: Cancel
-    prefix: Prefix
     drawn: Mapping[str, int]
 
 
@@ -38,30 +35,24 @@ class LevelBehaviour:
         classes = workload_classes(workload)
         self._names = [name for name, _, _ in classes]
         cancels = CancelPlan.of(classes, cancel_entropy(seed, level_index))
-        prefixes = PrefixPlan.of(classes, prefix_entropy(seed, level_index))
         self._cancel: CancelCursor | None = cancels.cursor() if cancels is not None else None
-        self._prefix: PrefixCursor | None = prefixes.cursor() if prefixes is not None else None
         self._drawn = {name: plan.cursor() for name, plan in slice_draws(classes, seed, level_index).items()}
 
     @property
     def active(self) -> bool:
-        return self._cancel is not None or self._prefix is not None or bool(self._drawn)
+        return self._cancel is not None or bool(self._drawn)
 
     def apply(self, requests: Sequence[PlannedRequest]) -> list[PlannedRequest]:
         if not self.active or not requests:
             return list(requests)
         classes = np.array([self._names.index(request.request_class) for request in requests])
         cancelled = self._cancel.take(classes) if self._cancel is not None else {}
-        groups = self._prefix.take(classes).tolist() if self._prefix is not None else None
         drawn = {name: cursor.take(classes).tolist() for name, cursor in self._drawn.items()}
         shaped = []
         for position, request in enumerate(requests):
             changes: _Changes = {}
             if position in cancelled:
                 changes["cancel"] = Cancel(*cancelled[position])
-            # A dataset line is sent as written (the scenario refuses prefix: with dataset:).
-            if groups is not None and groups[position] != NO_GROUP and request.dataset_row is None:
-                changes["prefix"] = Prefix(group=groups[position])
             values = {name: each[position] for name, each in drawn.items() if each[position]}
             if values:
                 changes["drawn"] = {**request.drawn, **values}

@@ -128,7 +128,7 @@ class ClosedLoopSupply:
     rng: np.random.Generator
     warmup_until_s: float  # requests sent before this (run clock) are warm-up
     block: int = 256
-    behaviour: LevelBehaviour | None = None  # cancellations and prefixes, if the workload has them
+    behaviour: LevelBehaviour | None = None  # cancellations and the slices' draws, if the workload has them
     # Multi-turn sessions: the scenario's seed (every request of a class with sessions opens
     # one; None: no sessions), and when the measured window ends (sessions started after it, in
     # the level's tail, are warm-up: they keep the load while the measured ones finish).

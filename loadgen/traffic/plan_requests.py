@@ -3,7 +3,7 @@
 Each chunk takes its times from the arrival source and as many draws (classes, lengths, dataset
 lines); a trace's rows bring their own lengths, prompts, blocks and conversations, the draws made
 and dropped all the same so every later stream stays where it was. Then each feature drawn from
-a stream of its own (cancel, prefix groups, the slices' draws) adds its field.
+a stream of its own (cancel, the slices' draws) adds its field.
 loadgen.traffic.schedule positions the streams and owns the order.
 """
 
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from loadgen.features import untraced
 from loadgen.features.slice import DrawCursor
 from loadgen.inputs.traces import TraceRow
 from loadgen.scenario.model import Workload
 from loadgen.traffic.plan_cancel import CancelCursor
 from loadgen.traffic.plan_draws import Drawn, DrawPlan
-from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor
 from loadgen.traffic.plan_streams import ArrivalPlan
 from loadgen.traffic.planned import Cancel, PlannedRequest, Prefix, SessionStart
 
@@ -38,37 +38,26 @@ class Constants:
 
 @dataclass
 class FeatureSteps:
-    """The features drawn from streams of their own (cancel, prefix groups, the slices' draws by
-    slice name), a chunk at a time in schedule order: each a cursor, None (a slice: absent) when
-    no class has the feature."""
+    """The features drawn from streams of their own (cancel, the slices' draws by slice name), a
+    chunk at a time in schedule order: each a cursor, None (a slice: absent) when no class has the
+    feature."""
 
     cancel: CancelCursor | None
-    prefix: PrefixCursor | None
     drawn: Mapping[str, DrawCursor] = field(default_factory=dict)
-    groups_made: dict[int, Prefix] = field(default_factory=dict)  # one record per group: shared
+    skipped: frozenset[str] = field(default_factory=untraced)  # slices a trace's rows draw none of
 
-    def take(self, classes: np.ndarray, trace: bool, lines: list[int]) -> list[Step]:
+    def take(self, classes: np.ndarray, trace: bool) -> list[Step]:
         """The chunk's steps, its draws made now. A trace's rows are the first class's, and carry
-        their own blocks (no prefix group is drawn for them)."""
+        their own texts (the slices that are not `traced` draw nothing for them)."""
         owners = np.zeros(len(classes), dtype=int) if trace else classes
         steps: list[Step] = []
-        if self.prefix is not None and not trace:
-            groups = self.prefix.take(classes).tolist()
-            steps.append(lambda j, planned: self._grouped(planned, groups[j], lines[j]))
         for name, cursor in self.drawn.items():
-            steps.append(_drawn_step(name, cursor.take(owners).tolist()))
+            if not (trace and name in self.skipped):
+                steps.append(_drawn_step(name, cursor.take(owners).tolist()))
         if self.cancel is not None:
             cancelled = self.cancel.take(owners)
             steps.append(lambda j, planned: _cancelled(planned, cancelled[j]) if j in cancelled else planned)
         return steps
-
-    def _grouped(self, planned: PlannedRequest, group: int, line: int) -> PlannedRequest:
-        if group == NO_GROUP or line >= 0:  # a dataset line is sent as is
-            return planned
-        made = self.groups_made.get(group)
-        if made is None:
-            made = self.groups_made[group] = Prefix(group=group)
-        return replace(planned, prefix=made)
 
 
 def make_requests(
@@ -88,11 +77,11 @@ def make_requests(
             core = _Chunk(next_id, source.phase, times.tolist(), (times < constants.warmup).tolist())
             if rows is not None:
                 made = _replayed(core, rows, names[0], constants.blocks[source.phase], shared)
-                added = steps.take(drawn.classes, trace=True, lines=[])
+                added = steps.take(drawn.classes, trace=True)
             else:
                 lines = drawn.rows.tolist()
                 made = _drawn(core, drawn, lines, names, replies, constants.sessions)
-                added = steps.take(drawn.classes, trace=False, lines=lines)
+                added = steps.take(drawn.classes, trace=False)
             if not added:
                 yield from made
             else:

@@ -55,8 +55,9 @@ class Cancel:
 
 @dataclass(frozen=True, slots=True)
 class Prefix:
-    """A shared prompt prefix (loadgen.traffic.prompts): the workload.prefix group the request
-    starts with, or a trace row's blocks (Mooncake hash_ids) of `block_tokens` words each."""
+    """A trace row's blocks (Mooncake hash_ids) of `block_tokens` words each (loadgen.traffic.prompts),
+    and its group: its first block's id where another row begins with it too (None: no other); a
+    session's later turn keeps the group alone."""
 
     group: int | None = None
     blocks: tuple[int, ...] | None = None

@@ -1,4 +1,4 @@
-"""The text of a synthetic prompt: the request's own words, after a shared prefix or trace blocks.
+"""The text of a synthetic prompt: the request's own words, after a slice's lead or trace blocks.
 
 Every text is made of the common short words of loadgen.inputs.vocabulary (about one token
 each, so n words ≈ n tokens) and is a pure function of its inputs, so the same request always
@@ -6,48 +6,36 @@ sends the same text:
 
 - a request's own part (vocabulary.prompt_text) begins with its id written in those words, so no
   two requests of a run share a first word sequence, and a prefix cache never hits on it;
-- a shared prefix (`workload.prefix`, loadgen.scenario.prefix) begins with a word outside that
-  vocabulary ("system"), then its group and its class, then filler: two groups differ within
-  their first four words (so from the first cache block on, for blocks of 4 tokens or more), and
-  no own part begins like a prefix;
+- a slice's lead (loadgen.features.slice.Leads: a shared text of its own) comes before it;
 - a trace block (a Mooncake row's `hash_ids`) begins with "context" and its hash id, then filler:
   the same id is the same text in every row, so a replay reproduces the trace's cache hits.
 
-Prefix and block texts are cached (the most recently used): they are the same for many requests.
+Block texts are cached (the most recently used): they are the same for many requests.
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 from collections.abc import Sequence
 from functools import lru_cache
 
-from loadgen.inputs.vocabulary import WORDS, number_words, prompt_text
+from loadgen.features import leaders
+from loadgen.features.slice import Asking, Lead, Leads
+from loadgen.inputs.vocabulary import filled_text, number_words, prompt_text
 from loadgen.scenario.model import Workload
 from loadgen.traffic.schedule import PlannedRequest
 
-__all__ = ["block_text", "prefix_text", "request_prompt", "trace_prompt"]
+__all__ = ["block_text", "request_prompt", "shared_group", "trace_prompt"]
 
-PREFIX_MARK = "system"  # not one of the vocabulary's words: no own part begins with it
 BLOCK_MARK = "context"
-# Texts kept: a few prefixes (each `tokens` words: bounded so long ones cannot pile up) and
-# more trace blocks (a trace has many ids, reused close together; `block_tokens` words each).
-_PREFIXES_KEPT = 64
+# Block texts kept: a trace has many ids, reused close together; `block_tokens` words each.
 _BLOCKS_KEPT = 1024
-
-
-@lru_cache(maxsize=_PREFIXES_KEPT)
-def prefix_text(tokens: int, group: int, request_class: str = "default") -> str:
-    """Group `group`'s prefix of class `request_class`: exactly `tokens` words."""
-    salt = int.from_bytes(hashlib.blake2b(request_class.encode(), digest_size=4).digest(), "big")
-    head = [PREFIX_MARK, *number_words(group, 3), *number_words(salt % 17956, 2)]  # 17956 = 134²
-    return _filled(head, tokens, salt + group)
 
 
 @lru_cache(maxsize=_BLOCKS_KEPT)
 def block_text(hash_id: int, block_tokens: int) -> str:
     """A trace block: exactly `block_tokens` words, the same for the same id."""
-    return _filled([BLOCK_MARK, *number_words(hash_id, 4)], block_tokens, hash_id)
+    return filled_text([BLOCK_MARK, *number_words(hash_id, 4)], block_tokens, hash_id)
 
 
 def trace_prompt(hash_ids: Sequence[int], block_tokens: int, tokens: int, request_id: int) -> str:
@@ -72,15 +60,33 @@ def request_prompt(planned: PlannedRequest, workload: Workload) -> str:
     if prefix is not None and prefix.blocks:
         return trace_prompt(prefix.blocks, prefix.block_tokens, planned.prompt_tokens, planned.id)
     own = prompt_text(planned.prompt_tokens, planned.id)
-    spec = workload.prefix
-    if prefix is None or prefix.group is None or spec is None:
-        return own
-    return prefix_text(spec.tokens, prefix.group, planned.request_class) + " " + own
+    leads = _leads(planned, workload)
+    return " ".join([*(lead.text for lead in leads), own]) if leads else own
 
 
-def _filled(head: list[str], tokens: int, seed: int) -> str:
-    """`head`, then filler words up to exactly `tokens` words (cut when head is longer)."""
-    count = len(WORDS)
-    start = seed % count
-    filler = (WORDS[(start + i * 31) % count] for i in range(max(0, tokens - len(head))))
-    return " ".join([*head[:tokens], *filler])
+def shared_group(planned: PlannedRequest, workload: Workload) -> int | None:
+    """The shared text the request began with, as its record keeps it (`prefix_group`): a trace
+    row's shared first block, or a slice's lead (None: none)."""
+    if planned.prefix is not None:
+        return planned.prefix.group
+    leads = _leads(planned, workload) if planned.dataset_row is None else []
+    return leads[0].shared if leads else None
+
+
+@functools.cache
+def _leaders() -> tuple[tuple[str, Leads], ...]:
+    return leaders()
+
+
+def _leads(planned: PlannedRequest, workload: Workload) -> list[Lead]:
+    """The slices' leads of a request, for those that drew it a value."""
+    if not planned.drawn:
+        return []
+    found = []
+    for name, leads in _leaders():
+        drawn = planned.drawn.get(name, 0)
+        if drawn:
+            lead = leads.lead(workload, Asking(planned.request_class, planned.id, drawn, None))
+            if lead is not None:
+                found.append(lead)
+    return found

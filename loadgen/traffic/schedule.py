@@ -11,9 +11,8 @@ from that class's distributions and, for a class with a dataset, its prompt: a d
 sampled uniformly with replacement. A single workload draws exactly as before classes existed.
 Which requests the client cancels (`workload.cancel`), and when, is drawn from streams of its own
 (loadgen.traffic.plan_cancel): it changes nothing else of the plan.
-Likewise which requests start with a shared prefix (`workload.prefix`), and whose, from streams
-of their own (loadgen.traffic.plan_prefix); a Mooncake trace row carries its blocks (`hash_ids`).
-Likewise each feature slice's draws (loadgen.features: PlannedRequest.drawn).
+Likewise each feature slice's draws (loadgen.features: PlannedRequest.drawn); a Mooncake trace
+row carries its blocks (`hash_ids`).
 
 The plan is not held in memory: `build_schedule` walks the seeded generator once, drawing and
 discarding in bounded chunks, to learn the counts, the windows and where each random stream
@@ -38,7 +37,6 @@ from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Scenario, Workload
 from loadgen.traffic.plan_cancel import CancelPlan, cancel_entropy
 from loadgen.traffic.plan_draws import plan_draws
-from loadgen.traffic.plan_prefix import PrefixPlan, prefix_entropy
 from loadgen.traffic.plan_requests import Constants, FeatureSteps, make_requests
 from loadgen.traffic.plan_streams import Ticker, plan_arrivals
 from loadgen.traffic.planned import Cancel, PhaseConstants, Phases, PlannedRequest, Prefix, SessionStart
@@ -122,7 +120,6 @@ def build_schedule(
     arrivals = plan_arrivals(scenario.traffic, scenario.warmup, rng, tick)
     draws = plan_draws(scenario.classes, arrivals.count, rng, tick)
     cancels = CancelPlan.of(scenario.classes, cancel_entropy(scenario.seed))
-    prefixes = PrefixPlan.of(scenario.classes, prefix_entropy(scenario.seed))
     blocks = [getattr(phase, "block_tokens", 0) for phase in scenario.traffic]  # trace phases'
     sessions = _session_starts(scenario)
     drawn = slice_draws(scenario.classes, scenario.seed)
@@ -130,7 +127,6 @@ def build_schedule(
     def make() -> Iterator[PlannedRequest]:
         steps = FeatureSteps(
             cancel=None if cancels is None else cancels.cursor(),
-            prefix=None if prefixes is None else prefixes.cursor(),
             drawn={name: plan.cursor() for name, plan in drawn.items()},
         )
         return make_requests(arrivals, draws, steps, Constants(scenario.warmup, blocks, sessions), chunk)

@@ -41,7 +41,7 @@ from loadgen.traffic.balancer import NO_REPLICA, Balancer, Slot
 from loadgen.traffic.dispatch import Dispatcher, Ticket
 from loadgen.traffic.exchange_outcome import Outcome, TokensReached, answered, read_stream, sort_ending
 from loadgen.traffic.http_send import HeaderSets, post, release, short
-from loadgen.traffic.prompts import request_prompt
+from loadgen.traffic.prompts import request_prompt, shared_group
 from loadgen.traffic.schedule import Phases, PlannedRequest
 from loadgen.traffic.session_book import SessionBook
 from loadgen.wire.answer import AnswerReader
@@ -295,7 +295,7 @@ class OpenAIUser(FastHttpUser):
             level=ctx.phases[planned.phase].level,
             request_class=planned.request_class,
             cached_tokens=result.usage_cached_tokens,
-            prefix_group=planned.prefix.group if planned.prefix is not None else None,
+            prefix_group=shared_group(planned, prepared.workload),
             items=prepared.items or None,
         )
         if streamed:
@@ -351,7 +351,9 @@ class OpenAIUser(FastHttpUser):
             slot_wait_ms=round(ticket.slot_wait_ns / 1e6, 4),
             level=ctx.phases[ticket.planned.phase].level,
             request_class=ticket.planned.request_class,
-            prefix_group=ticket.planned.prefix.group if ticket.planned.prefix is not None else None,
+            prefix_group=shared_group(
+                ticket.planned, ctx.classes.get(ticket.planned.request_class, ctx.workload)
+            ),
         )
         if ctx.labelling:
             self._label(record, ticket.planned)

@@ -1,9 +1,9 @@
 """A traffic feature built as a slice lives in its own package: the core never names it.
 
 Read from the source: outside its package, a slice's record fields, its package and (for images,
-tool calls and adapters) its very word appear only where the issue that made slices leaves them
-(a dataset's own lines, the wire's rendering of a request and reading of an answer) and in the
-one registry line of loadgen.features.
+tool calls, adapters and shared prefixes) its very word appear only where the issue that made
+slices leaves them (a dataset's own lines, the wire's rendering of a request and reading of an
+answer) and in the one registry line of loadgen.features.
 Images were re-added this way as the check of the seams.
 """
 
@@ -31,7 +31,16 @@ ALSO_NAMED = {
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.
-STEMS = {"images": "image", "tools": "tool_call", "adapters": "lora"}
+# Shared prefixes: their key, model, draws and text, not the bare word: "prefix" is the server's
+# prefix cache too, whose measurement (metrics.prefix_cache, a record's `prefix_group` and
+# `cached_tokens`) is the core's, fed by a trace's shared blocks and any server's cached tokens
+# as well as by the slice's leads.
+STEMS = {
+    "images": "image",
+    "tools": "tool_call",
+    "adapters": "lora",
+    "prefix": r"workload\.prefix|PrefixSpec|prefix_text|plan_prefix|PREFIX_MARK|PREFIX_STREAM|prefix_entropy",
+}
 # A slice's field found as a quoted key where its bare word names something else: `adapter` is
 # also the server adapter (servers.adapter, the run's `ctx.adapter`), no LoRA's.
 QUOTED = {"adapters"}

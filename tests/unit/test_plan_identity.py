@@ -16,7 +16,7 @@ from loadgen.features.adapters.key import SPEC as ADAPTERS_KEY
 from loadgen.scenario.loader import parse_scenario
 from loadgen.traffic.level_behaviour import LevelBehaviour
 from loadgen.traffic.level_requests import ClosedLoopSupply, level_phases, level_rng, rate_level_requests
-from loadgen.traffic.schedule import PhaseConstants, PlannedRequest, build_schedule
+from loadgen.traffic.schedule import PhaseConstants, PlannedRequest, Prefix, build_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,6 +75,9 @@ def flat(request: PlannedRequest, phases: Mapping[int, PhaseConstants]) -> tuple
     """The request as the flat PlannedRequest held it (its 20 fields, in their order)."""
     phase, cancel, prefix, session = phases[request.phase], request.cancel, request.prefix, request.session
     blocks = prefix.blocks if prefix is not None else None
+    drawn_group = request.drawn.get("prefix", 0)  # a slice's draw (loadgen.features.prefix): group + 1
+    if drawn_group:
+        prefix = Prefix(group=drawn_group - 1)
     return (
         *(request.id, request.phase, request.scheduled_s, request.prompt_tokens, request.output_tokens),
         *(request.warmup, phase.max_concurrency, phase.level, request.prompt, request.request_class),
@@ -142,13 +145,13 @@ def test_a_seeded_plan_is_what_the_flat_planner_made(text: str, count: int, expe
     assert len(requests) == count
     # the case covers every feature
     covered = (
-        {"cancel", "prefix", "session", "drawn"}  # drawn: the images and adapters slices' draws
+        {"cancel", "session", "drawn"}  # drawn: the images, adapters and prefix slices' draws
         if text is FEATURES
         else {"prefix", "session", "prompt"}
     )
     assert all(any(getattr(r, name) for r in requests) for name in covered)
     drawn = {name for r in requests for name in r.drawn}
-    assert drawn == ({"images", "adapters"} if text is FEATURES else set())
+    assert drawn == ({"images", "adapters", "prefix"} if text is FEATURES else set())
     assert digest(requests, schedule.phases) == expected
     # and what a worker decodes from the wire is the same plan
     share = plan_wire.split_columns(schedule.requests, 1)[0]

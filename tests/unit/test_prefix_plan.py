@@ -13,15 +13,19 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.features.prefix.draws import draw_groups, prefix_entropy
+from loadgen.features.prefix.key import SPEC as PREFIX_KEY
+from loadgen.features.prefix.lead import PREFIX_MARK, prefix_text
 from loadgen.inputs.vocabulary import WORDS, prompt_text
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
-from loadgen.traffic.plan_prefix import draw_groups, prefix_entropy
-from loadgen.traffic.prompts import BLOCK_MARK, PREFIX_MARK, prefix_text, request_prompt
-from loadgen.traffic.schedule import CHUNK, PlannedRequest, Prefix, build_schedule
+from loadgen.traffic.prompts import BLOCK_MARK, request_prompt
+from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
 from loadgen.wire.openai_stream import StreamParser
 from servers.engines.prefix_cache import PrefixCache
 from tests.unit.eager_schedule import eager_schedule
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MIXED = """
 name: prefixes
@@ -59,9 +63,9 @@ def _issues(text: str) -> list[str]:
 
 
 def test_the_key_parses_with_its_defaults() -> None:
-    spec = parse_scenario(_one("{tokens: 512, groups: 4, share: 80%}")).workload.prefix
+    spec = PREFIX_KEY.of(parse_scenario(_one("{tokens: 512, groups: 4, share: 80%}")).workload)
     assert spec is not None and (spec.tokens, spec.groups, spec.share, spec.weights) == (512, 4, 0.8, None)
-    spec = parse_scenario(_one("{tokens: 8}")).workload.prefix
+    spec = PREFIX_KEY.of(parse_scenario(_one("{tokens: 8}")).workload)
     assert spec is not None and (spec.groups, spec.share) == (1, 1.0)
 
 
@@ -99,17 +103,23 @@ def test_adding_prefix_moves_nothing_else_of_the_plan() -> None:
     assert plain_plan == eager_schedule(plain).requests
     assert all(_group(r) is None for r in plain_plan)
     lazy = list(build_schedule(parse_scenario(MIXED), chunk=97).requests)
-    assert [dataclasses.replace(r, prefix=None) for r in lazy] == plain_plan
+    assert [dataclasses.replace(r, drawn=_without_group(r)) for r in lazy] == plain_plan
+
+
+def _without_group(request: PlannedRequest) -> dict[str, int]:
+    return {name: value for name, value in request.drawn.items() if name != "prefix"}
 
 
 def _group(request: PlannedRequest) -> int | None:
-    return request.prefix.group if request.prefix is not None else None
+    """The request's group, as the prefix slice draws it (the group plus one; 0: none)."""
+    drawn = request.drawn.get("prefix", 0)
+    return drawn - 1 if drawn else None
 
 
 def _eager_groups(scenario: Scenario, requests: list[PlannedRequest]) -> list[int | None]:
     """The oracle: every request's uniform in one draw, each class's groups in one draw."""
     names = [name for name, _, _ in scenario.classes]
-    specs = [workload.prefix for _, _, workload in scenario.classes]
+    specs = [PREFIX_KEY.of(workload) for _, _, workload in scenario.classes]
     indices = np.array([names.index(r.request_class) for r in requests])
     shares = np.array([0.0 if spec is None else spec.share for spec in specs])
     entropy = prefix_entropy(scenario.seed)
@@ -147,6 +157,21 @@ def test_the_share_and_the_weights_are_what_is_drawn() -> None:
     assert np.allclose(counts, [0.6, 0.3, 0.1], atol=4 * sigma)
     other = parse_scenario(many.replace("seed: 11", "seed: 12"))
     assert [_group(r) for r in build_schedule(other).requests] != [_group(r) for r in requests]
+
+
+def test_a_traces_rows_draw_no_group_and_leave_the_streams_where_they_were() -> None:
+    """A trace's rows bring their own blocks: the prefix streams skip them (the slice is not
+    `traced`), so the other phases' requests draw, in order, what the oracle draws for them."""
+    trace = f"  - {{kind: trace, path: {ROOT}/tests/data/mooncake_blocks.jsonl, format: mooncake}}\n"
+    gamma = "  - {kind: gamma"
+    text = MIXED.replace("traffic:\n", "traffic:\n" + trace).replace(gamma, trace + gamma)
+    scenario = parse_scenario(text)
+    requests = list(build_schedule(scenario, chunk=7).requests)
+    traced = [r for r in requests if r.phase in (0, 2)]  # the trace phases' rows
+    drawn = [r for r in requests if r.phase not in (0, 2)]
+    assert any(r.prefix is not None and r.prefix.blocks for r in traced) and len(drawn) > 300
+    assert all("prefix" not in r.drawn for r in traced)
+    assert [_group(r) for r in drawn] == _eager_groups(scenario, drawn)
 
 
 def test_the_groups_travel_to_workers() -> None:
@@ -187,7 +212,7 @@ def test_a_prefixed_prompt_hits_a_prefix_cache_on_its_prefix_only() -> None:
 
     def planned(request_id: int, group: int | None) -> PlannedRequest:
         return PlannedRequest(
-            request_id, 0, 0.0, 20, 4, False, prefix=None if group is None else Prefix(group)
+            request_id, 0, 0.0, 20, 4, False, drawn={} if group is None else {"prefix": group + 1}
         )
 
     cache = PrefixCache(1000, 16)

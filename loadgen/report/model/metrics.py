@@ -61,7 +61,7 @@ class PercentileMethod(ReportPart):
 
 class PrefixCache(ReportPart):
     """TTFT split by prefix-cache hit and miss, two ways: by what the tool sent (`prefixed`: a
-    shared prefix, from `workload.prefix` or a trace's shared blocks) and by what the server said
+    [shared prefix](scenario.md#shared-prefixes) or a trace's shared blocks) and by what the server said
     (`cache_*`: `usage.prompt_tokens_details.cached_tokens` above 0 or 0; requests whose server
     did not say are in neither). The first request of each prefix is prefixed but misses. Both
     splits may mix prompt lengths (an unprefixed prompt is shorter); `*prefixed_hit*` and
@@ -213,8 +213,8 @@ class CoreMetrics(ReportPart):
     )
     prefix_cache: PrefixCache | None = Field(
         default=None,
-        description="TTFT by prefix-cache hit and miss; only in a run with shared prefixes "
-        "(`workload.prefix`, a trace's `hash_ids`) or a server reporting cached tokens",
+        description="TTFT by prefix-cache hit and miss; only in a run with [shared prefixes]"
+        "(scenario.md#shared-prefixes) (a trace's `hash_ids` too) or a server reporting cached tokens",
     )
     sessions: Sessions | None = Field(
         default=None, description="multi-turn sessions' figures; only in a run with `workload.sessions`"

@@ -1,10 +1,10 @@
-"""Which planned requests start with a shared prefix, and which group's (`workload.prefix`,
-loadgen.scenario.prefix).
+"""Which planned requests start with a shared prefix, and which group's (`workload.prefix`:
+spec): the slice's draws, kept in PlannedRequest.drawn["prefix"] as the group plus one (0: none).
 
-As the cancel draws (loadgen.traffic.plan_cancel), the draws come from generators of their own,
-seeded from the scenario's seed and PREFIX_STREAM, never from the plan's generator: a scenario
-without `prefix:` plans exactly as before, and adding one changes nothing else of the plan. Two
-kinds of stream:
+The draws come from generators of their own, seeded from the scenario's seed and PREFIX_STREAM,
+never from the plan's generator: a scenario without `prefix:` plans exactly as before, and adding
+one changes nothing else of the plan. Two kinds of stream (not loadgen.features.class_streams'
+one per class, since whether a request has a prefix is drawn across the classes):
 
 - one uniform per request, every request in schedule order (whatever its class): the request
   starts with a prefix when it falls below its class's share;
@@ -12,7 +12,8 @@ kinds of stream:
   by the class's weights).
 
 Each stream is consumed in request order, so drawing a chunk at a time yields what one draw of
-the whole plan yields, whatever the chunk size.
+the whole plan yields, whatever the chunk size. A trace's rows draw nothing (the slice is not
+`traced`): they bring their own blocks.
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadgen.scenario.model import Workload
-from loadgen.scenario.prefix import PrefixSpec
+from loadgen.features.prefix.key import SPEC
+from loadgen.features.prefix.spec import PrefixSpec
+from loadgen.features.slice import Classes
 
 # Mixed into the seed of the prefix streams ("pref"), apart from the plan's and the cancels'.
 PREFIX_STREAM = 0x70726566
 _DECIDE = 0  # the sub-stream of the per-request uniforms; class i's groups are 1 + i
-
-NO_GROUP = -1
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,9 @@ class PrefixPlan:
     entropy: tuple[int, ...]
 
     @classmethod
-    def of(cls, classes: Sequence[tuple[str, float, Workload]], entropy: Sequence[int]) -> PrefixPlan | None:
+    def of(cls, classes: Classes, entropy: Sequence[int]) -> PrefixPlan | None:
         """None when no class has a prefix (the plan then draws nothing for prefixes)."""
-        specs = tuple(workload.prefix for _, _, workload in classes)
+        specs = tuple(SPEC.of(workload) for _, _, workload in classes)
         if all(spec is None for spec in specs):
             return None
         return cls(specs, tuple(entropy))
@@ -52,7 +52,7 @@ class PrefixPlan:
 
 
 class PrefixCursor:
-    """Fresh streams; `take(classes)` gives the next len(classes) requests' groups, in order."""
+    """Fresh streams; `take(classes)` gives the next len(classes) requests' groups plus one."""
 
     def __init__(self, plan: PrefixPlan) -> None:
         self._specs = plan.specs
@@ -61,16 +61,16 @@ class PrefixCursor:
         self._groups = [np.random.default_rng([*plan.entropy, 1 + index]) for index in range(len(plan.specs))]
 
     def take(self, classes: np.ndarray) -> np.ndarray:
-        """The group (NO_GROUP: none) of each of the next len(classes) requests (class indices)."""
+        """The group plus one (0: none) of each of the next len(classes) requests (class indices)."""
         prefixed = self._decide.random(len(classes)) < self._shares[classes]
-        groups = np.full(len(classes), NO_GROUP, dtype=np.int64)
+        drawn = np.zeros(len(classes), dtype=np.int64)
         for index, spec in enumerate(self._specs):
             if spec is None:
                 continue
             mine = np.flatnonzero(prefixed & (classes == index))
             if mine.size:
-                groups[mine] = draw_groups(spec, mine.size, self._groups[index])
-        return groups
+                drawn[mine] = draw_groups(spec, mine.size, self._groups[index]) + 1
+        return drawn
 
 
 def draw_groups(spec: PrefixSpec, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -84,3 +84,18 @@ def draw_groups(spec: PrefixSpec, count: int, rng: np.random.Generator) -> np.nd
 def prefix_entropy(seed: int, *more: int) -> tuple[int, ...]:
     """The prefix streams' seed for a scenario's plan (`more`: e.g. a search level's index)."""
     return (seed, *more, PREFIX_STREAM)
+
+
+def prefix_group(drawn: int) -> int | None:
+    """The group a drawn value names (None: drawn none)."""
+    return drawn - 1 if drawn else None
+
+
+class PrefixDraws:
+    """The slice's draws (loadgen.features.slice.Draws)."""
+
+    def plan(self, classes: Classes, seed: int, *more: int) -> PrefixPlan | None:
+        return PrefixPlan.of(classes, prefix_entropy(seed, *more))
+
+
+PREFIX_DRAWS = PrefixDraws()
