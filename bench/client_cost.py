@@ -13,6 +13,11 @@ interleaved, base first), from a temporary worktree: a before/after on one machi
     python bench/client_cost.py                          # this tree: 50/200/500 req/s × 16/64 tokens
     python bench/client_cost.py --base 62bf9b6           # and a revision beside it
     python bench/client_cost.py --rates 200 --tokens 64 --repeat 3
+    python bench/client_cost.py --api embeddings         # one-input embeddings, answered whole: 500/2,000 req/s
+
+With `--api embeddings` each request is one 128-word input, answered whole (no stream) by the
+simulated server after 5 ms; `--tokens` does not apply (the table shows the request cost only),
+and the question is the rate one client core sustains (the lag and CPU bounds of its trust).
 
 Each figure is the mean of `--repeat` rounds (each its own 1 req/s run), ± half their spread:
 this VM's CPU time per request wandered by up to 15% between sittings.
@@ -48,14 +53,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rates", type=float, nargs="+", default=[50.0, 200.0, 500.0])
+    parser.add_argument(
+        "--rates", type=float, nargs="+", default=None, help="(50 200 500; embeddings: 500 2000)"
+    )
     parser.add_argument("--tokens", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--api", default="chat", help="chat (streamed) or embeddings (answered whole)")
     parser.add_argument("--duration", type=float, default=15.0)
     parser.add_argument("--repeat", type=int, default=2, help="rounds of every run, interleaved")
     parser.add_argument("--base", help="a git revision measured beside this tree")
     parser.add_argument("--server-core", default="0")
     parser.add_argument("--client-core", default="1")
     args = parser.parse_args()
+    if args.rates is None:
+        args.rates = [500.0, 2000.0] if args.api == "embeddings" else [50.0, 200.0, 500.0]
+    if args.api == "embeddings":
+        args.tokens = [0]  # no output: one row per rate
 
     with worktrees(args.base) as trees:
         runs = [
@@ -70,9 +82,11 @@ def main() -> int:
 
 
 def _measure(name: str, root: Path, tokens: int, rate: float, round_: int, args: argparse.Namespace) -> Run:
-    with simulated_server(args.server_core, ttft_ms=50, itl_ms=10) as url:
+    extra = ("--embed-base", "5ms", "--embed-per-input", "0ms") if args.api == "embeddings" else ()
+    with simulated_server(args.server_core, ttft_ms=50, itl_ms=10, extra=extra) as url:
         # no warm-up: every request sent is counted (report.json's metrics.requests)
-        scenario = poisson_scenario(url, rate, args.duration, tokens).replace("warmup: 2s", "warmup: 0s")
+        scenario = poisson_scenario(url, rate, args.duration, max(tokens, 1), args.api)
+        scenario = scenario.replace("warmup: 2s", "warmup: 0s")
         report, cpu_s = run_loadtest(args.client_core, scenario, root=root)
     client = report["client"]
     run = Run(
@@ -118,7 +132,8 @@ def _print_table(runs: list[Run], trees: list[str], args: argparse.Namespace) ->
                 spread = (max(costs) - min(costs)) / 2
                 print(
                     f"{tree:>10} {tokens:>6} {rate:>5g} {cost:>7.2f} ±{spread:<4.2f}"
-                    f" {1000 * cost / tokens:>12.1f} {statistics.fmean(r.cpu_percent for r in rounds):>9.0f}%"
+                    f" {f'{1000 * cost / tokens:.1f}' if tokens else '–':>12}"
+                    f" {statistics.fmean(r.cpu_percent for r in rounds):>9.0f}%"
                     f" {max(r.lag_p99_ms for r in rounds):>6.2f}ms {all(r.trusted for r in rounds)!s:>7}"
                 )
     print()
