@@ -13,7 +13,7 @@ interleaved, base first), from a temporary worktree: a before/after on one machi
     python bench/client_cost.py                          # this tree: 50/200/500 req/s × 16/64 tokens
     python bench/client_cost.py --base 62bf9b6           # and a revision beside it
     python bench/client_cost.py --rates 200 --tokens 64 --repeat 3
-    python bench/client_cost.py --api embeddings         # one-input embeddings, answered whole: 500/2,000 req/s
+    python bench/client_cost.py --api embeddings         # one input answered whole: 500, 2,000 req/s
 
 With `--api embeddings` each request is one 128-word input, answered whole (no stream) by the
 simulated server after 5 ms; `--tokens` does not apply (the table shows the request cost only),
