@@ -31,6 +31,7 @@ from loadgen.live.metric_names import (
     HELP,
     HISTOGRAMS,
     IN_FLIGHT,
+    ITEMS,
     ITL_SECONDS,
     LATENCY_BUCKETS,
     OUTPUT_TOKENS,
@@ -86,6 +87,7 @@ class _Series:
     statuses: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0.0))
     output_tokens: float = 0.0
     prompt_tokens: float = 0.0
+    items: float = 0.0  # answered (an API of items' requests that succeeded)
     # The feature slices' counters (metric_names.SLICE_COUNTERS), by name.
     counted: dict[str, float] = field(default_factory=lambda: {c.name: 0.0 for c in SLICE_COUNTERS})
 
@@ -144,6 +146,8 @@ class LiveMetrics(Collector):
             series.statuses[record.status] = series.statuses.get(record.status, 0.0) + 1.0
             series.output_tokens += record.output_tokens
             series.prompt_tokens += record.prompt_tokens or 0
+            if record.items is not None and record.status == "ok":
+                series.items += record.items
             ttft_end = record.first_token_s
             if ttft_end is None and record.status == "timeout":
                 ttft_end = record.done_s  # a lower bound, as in the report
@@ -213,6 +217,7 @@ class LiveMetrics(Collector):
         requests = CounterMetricFamily(REQUESTS, HELP[REQUESTS], labels=[*REQUEST_LABELS, "status"])
         output = CounterMetricFamily(OUTPUT_TOKENS, HELP[OUTPUT_TOKENS], labels=REQUEST_LABELS)
         prompt = CounterMetricFamily(PROMPT_TOKENS, HELP[PROMPT_TOKENS], labels=REQUEST_LABELS)
+        items = CounterMetricFamily(ITEMS, HELP[ITEMS], labels=REQUEST_LABELS)
         counted = [CounterMetricFamily(c.name, HELP[c.name], labels=REQUEST_LABELS) for c in SLICE_COUNTERS]
         for (phase, request_class), series in sorted(self._series.items()):
             labels = [*run, phase, request_class]
@@ -222,10 +227,11 @@ class LiveMetrics(Collector):
                 requests.add_metric([*labels, status], count)
             output.add_metric(labels, series.output_tokens)
             prompt.add_metric(labels, series.prompt_tokens)
+            items.add_metric(labels, series.items)
             for family in counted:
                 family.add_metric(labels, series.counted[family.name])
         yield from histograms.values()
-        yield from (requests, output, prompt, *counted)
+        yield from (requests, output, prompt, items, *counted)
         for spec, groups in zip(GROUP_HISTOGRAMS, self._groups, strict=True):
             if groups:
                 grouped = HistogramMetricFamily(spec.name, spec.help, labels=spec.labels)

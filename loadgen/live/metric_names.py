@@ -54,9 +54,10 @@ GROUP_HISTOGRAMS = tuple(_group_histogram(s.groups) for s in SLICES if s.groups 
 REQUESTS = "loadtest_requests"
 OUTPUT_TOKENS = "loadtest_output_tokens"
 PROMPT_TOKENS = "loadtest_prompt_tokens"
+ITEMS = "loadtest_items"  # an API of items' (embeddings' inputs, rerank's documents)
 # The feature slices' counters: each the sum of one of their record fields, per phase and class.
 SLICE_COUNTERS: tuple[Counter, ...] = tuple(counter for feature in SLICES for counter in feature.counters)
-COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, *(c.name for c in SLICE_COUNTERS))
+COUNTERS = (REQUESTS, OUTPUT_TOKENS, PROMPT_TOKENS, ITEMS, *(c.name for c in SLICE_COUNTERS))
 # The counted devices' energy so far, with only the run's labels: J/token is its rate over the
 # output tokens' rate (the dashboard's Energy panel).
 ENERGY_JOULES = "loadtest_energy_joules"
@@ -114,6 +115,7 @@ HELP = {
     REQUESTS: "Finished requests by status",
     OUTPUT_TOKENS: "Output tokens received",
     PROMPT_TOKENS: "Prompt tokens sent (as the server counted them where it said)",
+    ITEMS: "Items answered by an API of items (embeddings' inputs, rerank's documents)",
     **{counter.name: counter.help for counter in SLICE_COUNTERS},
     IN_FLIGHT: "Requests in flight now",
     TARGET_RATE: "Target request rate of the current phase (NaN for a closed-loop level)",

@@ -130,7 +130,7 @@ def test_dashboard_shape() -> None:
         for target in panel["targets"]:
             assert target["datasource"] == panel["datasource"]
     exprs = dashboard_exprs(dashboard)
-    assert len(exprs) == 43
+    assert len(exprs) == 44
     for title, ref, expr in exprs:
         # Every selector is scoped to the chosen run; every rate window follows Grafana's.
         selectors = re.findall(r"loadtest_[a-z0-9_]+\{([^}]*)\}", expr)
