@@ -38,6 +38,6 @@ def test_the_engine_embeds_texts_and_ids_in_rows_of_its_batch_size() -> None:
     text_ids = TOKENIZER.encode("one two")
     # The mean of the ids and of the positions 0..n-1, each input alone, whatever its padding.
     assert vectors[0] == [8.0, 1.0] and vectors[1] == [40.0, 0.0] and vectors[3] == [5.0, 0.5]
-    assert np.allclose(vectors[2], [np.mean(text_ids), (len(text_ids) - 1) / 2])
+    assert np.allclose(vectors[2], [float(np.mean(text_ids)), (len(text_ids) - 1) / 2])
     assert [call for call in decoder.calls if call[0] == "hidden"] == [("hidden", 2), ("hidden", 2)]
     assert timing.queue_wait_s is not None and 0 <= timing.queue_wait_s < 5
