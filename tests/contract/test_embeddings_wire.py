@@ -26,6 +26,7 @@ from servers.engines.tokenizer import TextTokenizer
 from servers.ort import OrtServerConfig
 from servers.pytorch import TorchServerConfig
 from servers.registry import make_adapter
+from servers.simulated import SimulatedServerConfig
 from tests.contract.served import serve
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "embeddings"
@@ -271,3 +272,33 @@ def test_the_model_servers_still_generate(ort: str) -> None:
         f"{ort}/v1/completions", json={"prompt": "hello", "max_tokens": 3, "ignore_eos": True}, timeout=30
     )
     assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 3
+
+
+# --- the simulated server as a process: its options from a scenario, a client that goes away ----
+
+
+def test_a_scenarios_options_reach_the_server_and_a_gone_client_frees_its_slot(tmp_path: Path) -> None:
+    config = SimulatedServerConfig.model_validate(
+        {"kind": "simulated", "embed_base": "1s", "embed_per_input": "0ms", "embedding_dim": 8, "slots": 1}
+    )
+    adapter: Adapter = make_adapter(config)
+    try:
+        url = adapter.start(tmp_path / "server.log").base_url
+        sent = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up after 0.2 s of the 1 s
+            httpx.post(f"{url}/v1/embeddings", json={"input": "a"}, timeout=0.2)
+        deadline = time.monotonic() + 5
+        while 'loadtest_server_requests_total{endpoint="/v1/embeddings",status="499"} 1.0' not in (
+            metrics := httpx.get(f"{url}/metrics", timeout=5).text
+        ):
+            assert time.monotonic() < deadline, metrics
+            time.sleep(0.05)
+        # Cancelled when the client went, not answered to nobody once its 1 s was up: the slot is free.
+        assert time.monotonic() - sent < 0.9 and "loadtest_server_batch_size 0.0" in metrics
+        assert "loadtest_server_requests_aborted_total 1.0" in metrics
+        short = httpx.post(
+            f"{url}/v1/embeddings", json={"input": "a", "encoding_format": "float"}, timeout=10
+        )
+        assert len(short.json()["data"][0]["embedding"]) == 8
+    finally:
+        adapter.stop()
