@@ -6,12 +6,17 @@ Each iteration admits waiting requests up to `max_batch_size` (prefilling them t
 then decodes one token for every running request; finished or abandoned requests leave before
 the next model call. When nothing runs, the first arrival waits up to `max_wait` for company,
 so a burst is prefilled as one batch. Decoding is greedy (argmax).
+
+An embeddings request (or a score's) runs in the same worker thread, between two steps of the
+batch, in rows of `max_batch_size` (`mean_pool.py`): the decode batch waits for it, as a
+real engine's iteration does for a pooling request it schedules.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import time
 import traceback
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -23,8 +28,9 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 
 from servers.engines.decoder import Decoder, FloatArray
-from servers.engines.engine import Engine, EngineStats, GenerationRequest
+from servers.engines.engine import EmbedInput, Engine, EngineStats, GenerationRequest, RequestTiming
 from servers.engines.kvbatch import KVBatch
+from servers.engines.mean_pool import embed_ids
 from servers.engines.tokenizer import IncrementalDetokenizer, TextTokenizer
 
 T = TypeVar("T")
@@ -108,6 +114,7 @@ class BatchingEngine(Engine):
             raise
         self._batch = KVBatch(decoder)
         self._model = _Loaded(decoder, tokenizer)
+        self.embedding_width = decoder.hidden_size
         self._loop_task = asyncio.create_task(self._schedule())
 
     async def close(self) -> None:
@@ -154,6 +161,24 @@ class BatchingEngine(Engine):
                 yield item
         finally:
             slot.done = True  # on cancel or aclose too: the scheduler drops the row next step
+
+    def token_id_limit(self) -> int | None:
+        return self._loaded.decoder.vocab_size
+
+    async def embed(self, inputs: Sequence[EmbedInput], timing: RequestTiming) -> list[list[float]]:
+        if self.embedding_width is None:
+            return await super().embed(inputs, timing)  # refused: this model has no hidden output
+        model = self._loaded
+        prompts = [model.tokenizer.encode(item) if isinstance(item, str) else list(item) for item in inputs]
+        # A text that tokenizes to nothing still needs one token, as an empty generation prompt.
+        prompts = [ids or [model.decoder.bos_token_id or 0] for ids in prompts]
+        arrived = time.monotonic()  # the loop's clock too
+
+        def work() -> list[list[float]]:
+            timing.queue_wait_s = time.monotonic() - arrived  # behind the steps before it
+            return embed_ids(model.decoder, prompts, self.max_batch_size)
+
+        return await self._in_worker(work)
 
     # --- scheduler ----------------------------------------------------------------------------
 

@@ -22,6 +22,14 @@ CacheT = TypeVar("CacheT")
 class Decoder(Protocol[CacheT]):
     eos_token_ids: frozenset[int]
     bos_token_id: int | None
+    # The width of `hidden`'s states; None: this model gives none (it serves no embeddings).
+    hidden_size: int | None
+    vocab_size: int | None  # token ids are below this (None: unknown)
+
+    def hidden(self, input_ids: IntArray, attention_mask: IntArray, position_ids: IntArray) -> FloatArray:
+        """The last hidden states (after the final norm) of [batch, seq] tokens with no past:
+        [batch, seq, hidden_size]. Values at padded positions are unspecified."""
+        ...
 
     def forward(
         self, input_ids: IntArray, attention_mask: IntArray, position_ids: IntArray, past: CacheT | None

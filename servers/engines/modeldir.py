@@ -25,6 +25,8 @@ class ModelSpec:
     head_dim: int
     eos_token_ids: frozenset[int]
     bos_token_id: int | None
+    hidden_size: int = 0  # the width of its hidden states (its embeddings); 0: not given
+    vocab_size: int = 0  # token ids are below this; 0: not given
 
     @classmethod
     def read(cls, model_dir: Path) -> ModelSpec:
@@ -40,6 +42,8 @@ class ModelSpec:
             head_dim=int(head_dim),
             eos_token_ids=frozenset(int(i) for i in eos_ids),
             bos_token_id=None if bos is None else int(bos),
+            hidden_size=int(config.get("hidden_size") or 0),
+            vocab_size=int(config.get("vocab_size") or 0),
         )
 
 

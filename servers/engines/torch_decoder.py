@@ -35,6 +35,8 @@ class TorchDecoder:
         torch.set_num_threads(threads)
         # from_pretrained returns the model in eval mode (no dropout); forward adds inference mode.
         self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=DTYPES[dtype])
+        self.hidden_size: int | None = spec.hidden_size or int(self.model.config.hidden_size)
+        self.vocab_size: int | None = spec.vocab_size or int(self.model.config.vocab_size)
 
     @torch.inference_mode()
     def forward(
@@ -50,6 +52,18 @@ class TorchDecoder:
         )
         logits = out.logits[:, -1, :].float().numpy()
         return np.ascontiguousarray(logits, dtype=np.float32), out.past_key_values
+
+    @torch.inference_mode()
+    def hidden(self, input_ids: IntArray, attention_mask: IntArray, position_ids: IntArray) -> FloatArray:
+        # The decoder under the lm_head (LlamaModel for LlamaForCausalLM): its output is after
+        # the final norm, what the lm_head reads.
+        out = self.model.base_model(
+            input_ids=torch.from_numpy(input_ids),
+            attention_mask=torch.from_numpy(attention_mask),
+            position_ids=torch.from_numpy(position_ids),
+            use_cache=False,
+        )
+        return np.ascontiguousarray(out.last_hidden_state.float().numpy(), dtype=np.float32)
 
     @torch.inference_mode()
     def select(self, cache: DynamicCache, rows: Sequence[int], start: int) -> DynamicCache:

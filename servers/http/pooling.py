@@ -41,16 +41,16 @@ class PoolingFront:
         self.metrics = metrics
         self.timings = timings
 
-    async def embeddings(self, request: web.Request) -> web.Response:
+    async def embeddings(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, self._embed)
 
-    async def rerank(self, request: web.Request) -> web.Response:
+    async def rerank(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, self._rerank)
 
-    async def score(self, request: web.Request) -> web.Response:
+    async def score(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, self._score)
 
-    async def _serve(self, request: web.Request, answer: Answer) -> web.Response:
+    async def _serve(self, request: web.Request, answer: Answer) -> web.StreamResponse:
         loop = asyncio.get_running_loop()
         started = loop.time()
         endpoint = request.path  # one of the routes' fixed paths, so a bounded label
@@ -68,6 +68,10 @@ class PoolingFront:
             if timing.queue_wait_s is not None:
                 self.metrics.queue_wait.observe(timing.queue_wait_s)
             response = web.json_response(body)
+            # Written here, not after the handler returns, so the latency ends where the
+            # client's can: with the answer's last byte handed to the socket.
+            await response.prepare(request)
+            await response.write_eof()
             status = "200"
             finished = loop.time()
             self.metrics.pooling_latency.labels(endpoint=endpoint).observe(finished - started)

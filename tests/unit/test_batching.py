@@ -39,6 +39,8 @@ class FakeDecoder:
 
     eos_token_ids = frozenset({EOS})
     bos_token_id: int | None = 1
+    hidden_size: int | None = 2
+    vocab_size: int | None = VOCAB
 
     def __init__(self, next_token: Callable[[int], int] = lambda t: (t + 1) % VOCAB, delay: float = 0.0):
         self.next_token = next_token
@@ -69,6 +71,13 @@ class FakeDecoder:
         for b in range(batch):
             logits[b, self.next_token(int(input_ids[b, -1]))] = 1.0
         return logits, (present,)
+
+    def hidden(self, input_ids: Any, attention_mask: Any, position_ids: Any) -> Any:
+        """Each token's state is (its id, its position); NaN at padding, which pooling must skip."""
+        self.calls.append(("hidden", input_ids.shape[0]))
+        states = np.stack([input_ids, position_ids], axis=-1).astype(np.float32)
+        states[attention_mask == 0] = np.nan
+        return states
 
     def select(self, cache: NumpyCache, rows: Sequence[int], start: int) -> NumpyCache:
         return select_rows(cache, rows, start)
