@@ -18,7 +18,7 @@ fault of MODE:
   every third time, the others their vectors;
 - garbage: every third embeddings request gets an HTML page with status 200.
 
-An embeddings request (whose probe is one input) meets `never` and `huge` (one body of N bytes)
+An embeddings request (whose probe is two inputs) meets `never` and `huge` (one body of N bytes)
 as a stream does, every third one for `huge`; the other modes answer it as they answer a stream.
 """
 
@@ -99,9 +99,10 @@ class Handler(BaseHTTPRequestHandler):
             self._stream(4)
 
     def _embeddings(self, inputs: list[str]) -> None:
-        """An embeddings answer, or its fault (the probe, one input, is answered unless --probe-too)."""
-        if len(inputs) == 1 and not self.probe_too:
-            self._vectors(1)
+        """An embeddings answer, or its fault (the probe, two inputs, is answered unless --probe-too;
+        the tests' requests carry four)."""
+        if len(inputs) <= 2 and not self.probe_too:
+            self._vectors(len(inputs))
             return
         with _lock:
             third = next(_counter) % 3 == 0
