@@ -19,6 +19,7 @@ from loadgen.collect.slice_registry import (
     register_stats,
 )
 from loadgen.features.adapters import ADAPTERS
+from loadgen.features.audio import AUDIO
 from loadgen.features.embeddings import EMBEDDINGS
 from loadgen.features.images import IMAGES
 from loadgen.features.prefix import PREFIX
@@ -31,7 +32,7 @@ from loadgen.scenario.slice_keys import register_spec
 if TYPE_CHECKING:
     from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Leads, Reads
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, PREFIX, EMBEDDINGS, RERANK)
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, PREFIX, EMBEDDINGS, RERANK, AUDIO)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:

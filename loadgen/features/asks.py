@@ -10,7 +10,16 @@ from dataclasses import dataclass, replace
 from loadgen.features.slice import Attached
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import WireApi
-from loadgen.wire.call import Call, ContentPart, EmbeddingAsk, ReasoningAsk, RerankAsk, ToolsAsk, WireRequest
+from loadgen.wire.call import (
+    AudioClip,
+    Call,
+    ContentPart,
+    EmbeddingAsk,
+    ReasoningAsk,
+    RerankAsk,
+    ToolsAsk,
+    WireRequest,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +33,7 @@ class Asks:
     items: Sequence[str] = ()  # texts after the prompt (an API of items' batch or documents)
     embedding: EmbeddingAsk | None = None
     rerank: RerankAsk | None = None
+    audio: AudioClip | None = None
 
     def onto(self, call: Call) -> Call:
         """`call` with what the slices ask (the same object when they ask nothing)."""
@@ -38,6 +48,7 @@ class Asks:
             items=self.items,
             embedding=self.embedding,
             rerank=self.rerank,
+            audio=self.audio,
         )
 
     def reader(self, api: WireApi, request: WireRequest, keep_text: bool) -> AnswerReader:
@@ -64,4 +75,5 @@ def gather(attached: Sequence[Attached]) -> Asks:
         items=[item for each in attached for item in each.items],
         embedding=next((each.embedding for each in attached if each.embedding is not None), None),
         rerank=next((each.rerank for each in attached if each.rerank is not None), None),
+        audio=next((each.audio for each in attached if each.audio is not None), None),
     )

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.scenario.slice_keys import SpecField
     from loadgen.scenario.slice_model import SliceSpec
     from loadgen.wire.answer import StreamResult
-    from loadgen.wire.call import ContentPart, EmbeddingAsk, ReasoningAsk, RerankAsk, ToolsAsk
+    from loadgen.wire.call import AudioClip, ContentPart, EmbeddingAsk, ReasoningAsk, RerankAsk, ToolsAsk
 
 # The plan's classes as the schedule gives them: (name, weight, workload).
 Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
@@ -82,7 +82,8 @@ class Attached:
     (`think`, the reader's; None: found as the server sends it) and the model the call names
     (None: the endpoint's); for an API of items, the texts after the prompt (`items`: an
     embeddings batch's other inputs, rerank's documents), how vectors come back (`embedding`)
-    and how many results rerank returns (`rerank`)."""
+    and how many results rerank returns (`rerank`); a recording to upload (`audio`, its length
+    `audio_s`)."""
 
     parts: Sequence[ContentPart] = ()
     count: int = 0
@@ -94,6 +95,8 @@ class Attached:
     items: Sequence[str] = ()
     embedding: EmbeddingAsk | None = None
     rerank: RerankAsk | None = None
+    audio: AudioClip | None = None  # a recording to upload (a transcription's)
+    audio_s: float | None = None  # its length, where known
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from loadgen.wire.embeddings import EmbeddingsApi
 from loadgen.wire.openai_body import OpenAIBody
 from loadgen.wire.rerank import RerankApi
 from loadgen.wire.responses import ResponsesApi
+from loadgen.wire.transcriptions import TranscriptionsApi
 
 
 class WireApi(Protocol):
@@ -48,9 +49,17 @@ class WireApi(Protocol):
         ...
 
 
-ApiName = Literal["chat", "completions", "responses", "embeddings", "rerank"]
+ApiName = Literal["chat", "completions", "responses", "embeddings", "rerank", "transcriptions"]
 WIRE_APIS: dict[str, WireApi] = {
-    api.name: api for api in (ChatApi(), CompletionsApi(), ResponsesApi(), EmbeddingsApi(), RerankApi())
+    api.name: api
+    for api in (
+        ChatApi(),
+        CompletionsApi(),
+        ResponsesApi(),
+        EmbeddingsApi(),
+        RerankApi(),
+        TranscriptionsApi(),
+    )
 }
 if set(WIRE_APIS) != set(get_args(ApiName)):  # one list of names: a scenario cannot name a missing API
     raise RuntimeError(f"ApiName {get_args(ApiName)} and WIRE_APIS {sorted(WIRE_APIS)} differ")

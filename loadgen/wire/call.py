@@ -67,6 +67,16 @@ class RerankAsk:
 
 
 @dataclass(frozen=True, slots=True)
+class AudioClip:
+    """A recording a request uploads (a transcription's file): its bytes as sent, the file name
+    and Content-Type its part carries."""
+
+    data: bytes
+    filename: str
+    content_type: str
+
+
+@dataclass(frozen=True, slots=True)
 class Call:
     """One request. `messages`: a conversation sent as given (a session's history, a dataset's
     entry) instead of `prompt` as one user message; `content_parts`: parts a feature attaches
@@ -86,6 +96,7 @@ class Call:
     items: Sequence[str] = ()
     embedding: EmbeddingAsk | None = None
     rerank: RerankAsk | None = None
+    audio: AudioClip | None = None  # a transcription's recording
 
 
 JSON_TYPE = "application/json"

@@ -1,0 +1,49 @@
+"""OpenAI's transcriptions API (`/v1/audio/transcriptions`), as vLLM serves it too: a recording
+uploaded as multipart/form-data (`file`, `model`, `response_format: json`, `temperature: 0`,
+`stream`), the transcript back whole or streamed (loadgen.wire.transcription_stream reads both
+OpenAI's typed events and vLLM's chat-like chunks).
+
+The multipart boundary is one constant (the run's headers are made once per Content-Type, and a
+boundary per request would make one per request): 32 random-looking characters that a recording's
+bytes hold by chance with odds of about 2⁻¹⁹⁰.
+"""
+
+from __future__ import annotations
+
+from urllib3 import encode_multipart_formdata
+
+from loadgen.wire.answer import AnswerReader, Metrics, Part
+from loadgen.wire.call import Call, WireRequest
+from loadgen.wire.transcription_stream import TranscriptionReader
+
+BOUNDARY = "loadtest-7f3c9a1e5b2d4c8a6e0f1b3d"
+
+
+class TranscriptionsApi:
+    name = "transcriptions"
+    path = "/v1/audio/transcriptions"
+    metrics: Metrics = "generation"  # streamed: the transcript's deltas are timed as tokens
+    carries: frozenset[Part] = frozenset()
+
+    def request(self, call: Call) -> WireRequest:
+        if call.messages or call.content_parts or call.tools is not None or call.items:
+            raise ValueError("a transcription request carries a recording only")
+        if call.audio is None:
+            raise ValueError("a transcription request needs a recording (workload.audio)")
+        audio = call.audio
+        fields: list[tuple[str, str | tuple[str, bytes, str]]] = [
+            ("model", call.model),
+            ("file", (audio.filename, audio.data, audio.content_type)),
+            ("response_format", "json"),
+            ("temperature", "0"),
+            ("stream", "true" if call.stream else "false"),
+        ]
+        if call.stream:
+            fields.append(("stream_include_usage", "true"))  # vLLM's: usage in the last chunk
+        data, content_type = encode_multipart_formdata(fields, boundary=BOUNDARY)
+        return WireRequest(self.path, data, content_type)
+
+    def reader(
+        self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
+    ) -> AnswerReader:
+        return TranscriptionReader()
