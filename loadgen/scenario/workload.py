@@ -41,7 +41,6 @@ from loadgen.inputs.datasets import (
 )
 from loadgen.inputs.files import field_error, resolve
 from loadgen.inputs.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
-from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
 from loadgen.scenario.lengths import FixedLength as FixedLength
 from loadgen.scenario.lengths import Length as Length
@@ -76,8 +75,6 @@ class WorkloadCore(StrictModel):
     # Prompts from a JSONL file instead of prompt_tokens (relative: from the scenario's folder).
     dataset: str | None = None
     tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts
-    # A share of requests the client cancels mid-answer (loadgen/scenario/cancel.py).
-    cancel: CancelSpec | None = None
     # Multi-turn chat sessions: each arrival starts one (loadgen/scenario/sessions.py).
     sessions: SessionsSpec | None = None
     # A share of requests starts with one of a few shared prefixes (loadgen/scenario/prefix.py).
@@ -116,13 +113,6 @@ class WorkloadCore(StrictModel):
         loaded = workload.model_copy(update={"dataset": str(path), "tokenizer": tokenizer})
         loaded._entries = tuple(entries)
         return loaded
-
-    @model_validator(mode="after")
-    def _cancel_tokens_need_a_stream(self) -> WorkloadCore:
-        if self.cancel is not None and self.cancel.after.tokens is not None and not self.stream:
-            message = "cancelling after tokens needs stream: true (give after: {time: ...} instead)"
-            raise field_error(("cancel", "after", "tokens"), message, None)
-        return self
 
     @model_validator(mode="after")
     def _sessions_need_chat(self) -> WorkloadCore:

@@ -1,10 +1,10 @@
-"""What the client does to a search level's requests besides sending them: which it cancels
-(`workload.cancel`), which start with a shared prefix (`workload.prefix`) and what the feature
+"""What the client does to a search level's requests besides sending them: which it stops early
+(the slices' stops), which start with a shared prefix (`workload.prefix`) and what the feature
 slices draw for each (loadgen.features).
 
-Drawn as the main plan draws them (loadgen.traffic.plan_cancel, plan_prefix), from streams of
-their own seeded from the scenario's seed and the level's index: a level's cancellations and
-prefixes do not depend on how many levels ran before it, and a workload with neither draws nothing.
+Drawn as the main plan draws them (loadgen.features, plan_prefix), from streams of their own
+seeded from the scenario's seed and the level's index: a level's stops and prefixes do not
+depend on how many levels ran before it, and a workload with neither draws nothing.
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from typing import TypedDict
 
 import numpy as np
 
-from loadgen.features import slice_draws
+from loadgen.features import slice_draws, slice_stops
+from loadgen.features.slice import Stop, StopCursor
 from loadgen.scenario.model import Workload
 from loadgen.scenario.workload import workload_classes
-from loadgen.traffic.plan_cancel import CancelCursor, CancelPlan, cancel_entropy
 from loadgen.traffic.plan_prefix import NO_GROUP, PrefixCursor, PrefixPlan, prefix_entropy
-from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
+from loadgen.traffic.schedule import PlannedRequest, Prefix
 
 
 class _Changes(TypedDict, total=False):
     """What a level's draws change in one planned request (dataclasses.replace's fields)."""
 
-    cancel: Cancel
+    stop: Stop
     prefix: Prefix
     drawn: Mapping[str, int]
 
@@ -37,28 +37,28 @@ class LevelBehaviour:
     def __init__(self, workload: Workload, seed: int, level_index: int) -> None:
         classes = workload_classes(workload)
         self._names = [name for name, _, _ in classes]
-        cancels = CancelPlan.of(classes, cancel_entropy(seed, level_index))
+        stops = slice_stops(classes, seed, level_index)
         prefixes = PrefixPlan.of(classes, prefix_entropy(seed, level_index))
-        self._cancel: CancelCursor | None = cancels.cursor() if cancels is not None else None
+        self._stop: StopCursor | None = stops.cursor() if stops is not None else None
         self._prefix: PrefixCursor | None = prefixes.cursor() if prefixes is not None else None
         self._drawn = {name: plan.cursor() for name, plan in slice_draws(classes, seed, level_index).items()}
 
     @property
     def active(self) -> bool:
-        return self._cancel is not None or self._prefix is not None or bool(self._drawn)
+        return self._stop is not None or self._prefix is not None or bool(self._drawn)
 
     def apply(self, requests: Sequence[PlannedRequest]) -> list[PlannedRequest]:
         if not self.active or not requests:
             return list(requests)
         classes = np.array([self._names.index(request.request_class) for request in requests])
-        cancelled = self._cancel.take(classes) if self._cancel is not None else {}
+        stopped = self._stop.take(classes) if self._stop is not None else {}
         groups = self._prefix.take(classes).tolist() if self._prefix is not None else None
         drawn = {name: cursor.take(classes).tolist() for name, cursor in self._drawn.items()}
         shaped = []
         for position, request in enumerate(requests):
             changes: _Changes = {}
-            if position in cancelled:
-                changes["cancel"] = Cancel(*cancelled[position])
+            if position in stopped:
+                changes["stop"] = stopped[position]
             # A dataset line is sent as written (the scenario refuses prefix: with dataset:).
             if groups is not None and groups[position] != NO_GROUP and request.dataset_row is None:
                 changes["prefix"] = Prefix(group=groups[position])

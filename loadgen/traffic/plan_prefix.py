@@ -1,7 +1,7 @@
 """Which planned requests start with a shared prefix, and which group's (`workload.prefix`,
 loadgen.scenario.prefix).
 
-As the cancel draws (loadgen.traffic.plan_cancel), the draws come from generators of their own,
+As the slices' draws (loadgen.features.class_streams), the draws come from generators of their own,
 seeded from the scenario's seed and PREFIX_STREAM, never from the plan's generator: a scenario
 without `prefix:` plans exactly as before, and adding one changes nothing else of the plan. Two
 kinds of stream:
@@ -25,7 +25,7 @@ import numpy as np
 from loadgen.scenario.model import Workload
 from loadgen.scenario.prefix import PrefixSpec
 
-# Mixed into the seed of the prefix streams ("pref"), apart from the plan's and the cancels'.
+# Mixed into the seed of the prefix streams ("pref"), apart from the plan's and the slices'.
 PREFIX_STREAM = 0x70726566
 _DECIDE = 0  # the sub-stream of the per-request uniforms; class i's groups are 1 + i
 

@@ -28,10 +28,20 @@ ALSO_NAMED = {
     "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
     "reasoning": ("wire/",),
     "images": ("wire/responses.py",),
+    # other libraries' cancel methods: the energy monitor's window, a gevent signal watcher
+    "cancel": ("collect/energy_sampler.py", "live/metrics_server.py"),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.
-STEMS = {"images": "image", "tools": "tool_call", "adapters": "lora"}
+# Cancellations' is any `cancel…` but the core's own: the status `cancelled` of a request the
+# client stopped early (a planned Stop, whoever planned it), its counts `cancelled` and
+# `cancel_rate` in every `metrics` object, `slo.cancel_rate`, and "cancellation(s)" or "cancel rate".
+STEMS = {
+    "images": "image",
+    "tools": "tool_call",
+    "adapters": "lora",
+    "cancel": "cancel(?!led|lation|[_ ]rate)",
+}
 # A slice's field found as a quoted key where its bare word names something else: `adapter` is
 # also the server adapter (servers.adapter, the run's `ctx.adapter`), no LoRA's.
 QUOTED = {"adapters"}

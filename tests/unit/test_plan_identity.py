@@ -73,7 +73,7 @@ def _adapter(request: PlannedRequest) -> str | None:
 
 def flat(request: PlannedRequest, phases: Mapping[int, PhaseConstants]) -> tuple[Any, ...]:
     """The request as the flat PlannedRequest held it (its 20 fields, in their order)."""
-    phase, cancel, prefix, session = phases[request.phase], request.cancel, request.prefix, request.session
+    phase, cancel, prefix, session = phases[request.phase], request.stop, request.prefix, request.session
     blocks = prefix.blocks if prefix is not None else None
     return (
         *(request.id, request.phase, request.scheduled_s, request.prompt_tokens, request.output_tokens),
@@ -142,9 +142,8 @@ def test_a_seeded_plan_is_what_the_flat_planner_made(text: str, count: int, expe
     assert len(requests) == count
     # the case covers every feature
     covered = (
-        {"cancel", "prefix", "session", "drawn"}  # drawn: the images and adapters slices' draws
-        if text is FEATURES
-        else {"prefix", "session", "prompt"}
+        # stop: the cancel slice's stops; drawn: the images and adapters slices' draws
+        {"stop", "prefix", "session", "drawn"} if text is FEATURES else {"prefix", "session", "prompt"}
     )
     assert all(any(getattr(r, name) for r in requests) for name in covered)
     drawn = {name for r in requests for name in r.drawn}
