@@ -20,7 +20,7 @@ from loadgen.collect.slice_registry import SLICE_FIELDS
 
 __all__ = ["ColumnKind", "ExtraValue", "FieldDoc", "doc"]
 
-# "cancelled": the client closed the stream on purpose (workload.cancel); not a failure.
+# "cancelled": the client closed the stream on purpose (a planned Stop); not a failure.
 Status = Literal["ok", "error", "timeout", "cancelled"]
 # The statuses of requests that did not fail: any other (an unknown one too) counts as failed.
 NOT_FAILED = frozenset({"ok", "cancelled"})
@@ -123,7 +123,7 @@ class RequestRecord:
         metadata=doc(
             "`ok`, `error`, `timeout` or `cancelled`",
             "the outcome; `timeout`: not finished within `workload.request_timeout`; `cancelled`: "
-            "closed by the client on purpose ([`workload.cancel`](scenario.md#cancellations)), `done_s` "
+            "closed by the client on purpose ([cancellations](scenario.md#cancellations)), `done_s` "
             "is when, the other fields what it received",
         ),
     )

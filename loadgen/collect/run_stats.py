@@ -11,7 +11,7 @@ The measurement rules (README, "What a run does") are applied here, vectorised:
 - failed and timed-out requests keep their elapsed time in e2e and count in the error rate;
 - a timed-out request without a first token counts its elapsed time as TTFT (a lower bound), but
   an error that never produced a token is left out of TTFT (a fast 503 must not look fast);
-- a request the client cancelled (`workload.cancel`, status `cancelled`) is no error: it is counted
+- a request the client cancelled (stopped early as planned, status `cancelled`) is no error: it is counted
   in `cancelled` and `cancel_rate` (of all requests), and left out of the error rate, which is
   errors over the requests that were not cancelled. Its first token counts in TTFT and its gaps in
   ITL (the server served them), its tokens in tokens/s (they were sent); it did not complete, so
@@ -56,7 +56,7 @@ class GroupStats:
     requests: int = 0
     errors: int = 0
     timeouts: int = 0
-    cancelled: int = 0  # by the client (workload.cancel): not errors
+    cancelled: int = 0  # by the client, as planned: not errors
     sent: int = 0
     tokens: int = 0
     error_kinds: dict[str, int] = field(default_factory=dict)

@@ -3,7 +3,7 @@ pass over the lazy plan, each share held as columns), each share's wire form and
 
 Pure (no gevent, no Locust). A share is columns of plain values (msgpack rides Locust's channel):
 one per core field of the planned requests, and per feature that some request of the share has
-(a replayed prompt, a cancel, a trace row's blocks, a session, the slices' draws) each request's index into
+(a replayed prompt, a stop, a trace row's blocks, a session, the slices' draws) each request's index into
 the feature's distinct values, so a plan without a feature pays nothing for it and one where every
 request shares a value (a session's seed, a slice's draw) pays a byte a request. Each phase's
 constants go once per plan, with the worker's share of its concurrency cap.
@@ -15,9 +15,9 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal, NotRequired, TypedDict, get_args
 
+from loadgen.features.slice import Stop
 from loadgen.traffic.planned import NO_DRAWS
 from loadgen.traffic.schedule import (
-    Cancel,
     PhaseConstants,
     Phases,
     PlannedRequest,
@@ -50,7 +50,7 @@ class PlanColumns(TypedDict):
     request_class: list[int]
     classes: list[str]
     prompt: NotRequired[FeatureColumn]
-    cancel: NotRequired[FeatureColumn]
+    stop: NotRequired[FeatureColumn]
     prefix: NotRequired[FeatureColumn]
     session: NotRequired[FeatureColumn]
     drawn: NotRequired[FeatureColumn]
@@ -119,7 +119,7 @@ def decode_plan(columns: PlanColumns) -> PlannedRequests:
     warmup, rows = columns["warmup"], columns["dataset_row"]
     names, classes = columns["classes"], columns["request_class"]
     features = [_decoded(name, columns.get(name)) for name in _FEATURES]
-    (prompt_at, prompts), (cancel_at, cancels), (prefix_at, prefixes) = features[:3]
+    (prompt_at, prompts), (stop_at, stops), (prefix_at, prefixes) = features[:3]
     (session_at, sessions), (drawn_at, drawn) = features[3:]
 
     def each() -> Iterator[PlannedRequest]:
@@ -134,7 +134,7 @@ def decode_plan(columns: PlanColumns) -> PlannedRequests:
                 names[classes[i]],
                 rows[i],
                 prompts[prompt_at[i]],
-                cancels[cancel_at[i]],
+                stops[stop_at[i]],
                 prefixes[prefix_at[i]],
                 sessions[session_at[i]],
                 drawn[drawn_at[i]],
@@ -144,19 +144,19 @@ def decode_plan(columns: PlanColumns) -> PlannedRequests:
 
 
 CoreName = Literal["id", "phase", "scheduled_s", "prompt_tokens", "output_tokens", "warmup", "dataset_row"]
-FeatureName = Literal["prompt", "cancel", "prefix", "session", "drawn"]
+FeatureName = Literal["prompt", "stop", "prefix", "session", "drawn"]
 _CORE: tuple[CoreName, ...] = get_args(CoreName)
 # Each feature's value on the wire, and back; a request without it has None (the slices' draws:
 # none, NO_DRAWS).
 _FEATURES: tuple[FeatureName, ...] = get_args(FeatureName)
 _ENCODE: dict[str, Callable[[Any], Any]] = {
-    "cancel": lambda cancel: (cancel.after_s, cancel.after_tokens),
+    "stop": lambda stop: (stop.after_s, stop.after_tokens),
     "prefix": lambda prefix: (prefix.group, prefix.blocks, prefix.block_tokens),
     "session": lambda start: (start.seed, start.script),
     "drawn": lambda pairs: [list(pair) for pair in pairs],
 }
 _DECODE: dict[str, Callable[[Any], Any]] = {
-    "cancel": lambda value: Cancel(value[0], value[1]),
+    "stop": lambda value: Stop(value[0], value[1]),
     "prefix": lambda value: Prefix(value[0], None if value[1] is None else tuple(value[1]), value[2]),
     "session": lambda value: SessionStart(value[0], _script(value[1])),
     "drawn": lambda value: {str(name): int(drawn) for name, drawn in value},
@@ -201,7 +201,7 @@ class _Columns:
         data["request_class"].append(index)
         values = (
             request.prompt,
-            request.cancel,
+            request.stop,
             request.prefix,
             request.session,
             tuple(sorted(request.drawn.items())) or None,  # hashable: distinct values are kept once

@@ -205,7 +205,7 @@ def slo_intervals(
     counted: Sequence[RequestRecord], batches: Batches, slo: SLOSpec, seed: int = 0
 ) -> dict[str, Interval]:
     """The 95% interval of each per-level SLO check's statistic (keyed by the check's name, in
-    its unit: ms, or % for error and cancel rates), by a bootstrap over the batches. A class's
+    its unit: ms, or % for the error and cancel_rate), by a bootstrap over the batches. A class's
     or adapter's checks on its own requests, with the same draws of batches."""
     intervals = _section_intervals(counted, batches, slo, seed)
     for name, spec in slo.classes.items():

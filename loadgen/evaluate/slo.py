@@ -87,7 +87,7 @@ class ClassSLOSpec(StrictModel):
     ttfat: LatencySLO | None = None  # time to the first answer token (reasoning streams)
     session_e2e: LatencySLO | None = None  # completed sessions (workload.sessions)
     error_rate: MaxFraction | None = None  # of the requests not cancelled
-    cancel_rate: MaxFraction | None = None  # requests the client cancelled (workload.cancel)
+    cancel_rate: MaxFraction | None = None  # requests the client cancelled (stopped early as planned)
     output_tokens_per_s: MinRate | None = None
     request_rate: MinRate | None = None
 

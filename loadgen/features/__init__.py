@@ -10,6 +10,7 @@ of it is used. A new feature is one package here and one line in SLICES.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING
 
 from loadgen.collect.slice_registry import (
@@ -20,6 +21,7 @@ from loadgen.collect.slice_registry import (
 )
 from loadgen.features.adapters import ADAPTERS
 from loadgen.features.audio import AUDIO
+from loadgen.features.cancel import CANCEL
 from loadgen.features.embeddings import EMBEDDINGS
 from loadgen.features.images import IMAGES
 from loadgen.features.prefix import PREFIX
@@ -30,15 +32,48 @@ from loadgen.features.tools import TOOLS
 from loadgen.scenario.slice_keys import register_spec
 
 if TYPE_CHECKING:
-    from loadgen.features.slice import Attaches, Classes, DrawPlan, Labels, Leads, Reads
+    import numpy as np
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, PREFIX, EMBEDDINGS, RERANK, AUDIO)
+    from loadgen.features.slice import (
+        Attaches,
+        Classes,
+        DrawPlan,
+        Labels,
+        Leads,
+        Reads,
+        Stop,
+        StopPlan,
+        Stops,
+    )
+    from loadgen.scenario.workload import Workload
+
+SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, PREFIX, CANCEL, EMBEDDINGS, RERANK, AUDIO)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:
     """The draws of the slices some class has, by slice name (`more`: e.g. a level's index)."""
     plans = {s.name: s.draws().plan(classes, seed, *more) for s in SLICES if s.draws is not None}
     return {name: plan for name, plan in plans.items() if plan is not None}
+
+
+@cache
+def _stopper() -> Stops | None:
+    """The slice that stops requests early (at most one does)."""
+    stopping = [s.stops for s in SLICES if s.stops is not None]
+    return stopping[0]() if stopping else None
+
+
+def slice_stops(classes: Classes, seed: int, *more: int) -> StopPlan | None:
+    """Where the plan's requests stop early (`more`: e.g. a level's index); None when none does."""
+    stopper = _stopper()
+    return stopper.plan(classes, seed, *more) if stopper is not None else None
+
+
+def later_stops(workload: Workload, turns: int, rng: np.random.Generator) -> tuple[Stop | None, ...]:
+    """Where a session's `turns` later turns stop early, from its generator after its other draws
+    (empty, nothing drawn, when none does)."""
+    stopper = _stopper()
+    return stopper.later(workload, turns, rng) if stopper is not None else ()
 
 
 def attachments() -> tuple[tuple[str, Attaches], ...]:
@@ -67,6 +102,8 @@ def readers() -> tuple[Reads, ...]:
 
 
 def _install() -> None:
+    if sum(feature.stops is not None for feature in SLICES) > 1:
+        raise RuntimeError("at most one slice stops requests early (Slice.stops)")
     for feature in SLICES:
         register_fields(feature.fields)
         if feature.stats is not None:

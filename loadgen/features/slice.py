@@ -6,6 +6,11 @@ A slice is one package under loadgen.features, and every part of the feature is 
 - `draws`: the per-request value it draws from a stream of its own (seeded from the scenario's
   seed and its own constant, never from the plan's generator, so a scenario without the feature
   plans exactly as before), kept in PlannedRequest.drawn under the slice's name;
+- `stops`: where the client stops reading a request's answer and closes it (a Stop: a time from
+  its send or a count of content chunks), drawn per request from streams of its own as `draws`
+  are, and per later turn of a session from the session's generator after its other draws; the
+  core honours a planned Stop without knowing why, and records the request as `cancelled`, which
+  the core's statistics count apart from errors (at most one slice stops requests);
 - `attaches`: its contribution to a request of the classes that ask for the feature (content
   parts on its last user message, tools to offer), and the record's fields once the answer is read;
 - `leads`: the text a request's synthetic prompt begins with (a shared text, before the request's
@@ -64,6 +69,41 @@ class DrawCursor(Protocol):
 class DrawPlan(Protocol):
     def cursor(self) -> DrawCursor:
         """Fresh streams, from the plan's first request."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Where the client stops a request (its record's status: `cancelled`): this long after its
+    send, or once this many content chunks came; one of the two."""
+
+    after_s: float | None = None
+    after_tokens: int | None = None
+
+
+class StopCursor(Protocol):
+    def take(self, classes: np.ndarray) -> Mapping[int, Stop]:
+        """The stops of the next len(classes) requests (of these class indices), by position
+        among them (absent: read to the end), in schedule order: a chunk at a time yields what
+        one take of all does."""
+        ...
+
+
+class StopPlan(Protocol):
+    def cursor(self) -> StopCursor:
+        """Fresh streams, from the plan's first request."""
+        ...
+
+
+class Stops(Protocol):
+    def plan(self, classes: Classes, seed: int, *more: int) -> StopPlan | None:
+        """The stops of a plan of `classes` (`more`: e.g. a search level's index); None when no
+        class stops any request (the plan then draws nothing for them)."""
+        ...
+
+    def later(self, workload: Workload, turns: int, rng: np.random.Generator) -> tuple[Stop | None, ...]:
+        """The stops of a session's `turns` later turns (None: read to the end), drawn from the
+        session's `rng` after its other draws; empty (nothing drawn) when `workload` stops none."""
         ...
 
 
@@ -188,6 +228,7 @@ class Slice:
     fields: Mapping[str, FieldDoc]
     stats: Callable[[], FeatureStats] | None
     draws: Callable[[], Draws] | None = None
+    stops: Callable[[], Stops] | None = None
     attaches: Callable[[], Attaches] | None = None
     reads: Callable[[], Reads] | None = None
     labels: Callable[[], Labels] | None = None

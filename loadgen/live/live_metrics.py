@@ -5,7 +5,7 @@ Histograms count from the scheduled send time as in the report: e2e for every fi
 but a cancelled one (it did not complete), TTFT to the first token (to the end for a timeout
 without one; an error without a token has none), ITL one observation per gap where the record
 keeps a list of gaps. Each status counter starts at 0 for every phase and class seen, so an error
-panel draws 0, not nothing; `cancelled` (workload.cancel) appears once a request is cancelled. Warm-up
+panel draws 0, not nothing; `cancelled` (stopped as planned) appears once a request is cancelled. Warm-up
 requests count like any other: they are real traffic, and a live view without them would disagree
 with the server's own metrics; the report leaves them out. No label marks them.
 """

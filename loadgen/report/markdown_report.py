@@ -57,10 +57,10 @@ def _key_numbers(report: Report) -> list[str]:
     achieved, target = _num(metrics.achieved_rate, unit), _num(metrics.target_rate, unit)
     trust = "trustworthy" if client.trustworthy else "**NOT trustworthy** (client could not keep up)"
     cancelled = []
-    if metrics.cancelled:  # workload.cancel: said only when the client cancelled some
-        cancel_pct = _num(100 * (metrics.cancel_rate or 0.0), "%")
+    if metrics.cancelled:  # said only when the client cancelled some
+        cancelled_pct = _num(100 * (metrics.cancel_rate or 0.0), "%")
         cancelled.append(
-            f"- Cancelled by the client: {metrics.cancelled} ({cancel_pct} of requests; not errors, "
+            f"- Cancelled by the client: {metrics.cancelled} ({cancelled_pct} of requests; not errors, "
             "left out of the error rate, e2e and TPOT)"
         )
     return [

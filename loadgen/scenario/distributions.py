@@ -1,5 +1,5 @@
 """One family of distributions (fixed, uniform, normal, lognormal) for every drawn quantity of a
-scenario: token lengths, turns, cancel points, per-request counts (a slice's), durations.
+scenario: token lengths, turns, stop points, per-request counts (a slice's), durations.
 
 `family()` makes a quantity's four models, named after it (`FixedLength`, `UniformLength`, …: the
 names the JSON schema shows) with its own bounds, and `Family.union` the discriminated union a

@@ -1,6 +1,6 @@
 """A duration distribution, as a scenario writes one: fixed, uniform, normal or lognormal, in
-seconds (with units: `200ms`, `2s`). Used by `workload.cancel` (after.time) and
-`workload.sessions` (think_time); sampled by loadgen.scenario.distributions.sample.
+seconds (with units: `200ms`, `2s`). Used by `workload.sessions` (think_time), and
+by the slices (loadgen.features) for their own times; sampled by loadgen.scenario.distributions.sample.
 """
 
 from __future__ import annotations

@@ -41,7 +41,6 @@ from loadgen.inputs.datasets import (
 )
 from loadgen.inputs.files import field_error, resolve
 from loadgen.inputs.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
-from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
 from loadgen.scenario.lengths import FixedLength as FixedLength
 from loadgen.scenario.lengths import Length as Length
@@ -75,8 +74,6 @@ class WorkloadCore(StrictModel):
     # Prompts from a JSONL file instead of prompt_tokens (relative: from the scenario's folder).
     dataset: str | None = None
     tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts
-    # A share of requests the client cancels mid-answer (loadgen/scenario/cancel.py).
-    cancel: CancelSpec | None = None
     # Multi-turn chat sessions: each arrival starts one (loadgen/scenario/sessions.py).
     sessions: SessionsSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
@@ -124,13 +121,6 @@ class WorkloadCore(StrictModel):
             message = f"api: {self.api} answers in one body, not a stream: leave stream: out (or false)"
             raise field_error("stream", message, True)
         object.__setattr__(self, "stream", False)
-        return self
-
-    @model_validator(mode="after")
-    def _cancel_tokens_need_a_stream(self) -> WorkloadCore:
-        if self.cancel is not None and self.cancel.after.tokens is not None and not self.stream:
-            message = "cancelling after tokens needs stream: true (give after: {time: ...} instead)"
-            raise field_error(("cancel", "after", "tokens"), message, None)
         return self
 
     @model_validator(mode="after")

@@ -1,6 +1,6 @@
 """How one exchange of the Locust user ends: the outcome it records, what ended it early sorted
-into a status and an error kind (a timer, a planned cancel, a broken connection, a line too
-long, a client error), and the stream read to its end or to a planned cancel's token count."""
+into a status and an error kind (a timer, a planned stop, a broken connection, a line too
+long, a client error), and the stream read to its end or to a planned stop's token count."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from loadgen.wire.answer import AnswerReader
 
 
 class TokensReached(Exception):
-    """The planned number of tokens arrived: the client cancels (workload.cancel)."""
+    """The planned number of tokens arrived: the client stops the request (PlannedRequest.stop)."""
 
 
 @dataclass(slots=True)
@@ -40,12 +40,12 @@ def sort_ending(
     out: Outcome,
     response: Any,
     timeout: gevent.Timeout,
-    cancel: gevent.Timeout | None,
+    stop: gevent.Timeout | None,
     request_timeout: float,
 ) -> bool:
     """What ended an exchange early, into `out`; False: not the exchange's (a timer of another's)."""
     if isinstance(exc, gevent.Timeout):
-        if cancel is not None and exc is cancel:  # before the headers came, or after
+        if stop is not None and exc is stop:  # before the headers came, or after
             out.status, out.done_ns = "cancelled", time.perf_counter_ns()
         elif exc is not timeout:
             return False
@@ -73,13 +73,13 @@ def answered(response: Any) -> bool:
     return response is not None and head_read(response)
 
 
-def read_stream(stream: Any, parser: AnswerReader, limit: int, cancel_after_tokens: int | None = None) -> int:
+def read_stream(stream: Any, parser: AnswerReader, limit: int, stop_after_tokens: int | None = None) -> int:
     """Read the head and, for a 200, SSE lines to the end of the body; return when `[DONE]` (or
     the last line) landed (0 for another status: its body is left unread).
-    Raise TokensReached once `cancel_after_tokens` content chunks arrived before the end.
+    Raise TokensReached once `stop_after_tokens` content chunks arrived before the end.
     Each line is stamped with when the receive that completed it arrived (line_reader.py)."""
     result = parser.result
-    stop_at = cancel_after_tokens or 0
+    stop_at = stop_after_tokens or 0
     feed_lines = parser.feed_lines
 
     def take_until(lines: list[bytearray], arrived_ns: int) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from loadgen.features.slice import Stop
+
 
 @dataclass(frozen=True, slots=True)
 class PhaseConstants:
@@ -42,15 +44,6 @@ class _NoDraws(Mapping[str, int]):
 
 
 NO_DRAWS: Mapping[str, int] = _NoDraws()
-
-
-@dataclass(frozen=True, slots=True)
-class Cancel:
-    """The client cancels the request (workload.cancel): this long after its send, or after this
-    many tokens."""
-
-    after_s: float | None = None
-    after_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +83,7 @@ class PlannedRequest:
     request_class: str = "default"  # the workload class it was drawn from
     dataset_row: int | None = None  # index into its class's dataset entries (sent instead of prompt)
     prompt: str | None = None  # text to send as is (a trace row's prompt); None: prompt_tokens words
-    cancel: Cancel | None = None
+    stop: Stop | None = None  # where the client stops it early (a slice's Stops), its status `cancelled`
     prefix: Prefix | None = None
     session: SessionStart | None = None
     # What the feature slices drew for it (loadgen.features.slice.Draws), by slice name; a

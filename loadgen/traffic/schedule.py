@@ -9,8 +9,8 @@ they belong to the first workload class (its API; "default" for a single workloa
 With several workload classes, each request's class is drawn by weight (seeded), then its lengths
 from that class's distributions and, for a class with a dataset, its prompt: a dataset line
 sampled uniformly with replacement. A single workload draws exactly as before classes existed.
-Which requests the client cancels (`workload.cancel`), and when, is drawn from streams of its own
-(loadgen.traffic.plan_cancel): it changes nothing else of the plan.
+Where the client stops requests early (a slice's stops, loadgen.features.slice.Stops) is drawn
+from streams of their own: it changes nothing else of the plan.
 Likewise each feature slice's draws (loadgen.features: PlannedRequest.drawn); a Mooncake trace
 row carries its blocks (`hash_ids`).
 
@@ -32,18 +32,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loadgen.collect.stats import PhaseWindow
-from loadgen.features import slice_draws
+from loadgen.features import slice_draws, slice_stops
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Scenario, Workload
-from loadgen.traffic.plan_cancel import CancelPlan, cancel_entropy
 from loadgen.traffic.plan_draws import plan_draws
 from loadgen.traffic.plan_requests import Constants, FeatureSteps, make_requests
 from loadgen.traffic.plan_streams import Ticker, plan_arrivals
-from loadgen.traffic.planned import Cancel, PhaseConstants, Phases, PlannedRequest, Prefix, SessionStart
+from loadgen.traffic.planned import PhaseConstants, Phases, PlannedRequest, Prefix, SessionStart
 
 __all__ = [
     "CHUNK",
-    "Cancel",
     "Draw",
     "PhaseConstants",
     "Phases",
@@ -119,14 +117,14 @@ def build_schedule(
     tick = Ticker(checkpoint)
     arrivals = plan_arrivals(scenario.traffic, scenario.warmup, rng, tick)
     draws = plan_draws(scenario.classes, arrivals.count, rng, tick)
-    cancels = CancelPlan.of(scenario.classes, cancel_entropy(scenario.seed))
+    stops = slice_stops(scenario.classes, scenario.seed)
     blocks = [getattr(phase, "block_tokens", 0) for phase in scenario.traffic]  # trace phases'
     sessions = _session_starts(scenario)
     drawn = slice_draws(scenario.classes, scenario.seed)
 
     def make() -> Iterator[PlannedRequest]:
         steps = FeatureSteps(
-            cancel=None if cancels is None else cancels.cursor(),
+            stop=None if stops is None else stops.cursor(),
             drawn={name: plan.cursor() for name, plan in drawn.items()},
         )
         return make_requests(arrivals, draws, steps, Constants(scenario.warmup, blocks, sessions), chunk)

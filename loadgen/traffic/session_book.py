@@ -11,13 +11,13 @@ the same turns, whatever the timing, and the plan's own streams are never touche
 history (every prompt and the server's actual answers) is dropped when it ends: when its last turn
 is answered, when a turn fails or is cancelled, or when its next turn would be due after the
 linger bound (it is then counted as cut). A later turn keeps turn 1's shared-prefix group (its
-history begins with turn 1's prompt) and is cancelled with the class's `cancel` share, drawn per
-turn from the session's generator after its other draws.
+history begins with turn 1's prompt) and stops early where the slices' stops say, drawn per turn
+from the session's generator after its other draws (loadgen.features.later_stops).
 
 A session replayed from a conversation trace (loadgen.inputs.conversations) is scripted: its turn
 1 carries a SessionStart `script` (every later turn's think time, lengths and optional text), which
 becomes its SessionDraws instead of a draw; it needs no `workload.sessions` and is never
-cancelled past turn 1. Each session's linger is the run's session policy's (session_policy.py).
+stopped early past turn 1. Each session's linger is the run's session policy's (session_policy.py).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from loadgen.collect.records import RequestRecord
+from loadgen.features import later_stops
+from loadgen.features.slice import Stop
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.vocabulary import prompt_text
-from loadgen.scenario.cancel import CancelSpec
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.model import Workload
 from loadgen.scenario.sessions import (
@@ -40,9 +41,8 @@ from loadgen.scenario.sessions import (
     SessionsSpec,
     later_turn_id,
 )
-from loadgen.traffic.plan_cancel import cancel_points
 from loadgen.traffic.prompts import request_prompt
-from loadgen.traffic.schedule import Cancel, PlannedRequest, Prefix
+from loadgen.traffic.schedule import PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
 from loadgen.wire.answer import ToolCall
 from loadgen.wire.chat import ChatMessage, MadeToolCall
@@ -62,8 +62,8 @@ class SessionDraws:
     think_s: tuple[float, ...]
     prompt_tokens: tuple[int, ...]
     output_tokens: tuple[int, ...]
-    # (cancel after s, after tokens) of each later turn; (None, None): not cancelled
-    cancels: tuple[tuple[float | None, int | None], ...] = ()
+    # Where each later turn stops early (None: read to the end); empty: none does
+    stops: tuple[Stop | None, ...] = ()
     # A scripted session's later turns' texts (None: prompt_tokens words); empty: all words
     prompts: tuple[str | None, ...] = ()
 
@@ -98,7 +98,7 @@ def session_draws(
     prompt = [int(n) for n in sample(workload.prompt_tokens, later, rng).tolist()]
     output = [int(n) for n in sample(workload.output_tokens, later, rng).tolist()]
     texts: tuple[str | None, ...] = ()
-    if given is not None:  # the conversation's own, drawn all the same (the cancels come after)
+    if given is not None:  # the conversation's own, drawn all the same (the stops come after)
         prompt = [n for _, n, _ in given[:later]]
         output = [
             reply if reply is not None else drawn
@@ -110,24 +110,9 @@ def session_draws(
         think_s=tuple(think.tolist()),
         prompt_tokens=tuple(prompt),
         output_tokens=tuple(output),
-        cancels=_later_cancels(workload.cancel, later, rng),
+        stops=later_stops(workload, later, rng),
         prompts=texts,
     )
-
-
-def _later_cancels(
-    spec: CancelSpec | None, later: int, rng: np.random.Generator
-) -> tuple[tuple[float | None, int | None], ...]:
-    """Which later turns the user cancels (`workload.cancel`, its share per turn), and when: drawn
-    after the session's other draws, so adding `cancel:` changes none of those. Turn 1's comes
-    from the plan, like any planned request's."""
-    decided: list[tuple[float | None, int | None]] = [(None, None)] * later
-    if spec is None or later == 0:
-        return tuple(decided)
-    chosen = np.flatnonzero(rng.random(later) < spec.share).tolist()
-    for turn, point in zip(chosen, cancel_points(spec.after, len(chosen), rng), strict=True):
-        decided[turn] = point
-    return tuple(decided)
 
 
 @dataclass
@@ -262,7 +247,7 @@ class SessionBook:
             prompt_tokens=draws.prompt_tokens[turn - 1],
             output_tokens=draws.output_tokens[turn - 1],
             prompt=draws.prompts[turn - 1] if draws.prompts else None,
-            cancel=_cancel(draws.cancels[turn - 1]) if draws.cancels else None,
+            stop=draws.stops[turn - 1] if draws.stops else None,
         )
 
     def _within(self, session: _Session, due_s: float) -> bool:
@@ -316,7 +301,7 @@ class SessionBook:
             prompt_tokens=results,
             output_tokens=session.output_tokens,
             prompt=None,
-            cancel=None,
+            stop=None,
         )
 
     def _add_calls(
@@ -350,11 +335,6 @@ class SessionBook:
         """A due turn that will not be sent (the run is over): its session is cut."""
         if self._open.pop(planned.id, None) is not None:
             self.counts.cut += 1
-
-
-def _cancel(point: tuple[float | None, int | None]) -> Cancel | None:
-    """A later turn's cancel point as drawn ((None, None): not cancelled)."""
-    return None if point == (None, None) else Cancel(*point)
 
 
 def _later_prefix(first: Prefix | None) -> Prefix | None:

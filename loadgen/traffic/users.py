@@ -6,11 +6,11 @@ lands (iterating the stream would wait for 4 KiB blocks and smear TTFT), with a 
 where the loop's sweeper reads it (stream_sweeper.py), else a monotonic clock. One
 gevent.Timeout bounds the whole request in wall time: connect, headers, body.
 
-A request planned to be cancelled (workload.cancel) is closed by the client as a user closes a
-tab: a second timer its `cancel.after_s` after its send, or once `cancel.after_tokens` content chunks
-have arrived. Its connection is dropped (the server sees the client go), and its record is
-`cancelled` with what it received: first token, gaps, tokens, and the moment it was cancelled as
-its end. A request whose answer ends (or fails) before its cancel point is recorded as it ended.
+A request planned to stop early (its `stop`, from a slice's stops) is closed by the client as a
+user closes a tab: a second timer its `stop.after_s` after its send, or once `stop.after_tokens`
+content chunks have arrived. Its connection is dropped (the server sees the client go), and its
+record is `cancelled` with what it received: first token, gaps, tokens, and the moment it was
+stopped as its end. A request whose answer ends (or fails) before its stop is recorded as it ended.
 """
 
 from __future__ import annotations
@@ -204,16 +204,16 @@ class OpenAIUser(FastHttpUser):
 
     def _exchange(self, prepared: _Prepared, planned: PlannedRequest) -> Outcome:
         """Send, read the answer, and sort how it ended. One timer bounds the whole request;
-        a planned cancel is a second one (after a time) or a count of chunks."""
+        a planned stop is a second one (after a time) or a count of chunks."""
         workload, out = prepared.workload, Outcome()
         timeout = gevent.Timeout(workload.request_timeout)
-        after_s = planned.cancel.after_s if planned.cancel is not None else None
-        cancel = gevent.Timeout(after_s) if after_s is not None else None
+        after_s = planned.stop.after_s if planned.stop is not None else None
+        stop = gevent.Timeout(after_s) if after_s is not None else None
         response: Any = None
         timeout.start()
         out.sent_ns = time.perf_counter_ns()  # after the body is built: from_send is the server's share
-        if cancel is not None:
-            cancel.start()
+        if stop is not None:
+            stop.start()
         try:
             # A stream's head is read with its body (read_answer): one wake-up for both. Until
             # it has come, a failure is no response (answered).
@@ -226,12 +226,12 @@ class OpenAIUser(FastHttpUser):
             )
             self._read(response, prepared, planned, out)
         except (gevent.Timeout, TokensReached, LineTooLong, OSError, HTTPException, ValueError) as exc:
-            if not sort_ending(exc, out, response, timeout, cancel, workload.request_timeout):
+            if not sort_ending(exc, out, response, timeout, stop, workload.request_timeout):
                 raise  # another greenlet's timeout
         finally:
             timeout.close()
-            if cancel is not None:
-                cancel.close()
+            if stop is not None:
+                stop.close()
             self._release(response, out)
         out.done_ns = out.done_ns or time.perf_counter_ns()
         result = prepared.reader.result
@@ -247,7 +247,7 @@ class OpenAIUser(FastHttpUser):
         text and Retry-After into `out`."""
         workload, limit = prepared.workload, prepared.workload.max_line
         if workload.stream:
-            after_tokens = planned.cancel.after_tokens if planned.cancel is not None else None
+            after_tokens = planned.stop.after_tokens if planned.stop is not None else None
             out.done_ns = read_stream(response, prepared.reader, limit, after_tokens)
         out.http_status = response.status_code
         if out.http_status != 200:
@@ -261,7 +261,7 @@ class OpenAIUser(FastHttpUser):
         """The connection back to the pool, or dropped where it cannot be reused."""
         if out.http_status is None and answered(response):  # the stream's reading raised
             out.http_status = response.status_code
-        if response is not None:  # a cancelled stream is left unread: its connection goes
+        if response is not None:  # a stopped stream is left unread: its connection goes
             release(response, drop=out.kind == "line_too_long" or out.status == "cancelled")
         if out.status == "cancelled" and not out.http_status:
             self._reset_connections()
@@ -325,7 +325,7 @@ class OpenAIUser(FastHttpUser):
                 ctx.next_turn(following)
 
     def _reset_connections(self) -> None:
-        """Close this user's connections after a cancel before the response came. The cancel can
+        """Close this user's connections after a stop before the response came. The stop can
         land anywhere in the HTTP client, also while the request is being sent, where the
         client neither closes the socket nor frees its pool slot: with one slot per user, every
         later request would then wait for it until its timeout. A fresh pool is made on the

@@ -10,8 +10,6 @@ bytes hold by chance with odds of about 2⁻¹⁹⁰.
 
 from __future__ import annotations
 
-from urllib3 import encode_multipart_formdata
-
 from loadgen.wire.answer import AnswerReader, Metrics, Part
 from loadgen.wire.call import Call, WireRequest
 from loadgen.wire.transcription_stream import TranscriptionReader
@@ -30,6 +28,9 @@ class TranscriptionsApi:
             raise ValueError("a transcription request carries a recording only")
         if call.audio is None:
             raise ValueError("a transcription request needs a recording (workload.audio)")
+        # urllib3 imports ssl: not at import, before gevent patches it (loadgen.cli's run)
+        from urllib3 import encode_multipart_formdata
+
         audio = call.audio
         fields: list[tuple[str, str | tuple[str, bytes, str]]] = [
             ("model", call.model),

@@ -104,7 +104,7 @@ def test_half_the_streams_cancel_after_3_tokens_and_their_slots_free_at_once(
     ok = [r for r in records if r["status"] == "ok"]
     assert len(records) == 20 and len(cancelled) + len(ok) == 20
     assert [r["id"] for r in cancelled] == [
-        p.id for p in planned if p.cancel is not None and p.cancel.after_tokens == 3
+        p.id for p in planned if p.stop is not None and p.stop.after_tokens == 3
     ]
     assert 0 < len(cancelled) < 20
     for record in cancelled:
@@ -146,7 +146,7 @@ def test_every_stream_cancelled_after_a_time_ends_the_work_long_before_the_answe
     assert run.code == 0, run.stderr
     assert _running(server) == 0 and time.monotonic() - started < 3000 * ITL_S / 2
     planned = {
-        p.id: p.cancel.after_s if p.cancel else None for p in build_schedule(parse_scenario(text)).requests
+        p.id: p.stop.after_s if p.stop else None for p in build_schedule(parse_scenario(text)).requests
     }
     records = run.records()
     assert len(records) == 20 and {r["status"] for r in records} == {"cancelled"}

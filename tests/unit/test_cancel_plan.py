@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from loadgen.distributed import plan_wire
+from loadgen.features.cancel.draws import cancel_entropy
+from loadgen.features.cancel.key import SPEC
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
-from loadgen.traffic.plan_cancel import cancel_entropy
 from loadgen.traffic.schedule import CHUNK, PlannedRequest, build_schedule
 from tests.unit.eager_schedule import eager_schedule
 
@@ -61,13 +62,14 @@ def _one(cancel: str, stream: str = "true") -> str:
 
 def test_both_shapes_parse_with_units() -> None:
     by_time = parse_scenario(_one("{share: 25%, after: {time: {kind: uniform, min: 200ms, max: 2s}}}"))
-    spec = by_time.workload.cancel
+    spec = SPEC.of(by_time.workload)
     assert spec is not None and spec.share == 0.25 and spec.after.tokens is None
     assert spec.after.time is not None and spec.after.time.kind == "uniform"
     assert (spec.after.time.min, spec.after.time.max) == (0.2, 2.0)
     by_tokens = parse_scenario(_one("{share: 1, after: {tokens: {kind: fixed, value: 3}}}"))
-    assert by_tokens.workload.cancel is not None and by_tokens.workload.cancel.after.tokens is not None
-    assert parse_scenario(_one("null")).workload.cancel is None
+    tokens = SPEC.of(by_tokens.workload)
+    assert tokens is not None and tokens.after.tokens is not None
+    assert SPEC.of(parse_scenario(_one("null")).workload) is None
 
 
 @pytest.mark.parametrize(
@@ -99,14 +101,14 @@ def test_adding_cancel_moves_nothing_else_of_the_plan() -> None:
     the same scenario without `cancel:`, the eager planner's, request by request (times bit for
     bit); without `cancel:` no request is cancelled."""
     plain = parse_scenario("\n".join(line for line in MIXED.splitlines() if "cancel:" not in line))
-    assert all(workload.cancel is None for _, _, workload in plain.classes)
+    assert all(SPEC.of(workload) is None for _, _, workload in plain.classes)
     plain_plan = list(build_schedule(plain).requests)
     assert plain_plan == eager_schedule(plain).requests
-    assert all(r.cancel is None for r in plain_plan)
+    assert all(r.stop is None for r in plain_plan)
     lazy = list(build_schedule(parse_scenario(MIXED), chunk=97).requests)
-    stripped = [dataclasses.replace(r, cancel=None) for r in lazy]
+    stripped = [dataclasses.replace(r, stop=None) for r in lazy]
     assert stripped == plain_plan
-    assert sum(r.cancel is not None for r in lazy) > 50
+    assert sum(r.stop is not None for r in lazy) > 50
 
 
 def _eager_cancels(
@@ -114,7 +116,7 @@ def _eager_cancels(
 ) -> list[tuple[float | None, int | None]]:
     """The oracle: every request's uniform in one draw, each class's values in one draw."""
     names = [name for name, _, _ in scenario.classes]
-    specs = [workload.cancel for _, _, workload in scenario.classes]
+    specs = [SPEC.of(workload) for _, _, workload in scenario.classes]
     indices = np.array([names.index(r.request_class) for r in requests])
     shares = np.array([0.0 if spec is None else spec.share for spec in specs])
     entropy = cancel_entropy(scenario.seed)
@@ -141,7 +143,7 @@ def test_the_lazy_cancels_are_one_whole_draw_whatever_the_chunk(chunk: int) -> N
     got = [_point(r) for r in requests]
     assert got == _eager_cancels(scenario, requests)
     by_class = {name: [r for r in requests if r.request_class == name] for name, _, _ in scenario.classes}
-    assert not any(r.cancel for r in by_class["patient"])
+    assert not any(r.stop for r in by_class["patient"])
     assert all(_point(r)[0] is None for r in by_class["reader"])
     assert {_point(r)[1] for r in by_class["reader"]} - {None} == set(range(2, 10))
     traced = [r for r in requests if r.phase == 1]
@@ -154,7 +156,7 @@ def test_the_share_is_the_fraction_cancelled_and_the_times_follow_their_distribu
         "rate: 5, duration: 2s", "rate: 1000, duration: 20s"
     )
     requests = list(build_schedule(parse_scenario(text)).requests)
-    times = np.array([r.cancel.after_s for r in requests if r.cancel is not None])
+    times = np.array([r.stop.after_s for r in requests if r.stop is not None])
     n = len(requests)
     assert abs(len(times) / n - 0.3) < 4 * np.sqrt(0.3 * 0.7 / n)  # 20,000 draws: within 4 σ
     assert times.min() == 0.0  # a normal's draws below 0 cancel at the send
@@ -174,14 +176,14 @@ def test_the_cancels_travel_to_workers_and_an_older_master_sends_none() -> None:
     requests = list(build_schedule(parse_scenario(MIXED)).requests)
     columns = plan_wire.encode_requests(requests)
     assert plan_wire.decode_requests(columns) == requests
-    assert "cancel" in columns
+    assert "stop" in columns
     older = columns.copy()
-    del older["cancel"]
+    del older["stop"]
     decoded = plan_wire.decode_requests(older)
-    assert [dataclasses.replace(r, cancel=None) for r in requests] == decoded
+    assert [dataclasses.replace(r, stop=None) for r in requests] == decoded
 
 
 def _point(request: PlannedRequest) -> tuple[float | None, int | None]:
     """A request's cancel point: (after s, after tokens); (None, None) when not cancelled."""
-    cancel = request.cancel
+    cancel = request.stop
     return (cancel.after_s, cancel.after_tokens) if cancel is not None else (None, None)

@@ -113,7 +113,7 @@ def test_scripted_draws_take_the_script_as_lists_too():
         (6, 9),
     )
     assert draws.prompts == (None, "hello there")
-    assert draws.cancels == ()
+    assert draws.stops == ()
 
 
 def _scenario(tmp_path: Path) -> Any:

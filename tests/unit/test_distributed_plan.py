@@ -11,7 +11,8 @@ import pytest
 
 from loadgen.collect.records import RequestRecord
 from loadgen.distributed import plan_wire, protocol
-from loadgen.traffic.schedule import Cancel, PhaseConstants, PlannedRequest, Prefix, SessionStart
+from loadgen.features.slice import Stop
+from loadgen.traffic.schedule import PhaseConstants, PlannedRequest, Prefix, SessionStart
 
 
 def _plan(count: int) -> list[PlannedRequest]:
@@ -160,12 +161,12 @@ def test_planned_request_fields_all_travel() -> None:
     plain = _plan(3)
     featured = replace(
         plain[1],
-        cancel=Cancel(after_s=None, after_tokens=4),
+        stop=Stop(after_s=None, after_tokens=4),
         prefix=Prefix(group=2, blocks=(7, 8), block_tokens=16),
         session=SessionStart(seed=9, script=((1.5, 10, 4, None), (0.25, 3, 2, "text"))),
         drawn={"images": 2, "adapters": 1},
     )
-    plan = [plain[0], featured, replace(plain[2], cancel=Cancel(after_s=0.5), drawn={"images": 1})]
+    plan = [plain[0], featured, replace(plain[2], stop=Stop(after_s=0.5), drawn={"images": 1})]
     assert plan_wire.decode_requests(plan_wire.encode_requests(plan)) == plan
     wire = _over_the_channel(plan_wire.encode_requests(plan))
     assert plan_wire.decode_requests(wire) == plan
@@ -174,7 +175,7 @@ def test_planned_request_fields_all_travel() -> None:
 def test_a_feature_costs_nothing_when_off_and_an_index_when_shared() -> None:
     plan = _plan(300)
     columns = plan_wire.encode_requests(plan)
-    assert not {"cancel", "prefix", "session", "drawn"} & set(columns)
+    assert not {"stop", "prefix", "session", "drawn"} & set(columns)
     assert columns["classes"] == ["batch", "chat"] and columns["request_class"][:3] == [0, 1, 0]
     start = SessionStart(seed=41)  # one a class: every request of the class shares it
     shared = [replace(request, session=start) if request.id >= 100 else request for request in plan]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from loadgen.features.cancel.spec import CancelTokens
 from loadgen.features.images.spec import ImageCount
-from loadgen.scenario.cancel import CancelTokens
 from loadgen.scenario.distributions import Fixed, Normal, sample
 from loadgen.scenario.durations import DurationDistribution
 from loadgen.scenario.lengths import MAX_TOKENS, Length

@@ -28,6 +28,8 @@ ALSO_NAMED = {
     "tools": ("wire/", "traffic/session_book.py", "traffic/users.py"),
     "reasoning": ("wire/",),
     "images": ("wire/responses.py",),
+    # other libraries' cancel methods: the energy monitor's window, a gevent signal watcher
+    "cancel": ("collect/energy_sampler.py", "live/metrics_server.py"),
 }
 # The word a slice is found by in the source besides its fields and package ("image" for images:
 # "images" and "image_url"); reasoning has none, since TTFT's and TTFAT's definitions name it.
@@ -35,11 +37,15 @@ ALSO_NAMED = {
 # prefix cache too, whose measurement (metrics.prefix_cache, a record's `prefix_group` and
 # `cached_tokens`) is the core's, fed by a trace's shared blocks and any server's cached tokens
 # as well as by the slice's leads.
+# Cancellations' is any `cancel…` but the core's own: the status `cancelled` of a request the
+# client stopped early (a planned Stop, whoever planned it), its counts `cancelled` and
+# `cancel_rate` in every `metrics` object, `slo.cancel_rate`, and "cancellation(s)" or "cancel rate".
 STEMS = {
     "images": "image",
     "tools": "tool_call",
     "adapters": "lora",
     "prefix": r"workload\.prefix|PrefixSpec|prefix_text|plan_prefix|PREFIX_MARK|PREFIX_STREAM|prefix_entropy",
+    "cancel": "cancel(?!led|lation|[_ ]rate)",
 }
 # A slice's field found as a quoted key where its bare word names something else: `adapter` is
 # also the server adapter (servers.adapter, the run's `ctx.adapter`), no LoRA's.

@@ -41,11 +41,11 @@ def _group(request: PlannedRequest) -> int | None:
 
 def test_a_rate_level_cancels_and_prefixes_its_share() -> None:
     shaped = LevelBehaviour(WORKLOAD, 7, 2).apply(_level(2))
-    cancelled = [r for r in shaped if r.cancel is not None]
+    cancelled = [r for r in shaped if r.stop is not None]
     prefixed = [r for r in shaped if _group(r) is not None]
     assert len(shaped) == 1000
     assert 430 < len(cancelled) < 570 and all(
-        r.cancel is not None and r.cancel.after_tokens == 3 for r in cancelled
+        r.stop is not None and r.stop.after_tokens == 3 for r in cancelled
     )
     assert 740 < len(prefixed) < 860 and {_group(r) for r in prefixed} == {0, 1, 2}
     # Only the drawn fields change: times and lengths are the level's own.
@@ -83,5 +83,5 @@ def test_a_closed_loop_level_shapes_each_request_it_makes() -> None:
         behaviour=LevelBehaviour(WORKLOAD, 7, 0),
     )
     made = [supply.next(0.01 * i) for i in range(400)]
-    assert 150 < sum(r.cancel is not None for r in made) < 250
+    assert 150 < sum(r.stop is not None for r in made) < 250
     assert 280 < sum(_group(r) is not None for r in made) < 360

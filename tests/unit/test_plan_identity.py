@@ -73,7 +73,7 @@ def _adapter(request: PlannedRequest) -> str | None:
 
 def flat(request: PlannedRequest, phases: Mapping[int, PhaseConstants]) -> tuple[Any, ...]:
     """The request as the flat PlannedRequest held it (its 20 fields, in their order)."""
-    phase, cancel, prefix, session = phases[request.phase], request.cancel, request.prefix, request.session
+    phase, cancel, prefix, session = phases[request.phase], request.stop, request.prefix, request.session
     blocks = prefix.blocks if prefix is not None else None
     drawn_group = request.drawn.get("prefix", 0)  # a slice's draw (loadgen.features.prefix): group + 1
     if drawn_group:
@@ -145,9 +145,8 @@ def test_a_seeded_plan_is_what_the_flat_planner_made(text: str, count: int, expe
     assert len(requests) == count
     # the case covers every feature
     covered = (
-        {"cancel", "session", "drawn"}  # drawn: the images, adapters and prefix slices' draws
-        if text is FEATURES
-        else {"prefix", "session", "prompt"}
+        # stop: the cancel slice's stops; drawn: the images, adapters and prefix slices' draws
+        {"stop", "session", "drawn"} if text is FEATURES else {"prefix", "session", "prompt"}
     )
     assert all(any(getattr(r, name) for r in requests) for name in covered)
     drawn = {name for r in requests for name in r.drawn}

@@ -44,7 +44,7 @@ LARGE = 50_000  # example plans beyond this many requests are compared at one ch
 # Their own tests check them (test_cancel_plan, test_prefix_plan, test_trace_blocks,
 # test_sessions, test_adapter_plan, test_image_draws); here they must leave every other field as it was.
 _OWN_STREAMS: dict[str, Any] = {
-    "cancel": None,
+    "stop": None,  # the cancel slice's
     "prefix": None,
     "session": None,
     "drawn": {},  # the feature slices' (loadgen.features): images, adapters

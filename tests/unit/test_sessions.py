@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from loadgen.collect.records import RequestRecord, Status
+from loadgen.features.slice import Stop
 from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.distributions import sample
 from loadgen.scenario.loader import ScenarioError, parse_scenario
@@ -99,9 +100,9 @@ def test_later_turns_cancel_at_the_share_and_leave_the_other_draws_alone() -> No
             base.think_s,
             base.prompt_tokens,
         )
-        assert set(base.cancels) <= {(None, None)}
-        later += len(draws.cancels)
-        cancelled += sum(after == (None, 5) for after in draws.cancels)
+        assert set(base.stops) <= {None}
+        later += len(draws.stops)
+        cancelled += sum(after == Stop(None, 5) for after in draws.stops)
     assert later > 500 and 0.25 < cancelled / later < 0.35
 
 

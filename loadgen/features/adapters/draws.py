@@ -14,7 +14,7 @@ from loadgen.features.adapters.spec import AdaptersSpec
 from loadgen.features.class_streams import ClassStreams
 from loadgen.features.slice import Classes
 
-# Mixed into the seed of the adapter streams ("lora"), apart from the plan's, cancels', prefixes'.
+# Mixed into the seed of the adapter streams ("lora"), apart from the plan's, prefixes', other slices'.
 ADAPTER_STREAM = 0x6C6F7261
 
 

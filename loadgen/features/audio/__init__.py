@@ -1,5 +1,5 @@
 """Transcription recordings (`workload.audio`: spec): an `api: transcriptions` request uploads a
-WAV of a drawn length (draws, clips, attach) or a folder's file, recorded as `audio_s` (record),
+WAV of a drawn length (draws, clips, attach) or a folder's file, recorded as `audio_seconds` (record),
 summed up as report.json's `metrics.audio` (audio seconds per second, the real-time factor:
 stats) and shown in report.md and report.html (report/)."""
 

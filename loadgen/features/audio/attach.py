@@ -32,7 +32,7 @@ class AudioAttachment:
     def fields(
         self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
     ) -> Mapping[str, ExtraValue]:
-        return {"audio_s": attached.audio_s}
+        return {"audio_seconds": attached.audio_s}
 
 
 AUDIO_ATTACHMENT = AudioAttachment()

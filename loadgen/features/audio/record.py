@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from loadgen.collect.field_doc import FieldDoc
 
 AUDIO_FIELDS: Mapping[str, FieldDoc] = {
-    "audio_s": FieldDoc(
+    "audio_seconds": FieldDoc(
         "number",
         "the length in seconds of the recording it uploaded "
         "([`workload.audio`](scenario.md#transcriptions)); null where not known (a folder's file "

@@ -46,7 +46,7 @@ class AudioPart(TypedDict):
 
 
 def add_audio(group: Group, cols: Columns, rows: np.ndarray, chunk: ChunkValues) -> None:
-    seconds = cols.extra["audio_s"][rows]
+    seconds = cols.extra["audio_seconds"][rows]
     known = ~np.isnan(seconds)
     if not known.any():
         return

@@ -14,7 +14,7 @@ from loadgen.features.images.spec import ImagesSpec
 from loadgen.features.slice import Classes
 from loadgen.scenario.distributions import sample
 
-# Mixed into the seed of the image streams ("imag"), apart from the plan's, cancels' and prefixes'.
+# Mixed into the seed of the image streams ("imag"), apart from the plan's, prefixes' and other slices'.
 IMAGE_STREAM = 0x696D6167
 
 

@@ -27,7 +27,7 @@ from loadgen.features.prefix.key import SPEC
 from loadgen.features.prefix.spec import PrefixSpec
 from loadgen.features.slice import Classes
 
-# Mixed into the seed of the prefix streams ("pref"), apart from the plan's and the cancels'.
+# Mixed into the seed of the prefix streams ("pref"), apart from the plan's and the slices'.
 PREFIX_STREAM = 0x70726566
 _DECIDE = 0  # the sub-stream of the per-request uniforms; class i's groups are 1 + i
 

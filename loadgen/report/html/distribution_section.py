@@ -133,7 +133,7 @@ def _percent(rate: float | None) -> str:
 def class_table(classes: Mapping[str, Metrics], label: str = "class") -> str:
     """One row per class (or a slice's group, an adapter: `label`); a `cancelled` column only when some had
     cancellations."""
-    cancels = any(metrics.cancelled for metrics in classes.values())
+    some_cancelled = any(metrics.cancelled for metrics in classes.values())
     rows = []
     for name, metrics in classes.items():
         rows.append(
@@ -143,7 +143,7 @@ def class_table(classes: Mapping[str, Metrics], label: str = "class") -> str:
                 num(metrics.achieved_rate, "req/s"),
                 num(metrics.output_tokens_per_s, "tok/s"),
                 _percent(metrics.error_rate),
-                *([_percent(metrics.cancel_rate)] if cancels else []),
+                *([_percent(metrics.cancel_rate)] if some_cancelled else []),
                 *(
                     num(value)
                     for latency in (metrics.ttft_ms, metrics.itl_ms, metrics.e2e_ms)
@@ -151,6 +151,6 @@ def class_table(classes: Mapping[str, Metrics], label: str = "class") -> str:
                 ),
             ]
         )
-    headers = [label, "requests", "rate", "tokens/s", "errors", *(["cancelled"] if cancels else [])]
+    headers = [label, "requests", "rate", "tokens/s", "errors", *(["cancelled"] if some_cancelled else [])]
     headers += [f"{m} {p} (ms)" for m in ("TTFT", "ITL", "e2e") for p in ("p50", "p95")]
     return table(headers, rows)

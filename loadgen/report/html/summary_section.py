@@ -63,9 +63,9 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else num(float(value) * 100, "%")
 
 
-def _cancel_card(metrics: Metrics, server: Server) -> list[Card]:
+def _cancelled_card(metrics: Metrics, server: Server) -> list[Card]:
     """The cancel rate beside the error rate, only when the client cancelled some
-    (workload.cancel); the server's aborted count says whether it freed their slots."""
+    (stopped early as planned); the server's aborted count says whether it freed their slots."""
     if not metrics.cancelled:
         return []
     aborted = server.metrics.requests_aborted if server.metrics else None
@@ -104,7 +104,7 @@ def key_cards(report: Report) -> str:
         ),
         *_throughput_cards(metrics),
         Card("error rate", _pct(metrics.error_rate), status="fail" if errors else "none"),
-        *_cancel_card(metrics, server),
+        *_cancelled_card(metrics, server),
         *slice_cards(metrics),
         Card(
             "cold start",

@@ -170,7 +170,7 @@ def errors_chart(timeline: Timeline, bins: Bins, spans: Sequence[Span]) -> Chart
         zero = np.zeros(len(bins.starts))
         series = [_series("errors", "errors", bins.starts, zero, style="step", color=PALETTE[2])]
         caption, title = "No request failed.", "Errors per second: none"
-    cancelled = timeline.tally("cancelled")  # workload.cancel; absent from a Timeline without it
+    cancelled = timeline.tally("cancelled")  # stopped as planned; absent from a Timeline without them
     if cancelled.any():
         series.append(
             _series(

@@ -165,7 +165,7 @@ class CoreMetrics(ReportPart):
         description="errors / (requests − cancelled), a fraction (0.01 = 1%); null when no request "
         "ran to an outcome"
     )
-    cancelled: int = Field(description="requests the client cancelled on purpose (`workload.cancel`)")
+    cancelled: int = Field(description="requests the client cancelled on purpose (stopped early as planned)")
     cancel_rate: float | None = Field(description="cancelled / requests, a fraction")
     target_rate: float | None = Field(
         description="requests/s the schedule asked for (duration-weighted mean of the phases); "

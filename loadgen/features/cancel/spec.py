@@ -9,10 +9,11 @@ workload:
 
 A cancelled request's stream is closed (its connection dropped) `after.time` from its send, or
 once `after.tokens` content chunks have arrived; a request whose answer ends first is recorded as
-it ended. Which requests cancel, and when, is drawn per request from the plan's own seeded stream
-(loadgen.traffic.plan_cancel). The distributions are written as the workload's lengths
-(fixed, uniform, normal, lognormal): in seconds (with units, `200ms`) for `time`, rounded to a
-whole number ≥ 1 for `tokens`; a normal time below 0 cancels at the send.
+it ended. Which requests cancel, and when, is drawn per request from the slice's own seeded
+streams (loadgen.features.cancel.draws); the core stops the request there (a planned Stop). The
+distributions are written as the workload's lengths (fixed, uniform, normal, lognormal): in seconds
+(with units, `200ms`) for `time`, rounded to a whole number ≥ 1 for `tokens`; a normal time below 0
+cancels at the send.
 """
 
 from __future__ import annotations
@@ -23,10 +24,15 @@ from pydantic import field_validator, model_validator
 
 from kernel.strict import StrictModel
 from kernel.units import Fraction
+from loadgen.inputs.files import field_error
 from loadgen.scenario.distributions import Distribution, counts
 from loadgen.scenario.durations import DurationDistribution
+from loadgen.scenario.slice_model import SliceSpec
 
-# As workload.MAX_TOKENS (not imported: workload.py imports this module).
+if TYPE_CHECKING:
+    from loadgen.scenario.workload import WorkloadCore
+
+# As workload.MAX_TOKENS (not imported: the workload model is built with this one).
 MAX_CANCEL_TOKENS = 10_000_000
 
 # ---- after a time from the send ------------------------------------------------------------------
@@ -67,7 +73,7 @@ class CancelAfter(StrictModel):
         return self
 
 
-class CancelSpec(StrictModel):
+class CancelSpec(SliceSpec):
     share: Fraction  # of the class's requests, each drawn with this probability
     after: CancelAfter
 
@@ -77,3 +83,10 @@ class CancelSpec(StrictModel):
         if share <= 0:
             raise ValueError("share must be more than 0% (leave cancel: out for no cancellations)")
         return share
+
+    @classmethod
+    def fits(cls, workload: WorkloadCore, spec: SliceSpec | None) -> None:
+        """Counting tokens needs them streamed: a whole answer comes at once."""
+        if isinstance(spec, CancelSpec) and spec.after.tokens is not None and not workload.stream:
+            message = "cancelling after tokens needs stream: true (give after: {time: ...} instead)"
+            raise field_error(("cancel", "after", "tokens"), message, None)
