@@ -20,7 +20,7 @@ def _call(**asks: Any) -> Call:
 
 
 def test_each_api_is_found_by_its_name_and_measures_generation_or_latency() -> None:
-    assert sorted(WIRE_APIS) == ["chat", "completions", "embeddings", "rerank", "responses"]
+    assert sorted(WIRE_APIS) == ["chat", "completions", "embeddings", "rerank", "responses", "transcriptions"]
     for name, api in WIRE_APIS.items():
         items = name in ("embeddings", "rerank")
         measures = "latency" if items else "generation"  # an API of items answers whole
