@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from loadgen.evaluate.curve import LevelResult, Over
+from loadgen.evaluate.parts import OMIT_NONE
 from loadgen.fmt import format_number
 
 
@@ -36,6 +37,9 @@ class CapacityAtSLO:
     sessions_per_s: float | None
     sessions_ci95: tuple[float, ...] | None
     grid: GridStep | None
+    # An API of items: the capacity level's items answered per second (left out of report.json
+    # where no items were sent)
+    items_per_s: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 def _sustained(levels: Sequence[LevelResult]) -> tuple[LevelResult | None, LevelResult | None]:
@@ -111,6 +115,7 @@ def capacity_at_slo(
         sessions_per_s=best.sessions_per_s,
         sessions_ci95=session_ci,
         grid=_grid(levels, best.level, over, precision),
+        items_per_s=best.items_per_s,
     )
 
 

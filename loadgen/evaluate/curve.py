@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
+from loadgen.evaluate.parts import OMIT_NONE
+
 
 class Over(StrEnum):
     """What a search's load levels count: `concurrency`, users that each send their next request
@@ -71,6 +73,8 @@ class LevelResult:
     # Multi-turn sessions (a rate level's arrivals are sessions): the sessions that started in
     # the measured window per second, the level's achieved rate in its own unit; None: no sessions.
     sessions_per_s: float | None = None
+    # An API of items (embeddings, rerank): the items answered per second; None: no items sent.
+    items_per_s: float | None = field(default=None, metadata=OMIT_NONE)
     # How sure (loadgen.evaluate.precision): the goodput's 95% interval (batch means over every
     # trial's batches) and each batch's goodput; the trials run; the per-level SLO checks whose
     # 95% interval straddles their threshold (neither held nor failed for sure).

@@ -195,6 +195,7 @@ def level_result(
         steady=None if drift is None else not moving,
         requests=metrics["requests"],
         sessions_per_s=_sessions_per_s(counted, total_s),
+        items_per_s=metrics["items"]["items_per_s"] if "items" in metrics else None,
         ci95=None if interval is None else (max(0.0, interval.low), interval.high),
         batch_rps=tuple(float(value) for value in batch_rps),
         trials=len(windows),

@@ -97,6 +97,13 @@ def slo_words(level: KneeLevel) -> str:
     return "failed: " + ", ".join(level.failed_slos)
 
 
+def _beside(capacity: Capacity) -> str:
+    """What the capacity carries beside its requests: items/s for an API of items, else tokens/s."""
+    if capacity.items_per_s is not None:
+        return _num(capacity.items_per_s, "items/s")
+    return _num(capacity.output_tokens_per_s, "tok/s")
+
+
 def capacity_lines(capacity: Capacity) -> list[str]:
     ci = capacity.ci95
     interval = f", 95% CI {_num(ci[0])}–{_num(ci[1])} req/s" if ci else ""
@@ -108,7 +115,7 @@ def capacity_lines(capacity: Capacity) -> list[str]:
     lines = [
         "## Capacity at SLO",
         "",
-        f"{capacity_words(capacity)} ({_num(capacity.output_tokens_per_s, 'tok/s')}) "
+        f"{capacity_words(capacity)} ({_beside(capacity)}) "
         f"per replica, at level {_num(capacity.level)}{interval}{limit}.",
     ]
     grid = capacity.grid

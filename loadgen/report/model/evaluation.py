@@ -42,6 +42,11 @@ class KneeLevel(ReportPart):
         description="sessions started in the window per second (the level's achieved rate); "
         "null without `workload.sessions`"
     )
+    items_per_s: float | None = Field(
+        default=None,
+        description="an API of items: items answered per second (inputs, documents); only in a "
+        "search that sent items",
+    )
     ci95: list[float] | None = Field(
         description="[low, high] 95% interval of `throughput_rps`: batch means (Student t) over "
         "every trial's batches; null with no requests"
@@ -96,6 +101,11 @@ class Capacity(ReportPart):
 
     rate_rps: float = Field(description="requests/s; 0 when no level held every SLO")
     output_tokens_per_s: float = Field(description="output tokens/s at that level")
+    items_per_s: float | None = Field(
+        default=None,
+        description="an API of items (`api: embeddings`, `rerank`): the items answered per second "
+        "at that level (inputs, documents); only in a search that sent items",
+    )
     ci95: list[float] | None = Field(
         description="[low, high] 95% interval of `rate_rps`: the capacity level's batch means over "
         "all its trials; null when no level held"
