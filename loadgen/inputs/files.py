@@ -9,6 +9,7 @@ file is a validation error at the key that named it, so the loader shows that ke
 from __future__ import annotations
 
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError, ValidationInfo
@@ -21,6 +22,22 @@ def base_dir(info: ValidationInfo) -> Path | None:
     """The scenario file's folder, when the loader gave one."""
     folder = (info.context or {}).get(BASE_DIR_CONTEXT)
     return Path(folder) if folder is not None else None
+
+
+def input_folder(folder: str, info: ValidationInfo, holds: str, found: Callable[[Path], object]) -> str:
+    """A folder of input files (`~` expanded; a relative one counts from the scenario's folder),
+    absolute (so the run folder's copy of the scenario reloads from anywhere); ValueError when it
+    is missing or `found` finds none of its files (`holds`: what it should hold, for the message)."""
+    given = Path(folder).expanduser()
+    base = base_dir(info)
+    if not given.is_absolute() and base is not None:
+        given = base / given
+    resolved = given.resolve()
+    if not resolved.is_dir():
+        raise ValueError(f"folder {folder}: no such folder")
+    if not found(resolved):
+        raise ValueError(f"folder {folder}: no {holds} in it")
+    return str(resolved)
 
 
 def resolve(path: str, info: ValidationInfo, key: str) -> Path:

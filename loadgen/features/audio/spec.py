@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from loadgen.inputs.files import base_dir, field_error
+from loadgen.inputs.files import field_error, input_folder
 from loadgen.scenario.durations import DurationDistribution
 from loadgen.scenario.slice_model import SliceSpec
 
@@ -59,16 +59,8 @@ class AudioSpec(SliceSpec):
             raise ValueError("give seconds: (generated recordings) or folder: (files), one of them")
         if self.folder is None:
             return self
-        given = Path(self.folder).expanduser()
-        folder = base_dir(info)
-        if not given.is_absolute() and folder is not None:
-            given = folder / given
-        resolved = given.resolve()
-        if not resolved.is_dir():
-            raise ValueError(f"folder {self.folder}: no such folder")
-        if not audio_files(resolved):
-            raise ValueError(f"folder {self.folder}: no audio files ({', '.join(AUDIO_SUFFIXES)}) in it")
-        object.__setattr__(self, "folder", str(resolved))  # absolute: the run folder's copy reloads
+        holds = f"audio files ({', '.join(AUDIO_SUFFIXES)})"
+        object.__setattr__(self, "folder", input_folder(self.folder, info, holds, audio_files))
         return self
 
     @classmethod

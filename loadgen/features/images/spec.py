@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from pydantic import Field, ValidationInfo, model_validator
 
 from loadgen.inputs.dataset_images import IMAGE_SUFFIXES as IMAGE_SUFFIXES  # the readers' list
-from loadgen.inputs.files import base_dir, field_error
+from loadgen.inputs.files import field_error, input_folder
 from loadgen.scenario.distributions import Distribution, counts
 from loadgen.scenario.slice_model import SliceSpec
 from loadgen.wire.apis import apis_carrying, carries
@@ -75,18 +75,8 @@ class ImagesSpec(SliceSpec):
     def _read_folder(self, info: ValidationInfo) -> ImagesSpec:
         if self.folder is None:
             return self
-        given = Path(self.folder).expanduser()
-        folder = base_dir(info)
-        if not given.is_absolute() and folder is not None:
-            given = folder / given
-        resolved = given.resolve()
-        if not resolved.is_dir():
-            raise ValueError(f"folder {self.folder}: no such folder")
-        if not image_files(resolved):
-            suffixes = ", ".join(sorted(IMAGE_SUFFIXES))
-            raise ValueError(f"folder {self.folder}: no image files ({suffixes}) in it")
-        # Absolute, so the run folder's copy of the scenario reloads from anywhere.
-        object.__setattr__(self, "folder", str(resolved))
+        holds = f"image files ({', '.join(sorted(IMAGE_SUFFIXES))})"
+        object.__setattr__(self, "folder", input_folder(self.folder, info, holds, image_files))
         return self
 
     @classmethod
