@@ -48,9 +48,8 @@ from loadgen.scenario.lengths import Length as Length
 from loadgen.scenario.lengths import LognormalLength as LognormalLength
 from loadgen.scenario.lengths import NormalLength as NormalLength
 from loadgen.scenario.lengths import UniformLength as UniformLength
-from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.slice_keys import built_specs
-from loadgen.wire.apis import ApiName, apis_carrying, carries, lacking, wire_api
+from loadgen.wire.apis import ApiName, lacking, wire_api
 
 DEFAULT_CLASS = "default"
 # ---- workloads ---------------------------------------------------------------------------------
@@ -77,8 +76,6 @@ class WorkloadCore(StrictModel):
     tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts
     # A share of requests the client cancels mid-answer (loadgen/scenario/cancel.py).
     cancel: CancelSpec | None = None
-    # Multi-turn chat sessions: each arrival starts one (loadgen/scenario/sessions.py).
-    sessions: SessionsSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -131,21 +128,6 @@ class WorkloadCore(StrictModel):
         if self.cancel is not None and self.cancel.after.tokens is not None and not self.stream:
             message = "cancelling after tokens needs stream: true (give after: {time: ...} instead)"
             raise field_error(("cancel", "after", "tokens"), message, None)
-        return self
-
-    @model_validator(mode="after")
-    def _sessions_need_chat(self) -> WorkloadCore:
-        if self.sessions is None:
-            return self
-        if not carries(self.api, "messages"):
-            message = f"sessions need api: {apis_carrying('messages')} (a history is a list of messages)"
-            raise field_error("sessions", message, None)
-        if self.dataset is not None and not self.conversations:
-            message = "sessions send prompt_tokens words or replay a ShareGPT dataset: give no other dataset:"
-            raise field_error("sessions", message, None)
-        if self.sessions.turns is None and not self.conversations:
-            message = "give turns: (only a ShareGPT dataset gives each session its turns)"
-            raise field_error(("sessions", "turns"), message, None)
         return self
 
     @model_validator(mode="after")

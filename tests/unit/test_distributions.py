@@ -12,11 +12,12 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from loadgen.features.images.spec import ImageCount
+from loadgen.features.sessions.spec import Turns
 from loadgen.scenario.cancel import CancelTokens
 from loadgen.scenario.distributions import Fixed, Normal, sample
 from loadgen.scenario.durations import DurationDistribution
+from loadgen.scenario.follow_ups import MAX_TURNS
 from loadgen.scenario.lengths import MAX_TOKENS, Length
-from loadgen.scenario.sessions import MAX_TURNS, Turns
 
 COUNT_SPECS: list[dict[str, Any]] = [
     {"kind": "fixed", "value": 7},
