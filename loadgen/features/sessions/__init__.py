@@ -8,4 +8,4 @@ from __future__ import annotations
 from loadgen.features.sessions.key import SPEC
 from loadgen.features.slice import Slice
 
-SESSIONS = Slice("sessions", {}, None, spec=SPEC)
+SESSIONS = Slice("sessions", {}, None, spec=SPEC, report="loadgen.features.sessions.report")
