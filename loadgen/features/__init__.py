@@ -27,6 +27,7 @@ from loadgen.features.images import IMAGES
 from loadgen.features.prefix import PREFIX
 from loadgen.features.reasoning import REASONING
 from loadgen.features.rerank import RERANK
+from loadgen.features.sessions import SESSIONS
 from loadgen.features.slice import Slice
 from loadgen.features.tools import TOOLS
 from loadgen.scenario.slice_keys import register_spec
@@ -47,7 +48,19 @@ if TYPE_CHECKING:
     )
     from loadgen.scenario.workload import Workload
 
-SLICES: tuple[Slice, ...] = (REASONING, TOOLS, IMAGES, ADAPTERS, PREFIX, CANCEL, EMBEDDINGS, RERANK, AUDIO)
+# Sessions first: its key keeps its place in the workload model, right after the core's keys.
+SLICES: tuple[Slice, ...] = (
+    SESSIONS,
+    REASONING,
+    TOOLS,
+    IMAGES,
+    ADAPTERS,
+    PREFIX,
+    CANCEL,
+    EMBEDDINGS,
+    RERANK,
+    AUDIO,
+)
 
 
 def slice_draws(classes: Classes, seed: int, *more: int) -> dict[str, DrawPlan]:

@@ -30,8 +30,9 @@ A slice is one package under loadgen.features, and every part of the feature is 
 - `stats`: its statistics (add / merge / metrics: report.json's `metrics.<key>`);
 - `report`: its report side, by module path (`loadgen.features.<slice>.report`, a layer above
   loadgen.report, whose models, charts and page it uses): `<report>.model`'s FIELD, its
-  `metrics.<key>` model, and `<report>.section`'s SECTION, what report.md and report.html show
-  of it. loadgen.report imports them by name; nothing else of the slice imports them.
+  `metrics.<key>` model (none where it shows the core's), and `<report>.section`'s SECTION,
+  what report.md and report.html show of it. loadgen.report imports them by name; nothing
+  else of the slice imports them.
 Registered in loadgen.features' SLICES (one line a slice).
 """
 

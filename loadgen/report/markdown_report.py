@@ -14,7 +14,6 @@ from loadgen.report.client_words import punctuality_lines
 from loadgen.report.energy_markdown import energy_lines
 from loadgen.report.evaluation_markdown import evaluation_lines
 from loadgen.report.items_lines import items_lines
-from loadgen.report.markdown_sessions import session_lines
 from loadgen.report.model import Report
 from loadgen.report.model.metrics import Metrics, Percentiles, Phase, PrefixCache, SLOCheck, TtftSplit
 from loadgen.report.model.server import Server, ServerHistogram, ServerMetrics, TtftGap
@@ -337,7 +336,6 @@ def render_markdown(report: Report) -> str:
             for each, named in report.groups()
             for line in _class_table(named, f"{each.noun}s", each.label)
         ),
-        *session_lines(metrics.sessions),
         *section_lines(metrics),
         "## Phases",
         "",

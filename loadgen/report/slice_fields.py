@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -43,13 +44,17 @@ class SliceField(Generic[P]):
 T = TypeVar("T")
 
 
-def report_parts(module: str, name: str, kind: type[T]) -> tuple[T, ...]:
+def report_parts(module: str, name: str, kind: type[T], *, each: bool = True) -> tuple[T, ...]:
     """Attribute `name` of module `module` (`model`, `section`) of each slice's report side,
-    imported by name, in SLICES order."""
+    imported by name, in SLICES order; `each=False`: of those that have the module (a side that
+    shows the core's measurement has no model of its own)."""
     found = []
     for feature in SLICES:
         if feature.report is not None:
-            part = getattr(importlib.import_module(f"{feature.report}.{module}"), name)
+            path = f"{feature.report}.{module}"
+            if not each and importlib.util.find_spec(path) is None:
+                continue
+            part = getattr(importlib.import_module(path), name)
             assert isinstance(part, kind), f"{feature.report}.{module}.{name} is no {kind.__name__}"
             found.append(part)
     return tuple(found)
@@ -58,7 +63,7 @@ def report_parts(module: str, name: str, kind: type[T]) -> tuple[T, ...]:
 @functools.cache
 def slice_fields() -> tuple[SliceField[Any], ...]:
     """The slices' `metrics` keys, in SLICES order."""
-    return report_parts("model", "FIELD", SliceField)
+    return report_parts("model", "FIELD", SliceField, each=False)
 
 
 def with_slice_fields(core: type[M], name: str) -> type[M]:

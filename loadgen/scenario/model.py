@@ -26,6 +26,7 @@ from loadgen.inputs.files import BASE_DIR_CONTEXT as BASE_DIR_CONTEXT  # re-expo
 from loadgen.inputs.files import field_error
 from loadgen.scenario.bounds import SENDERS_CONTEXT, plan_error
 from loadgen.scenario.environment_spec import Environment, RecommendSpec
+from loadgen.scenario.follow_ups import follow_ups
 from loadgen.scenario.mode import CapacityMode, Mode, PhasesMode, SearchMode, run_mode
 from loadgen.scenario.phases import (
     Phase,
@@ -322,7 +323,7 @@ class Scenario(StrictModel):
     def has_sessions(self) -> bool:
         """Whether a workload class holds multi-turn sessions (its arrivals then start sessions,
         and rates count sessions/s)."""
-        return any(workload.sessions is not None for _, _, workload in self.classes)
+        return any(follow_ups(workload) is not None for _, _, workload in self.classes)
 
     @property
     def total_duration(self) -> float:

@@ -7,12 +7,18 @@ from typing import TYPE_CHECKING
 from kernel.strict import StrictModel
 
 if TYPE_CHECKING:
+    from loadgen.scenario.follow_ups import FollowUps
     from loadgen.scenario.model import Scenario
     from loadgen.scenario.workload import WorkloadCore
 
 
 class SliceSpec(StrictModel):
     """A slice's workload key's model."""
+
+    def follow_ups(self) -> FollowUps | None:
+        """What the core's follow-ups (loadgen.scenario.follow_ups) read of this value, where an
+        answer releases the class's next request; None (most keys): none does."""
+        return None
 
     @classmethod
     def fits(cls, workload: WorkloadCore, spec: SliceSpec | None) -> None:

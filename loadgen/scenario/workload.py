@@ -47,9 +47,8 @@ from loadgen.scenario.lengths import Length as Length
 from loadgen.scenario.lengths import LognormalLength as LognormalLength
 from loadgen.scenario.lengths import NormalLength as NormalLength
 from loadgen.scenario.lengths import UniformLength as UniformLength
-from loadgen.scenario.sessions import SessionsSpec
 from loadgen.scenario.slice_keys import built_specs
-from loadgen.wire.apis import ApiName, apis_carrying, carries, lacking, wire_api
+from loadgen.wire.apis import ApiName, lacking, wire_api
 
 DEFAULT_CLASS = "default"
 # ---- workloads ---------------------------------------------------------------------------------
@@ -74,8 +73,6 @@ class WorkloadCore(StrictModel):
     # Prompts from a JSONL file instead of prompt_tokens (relative: from the scenario's folder).
     dataset: str | None = None
     tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts
-    # Multi-turn chat sessions: each arrival starts one (loadgen/scenario/sessions.py).
-    sessions: SessionsSpec | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -121,21 +118,6 @@ class WorkloadCore(StrictModel):
             message = f"api: {self.api} answers in one body, not a stream: leave stream: out (or false)"
             raise field_error("stream", message, True)
         object.__setattr__(self, "stream", False)
-        return self
-
-    @model_validator(mode="after")
-    def _sessions_need_chat(self) -> WorkloadCore:
-        if self.sessions is None:
-            return self
-        if not carries(self.api, "messages"):
-            message = f"sessions need api: {apis_carrying('messages')} (a history is a list of messages)"
-            raise field_error("sessions", message, None)
-        if self.dataset is not None and not self.conversations:
-            message = "sessions send prompt_tokens words or replay a ShareGPT dataset: give no other dataset:"
-            raise field_error("sessions", message, None)
-        if self.sessions.turns is None and not self.conversations:
-            message = "give turns: (only a ShareGPT dataset gives each session its turns)"
-            raise field_error(("sessions", "turns"), message, None)
         return self
 
     @model_validator(mode="after")

@@ -26,7 +26,7 @@ import gevent.pool
 
 from loadgen.collect.records import RequestRecord
 from loadgen.rundir.run_json import FleetEvent
-from loadgen.scenario.sessions import session_of
+from loadgen.scenario.follow_ups import session_of
 from loadgen.scenario.verify_spec import BalancePolicy
 from servers.adapter import Endpoint
 from servers.direct_http import http_get

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loadgen.scenario.follow_ups import follow_ups
 from loadgen.scenario.model import Workload
 from loadgen.scenario.phases import ConstantPhase, PoissonPhase
 from loadgen.scenario.workload import workload_classes
@@ -97,7 +98,7 @@ def requests_at(
     (its level and cap): level_phases."""
     classes = workload_classes(workload)
     draws = draw_requests(classes, len(times), rng)
-    opens = {name for name, _, each in classes if each.sessions is not None}
+    opens = {name for name, _, each in classes if follow_ups(each) is not None}
     start = SessionStart(seed=session_seed) if session_seed is not None else None
     return [
         PlannedRequest(
@@ -138,7 +139,9 @@ class ClosedLoopSupply:
     def __post_init__(self) -> None:
         self._next_id = self.first_id
         self._draws: list[Draw] = []
-        self._opens = {name for name, _, each in workload_classes(self.workload) if each.sessions is not None}
+        self._opens = {
+            name for name, _, each in workload_classes(self.workload) if follow_ups(each) is not None
+        }
         self._start = SessionStart(seed=self.session_seed) if self.session_seed is not None else None
 
     @property

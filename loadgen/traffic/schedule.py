@@ -34,6 +34,7 @@ import numpy as np
 from loadgen.collect.stats import PhaseWindow
 from loadgen.features import slice_draws, slice_stops
 from loadgen.scenario.distributions import sample
+from loadgen.scenario.follow_ups import follow_ups
 from loadgen.scenario.model import Scenario, Workload
 from loadgen.traffic.plan_draws import plan_draws
 from loadgen.traffic.plan_requests import Constants, FeatureSteps, make_requests
@@ -143,7 +144,7 @@ def _session_starts(scenario: Scenario) -> list[SessionStart | None]:
     class, its requests share it); empty when no class has sessions, so a plan without them makes
     its requests exactly as before."""
     starts = [
-        SessionStart(seed=scenario.seed) if workload.sessions is not None else None
+        SessionStart(seed=scenario.seed) if follow_ups(workload) is not None else None
         for _, _, workload in scenario.classes
     ]
     return starts if any(start is not None for start in starts) else []

@@ -34,13 +34,8 @@ from loadgen.features.slice import Stop
 from loadgen.inputs.dataset_entry import DatasetEntry
 from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.distributions import sample
+from loadgen.scenario.follow_ups import MAX_TURNS, AgentLoop, FollowUps, follow_ups, later_turn_id
 from loadgen.scenario.model import Workload
-from loadgen.scenario.sessions import (
-    MAX_TURNS,
-    AgentSpec,
-    SessionsSpec,
-    later_turn_id,
-)
 from loadgen.traffic.prompts import request_prompt
 from loadgen.traffic.schedule import PlannedRequest, Prefix
 from loadgen.traffic.session_policy import SessionPolicy
@@ -81,7 +76,7 @@ def scripted_draws(script: Sequence[Sequence[Any]]) -> SessionDraws:
 
 
 def session_draws(
-    seed: int, session: int, spec: SessionsSpec, workload: Workload, entry: DatasetEntry | None = None
+    seed: int, session: int, spec: FollowUps, workload: Workload, entry: DatasetEntry | None = None
 ) -> SessionDraws:
     """Session `session`'s draws: a pure function of its arguments (never of timing). With a
     ShareGPT conversation (`entry`), its human messages are the turns (the drawn count, if
@@ -163,7 +158,7 @@ class SessionBook:
         None when it belongs to no session. Opens the session of a turn 1."""
         session = self._open.get(planned.id)
         if session is None:
-            spec, start = workload.sessions, planned.session
+            spec, start = follow_ups(workload), planned.session
             if start is not None and start.script is not None:
                 draws = scripted_draws(start.script)
                 self.scripted = True
@@ -273,9 +268,9 @@ class SessionBook:
         self._open[following.id] = session
         return following
 
-    def _agent(self, session: _Session) -> AgentSpec | None:
+    def _agent(self, session: _Session) -> AgentLoop | None:
         spec = self._policy.classes.get(session.first.request_class)
-        sessions = spec.sessions if spec is not None else None
+        sessions = follow_ups(spec) if spec is not None else None
         return sessions.agent if sessions is not None and session.agent_rng is not None else None
 
     def _step(
@@ -284,7 +279,7 @@ class SessionBook:
         record: RequestRecord,
         answer: str,
         calls: Mapping[int, ToolCall],
-        agent: AgentSpec,
+        agent: AgentLoop,
     ) -> PlannedRequest | None:
         """The request that answers the record's tool calls, due their tool latency after it."""
         results = self._add_calls(session, answer, calls, agent)
@@ -305,7 +300,7 @@ class SessionBook:
         )
 
     def _add_calls(
-        self, session: _Session, answer: str, calls: Mapping[int, ToolCall], agent: AgentSpec
+        self, session: _Session, answer: str, calls: Mapping[int, ToolCall], agent: AgentLoop
     ) -> int:
         """The assistant's calls and one tool result per call (drawn lengths) into the history;
         the results' words."""

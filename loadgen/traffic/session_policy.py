@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from loadgen.scenario.follow_ups import DEFAULT_LINGER_S, follow_ups
 from loadgen.scenario.model import Workload
-from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.scenario.workload import workload_classes
 
 # Beyond the linger and the request timeout: a process's drain of its last requests…
@@ -44,18 +44,19 @@ class SessionPolicy:
     @property
     def keeps_sessions(self) -> bool:
         """Whether a class holds sessions (a conversation trace's are known only from its plan)."""
-        return any(workload.sessions is not None for workload in self.classes.values())
+        return any(follow_ups(workload) is not None for workload in self.classes.values())
 
     def session_linger_s(self, workload: Workload) -> float:
         """How long after the schedule's end a session of class `workload` still sends its turns."""
         if self.linger_s is not None:
             return self.linger_s
-        return workload.sessions.linger if workload.sessions is not None else DEFAULT_LINGER_S
+        sessions = follow_ups(workload)
+        return sessions.linger if sessions is not None else DEFAULT_LINGER_S
 
     def run_linger_s(self, *, scripted: bool = False) -> float:
         """The longest any session of the run lingers; 0 when none can open. `scripted`: the run
         replays a conversation trace (its sessions may open in a class without sessions)."""
-        opening = [w for w in self.classes.values() if scripted or w.sessions is not None]
+        opening = [w for w in self.classes.values() if scripted or follow_ups(w) is not None]
         return max((self.session_linger_s(workload) for workload in opening), default=0.0)
 
     def deadline_s(self, end_s: float, *, grace_s: float = DRAIN_GRACE_S, scripted: bool = False) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.scenario.sessions import later_turn_id
+from loadgen.scenario.follow_ups import later_turn_id
 from tests.cli_helpers import CliRun, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]

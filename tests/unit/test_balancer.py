@@ -45,8 +45,8 @@ def test_least_outstanding_picks_the_idlest_and_spreads_ties():
 
 def test_session_keeps_a_session_on_one_replica():
     balancer = _balancer("session")
-    # A later turn's id maps back to its session (scenario/sessions.py): same replica.
-    from loadgen.scenario.sessions import later_turn_id
+    # A later turn's id maps back to its session (scenario/follow_ups.py): same replica.
+    from loadgen.scenario.follow_ups import later_turn_id
 
     assert balancer.pick(later_turn_id(7, 3)) is balancer.pick(7)
     assert Counter(_pick(balancer, i).number for i in range(30)) == {1: 10, 2: 10, 3: 10}

@@ -12,10 +12,11 @@ import pytest
 from loadgen.collect.records import RequestRecord
 from loadgen.distributed.plan_wire import decode_plan, split_columns
 from loadgen.evaluate.replicas import TraceWindow
+from loadgen.features.sessions.key import SPEC
 from loadgen.inputs.traces import TraceError, read_trace
+from loadgen.scenario.follow_ups import MAX_TURNS, later_turn_id
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Workload
-from loadgen.scenario.sessions import MAX_TURNS, later_turn_id
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.session_book import SessionBook, scripted_draws
 from loadgen.traffic.session_policy import SessionPolicy
@@ -144,7 +145,7 @@ def test_the_plan_carries_each_session_on_its_turn_1_and_a_worker_gets_it(tmp_pa
 def test_the_book_replays_a_script_without_workload_sessions(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path)
     workload: Workload = scenario.workload
-    assert workload.sessions is None
+    assert SPEC.of(workload) is None
     seven = list(build_schedule(scenario).requests)[1]
     book = SessionBook(SessionPolicy.of(workload), end_s=1.0)
     assert book.messages(seven, workload) == [{"role": "user", "content": TEXT_1}]

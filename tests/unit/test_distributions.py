@@ -13,10 +13,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from loadgen.features.cancel.spec import CancelTokens
 from loadgen.features.images.spec import ImageCount
+from loadgen.features.sessions.spec import Turns
 from loadgen.scenario.distributions import Fixed, Normal, sample
 from loadgen.scenario.durations import DurationDistribution
+from loadgen.scenario.follow_ups import MAX_TURNS
 from loadgen.scenario.lengths import MAX_TOKENS, Length
-from loadgen.scenario.sessions import MAX_TURNS, Turns
 
 COUNT_SPECS: list[dict[str, Any]] = [
     {"kind": "fixed", "value": 7},

@@ -36,7 +36,9 @@ ALSO_NAMED = {
 # Shared prefixes: their key, model, draws and text, not the bare word: "prefix" is the server's
 # prefix cache too, whose measurement (metrics.prefix_cache, a record's `prefix_group` and
 # `cached_tokens`) is the core's, fed by a trace's shared blocks and any server's cached tokens
-# as well as by the slice's leads.
+# as well as by the slice's leads. Sessions: their key's model, not the word: a session (its ids,
+# the runtime that releases a turn when an answer arrives, its record fields and figures) is the
+# core's follow-ups, which finds the key by its model (loadgen.scenario.follow_ups).
 # Cancellations' is any `cancel…` but the core's own: the status `cancelled` of a request the
 # client stopped early (a planned Stop, whoever planned it), its counts `cancelled` and
 # `cancel_rate` in every `metrics` object, `slo.cancel_rate`, and "cancellation(s)" or "cancel rate".
@@ -46,6 +48,7 @@ STEMS = {
     "adapters": "lora",
     "prefix": r"workload\.prefix|PrefixSpec|prefix_text|plan_prefix|PREFIX_MARK|PREFIX_STREAM|prefix_entropy",
     "cancel": "cancel(?!led|lation|[_ ]rate)",
+    "sessions": r"SessionsSpec|AgentSpec|UniformTurns|LognormalTurns",
 }
 # A slice's field found as a quoted key where its bare word names something else: `adapter` is
 # also the server adapter (servers.adapter, the run's `ctx.adapter`), no LoRA's.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from loadgen.scenario.follow_ups import DEFAULT_LINGER_S
 from loadgen.scenario.loader import parse_scenario
-from loadgen.scenario.sessions import DEFAULT_LINGER_S
 from loadgen.traffic.session_policy import DRAIN_GRACE_S, WORKERS_GRACE_S, SessionPolicy
 
 

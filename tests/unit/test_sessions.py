@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from loadgen.collect.records import RequestRecord, Status
+from loadgen.features.sessions.key import SPEC
 from loadgen.features.slice import Stop
 from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.distributions import sample
+from loadgen.scenario.follow_ups import MAX_TURNS, SESSION_ID_BASE, later_turn_id, session_of
 from loadgen.scenario.loader import ScenarioError, parse_scenario
 from loadgen.scenario.model import Scenario
-from loadgen.scenario.sessions import MAX_TURNS, SESSION_ID_BASE, later_turn_id, session_of
 from loadgen.traffic.schedule import PlannedRequest, SessionStart, build_schedule
 from loadgen.traffic.session_book import SessionBook, session_draws
 from loadgen.traffic.session_policy import SessionPolicy
@@ -71,7 +72,7 @@ def test_a_plan_with_sessions_differs_only_in_marking_turn_ones() -> None:
 
 def test_draws_depend_on_the_seed_and_session_only() -> None:
     scenario = _scenario()
-    spec, workload = scenario.workload.sessions, scenario.workload
+    spec, workload = SPEC.of(scenario.workload), scenario.workload
     assert spec is not None
     first = session_draws(7, 12, spec, workload)
     assert session_draws(7, 12, spec, workload) == first
@@ -89,7 +90,7 @@ def test_draws_depend_on_the_seed_and_session_only() -> None:
 def test_later_turns_cancel_at_the_share_and_leave_the_other_draws_alone() -> None:
     plain = _scenario()
     cancelling = _scenario(SESSIONS + "\n  cancel: {share: 30%, after: {tokens: {kind: fixed, value: 5}}}")
-    spec = plain.workload.sessions
+    spec = SPEC.of(plain.workload)
     assert spec is not None
     later = cancelled = 0
     for session in range(300):
@@ -110,7 +111,7 @@ def test_turn_counts_are_clipped_to_the_bound() -> None:
     scenario = _scenario(
         "sessions: {turns: {kind: normal, mean: 3, std: 1000}, think_time: {kind: fixed, value: 1s}}"
     )
-    spec = scenario.workload.sessions
+    spec = SPEC.of(scenario.workload)
     assert spec is not None and spec.turns is not None
     turns = sample(spec.turns, 2000, np.random.default_rng(1))
     assert turns.min() == 1 and turns.max() == MAX_TURNS
@@ -133,7 +134,7 @@ def _book(linger: str = "3s") -> tuple[SessionBook, Scenario, PlannedRequest]:
 
 def test_the_book_sends_the_history_with_the_actual_answers() -> None:
     book, scenario, first = _book()
-    spec = scenario.workload.sessions
+    spec = SPEC.of(scenario.workload)
     assert spec is not None
     draws = session_draws(7, first.id, spec, scenario.workload)
     messages = book.messages(first, scenario.workload)

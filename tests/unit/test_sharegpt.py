@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from loadgen.features.sessions.spec import SessionsSpec
 from loadgen.inputs.sharegpt import ShareGPTError, looks_like_sharegpt, read_sharegpt
 from loadgen.scenario.loader import ScenarioError, parse_scenario
-from loadgen.scenario.sessions import SessionsSpec
 from loadgen.traffic.schedule import build_schedule
 from loadgen.traffic.session_book import SessionBook, session_draws
 from loadgen.traffic.session_policy import SessionPolicy

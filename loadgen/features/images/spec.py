@@ -40,6 +40,7 @@ from pydantic import Field, ValidationInfo, model_validator
 from loadgen.inputs.dataset_images import IMAGE_SUFFIXES as IMAGE_SUFFIXES  # the readers' list
 from loadgen.inputs.files import field_error, input_folder
 from loadgen.scenario.distributions import Distribution, counts
+from loadgen.scenario.follow_ups import follow_ups
 from loadgen.scenario.slice_model import SliceSpec
 from loadgen.wire.apis import apis_carrying, carries
 
@@ -88,7 +89,7 @@ class ImagesSpec(SliceSpec):
             needs = apis_carrying("content_parts")
             message = f"images need api: {needs} (they are content parts of a chat message)"
             raise field_error("images", message, None)
-        if workload.sessions is not None:
+        if follow_ups(workload) is not None:
             message = "images are not sent with sessions: (a history would send them again each turn)"
             raise field_error("images", message, None)
 

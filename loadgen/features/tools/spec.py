@@ -38,6 +38,7 @@ from pydantic import (
 
 from kernel.units import Fraction
 from loadgen.inputs.files import field_error, resolve
+from loadgen.scenario.follow_ups import follow_ups
 from loadgen.scenario.slice_model import SliceSpec
 from loadgen.wire.apis import apis_carrying, carries
 from loadgen.wire.call import NamedToolChoice
@@ -147,7 +148,7 @@ class ToolsSpec(SliceSpec):
         if spec is not None and not carries(workload.api, "tools"):
             message = f"tools need api: {apis_carrying('tools')} (api: {workload.api} cannot call one)"
             raise field_error("tools", message, None)
-        if spec is None and workload.sessions is not None and workload.sessions.agent is not None:
+        if spec is None and (sessions := follow_ups(workload)) is not None and sessions.agent is not None:
             message = "an agent loop answers tool calls: give workload.tools"
             raise field_error(("sessions", "agent"), message, None)
 

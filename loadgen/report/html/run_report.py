@@ -22,7 +22,6 @@ from loadgen.report.html.inputs import RunInputs, load_run_inputs
 from loadgen.report.html.page import Section, grid, note, render_page
 from loadgen.report.html.prefix_section import prefix_body
 from loadgen.report.html.series import Columns
-from loadgen.report.html.sessions_section import sessions_body
 from loadgen.report.html.summary_section import banner, first_screen, num
 from loadgen.report.html.timeseries_section import bin_width, run_bins, time_series_charts
 from loadgen.report.model import Report
@@ -100,8 +99,6 @@ def render_run_html(report: Report, inputs: RunInputs) -> str:
     if distributions:
         sections.append(Section("Latency distributions", sampled + _charts(distributions), "distributions"))
     metrics = report.metrics
-    if metrics.sessions:
-        sections.append(Section("Sessions", sessions_body(metrics.sessions), "sessions"))
     sections += html_sections(metrics, counted, slos)
     server_cache = report.server.metrics.prefix_cache if report.server.metrics else None
     cache = prefix_body(metrics.prefix_cache, server_cache)

@@ -1,4 +1,4 @@
-"""report.html's "Sessions" section (`metrics.sessions`, workload.sessions): how the sessions
+"""report.html's "Sessions" section (`metrics.sessions`, the slice's SECTION): how the sessions
 ended, latency by turn index (context growth shows as TTFT rising with the turn), the sessions'
 durations and how many turns they answered. Every number quotes report.json."""
 

@@ -1,4 +1,4 @@
-"""report.md's multi-turn sessions section (`metrics.sessions`, workload.sessions): the sessions'
+"""report.md's multi-turn sessions section (`metrics.sessions`, the slice's SECTION): the sessions'
 outcome and a per-turn latency table, where context growth shows as TTFT rising with the turn."""
 
 from __future__ import annotations
