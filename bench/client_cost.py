@@ -13,7 +13,7 @@ interleaved, base first), from a temporary worktree: a before/after on one machi
     python bench/client_cost.py                          # this tree: 50/200/500 req/s × 16/64 tokens
     python bench/client_cost.py --base 62bf9b6           # and a revision beside it
     python bench/client_cost.py --rates 200 --tokens 64 --repeat 3
-    python bench/client_cost.py --api embeddings         # one input answered whole: 500, 2,000 req/s
+    python bench/client_cost.py --api embeddings         # one input answered whole: 500, 1,000 req/s
 
 With `--api embeddings` each request is one 128-word input, answered whole (no stream) by the
 simulated server after 5 ms; `--tokens` does not apply (the table shows the request cost only),
@@ -54,7 +54,11 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--rates", type=float, nargs="+", default=None, help="(50 200 500; embeddings: 500 2000)"
+        "--rates",
+        type=float,
+        nargs="+",
+        default=None,
+        help="(50 200 500; embeddings: 500 1000, one process's most)",
     )
     parser.add_argument("--tokens", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--api", default="chat", help="chat (streamed) or embeddings (answered whole)")
@@ -65,7 +69,7 @@ def main() -> int:
     parser.add_argument("--client-core", default="1")
     args = parser.parse_args()
     if args.rates is None:
-        args.rates = [500.0, 2000.0] if args.api == "embeddings" else [50.0, 200.0, 500.0]
+        args.rates = [500.0, 1000.0] if args.api == "embeddings" else [50.0, 200.0, 500.0]
     if args.api == "embeddings":
         args.tokens = [0]  # no output: one row per rate
 
