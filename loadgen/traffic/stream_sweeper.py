@@ -53,6 +53,8 @@ SWEEP_BYTES = 64 * 1024
 # as a step: NTP slews it by at most 500 ppm; the floor covers reading the two clocks.
 SLEW = 0.0005
 STEP_FLOOR_NS = 200_000
+# A read of the two clocks that took longer than this was interrupted: read again.
+BRACKET_NS = 20_000
 _READ = 1  # libev's EV_READ
 _TIMESPEC = struct.Struct("@ll")  # the kernel's struct timespec (SO_TIMESTAMPNS_OLD)
 _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
@@ -166,9 +168,7 @@ class StreamSweeper:
     def _clock_offset(self) -> tuple[int, bool]:
         """The wall clock minus perf_counter_ns now, and whether the kernel's stamps can be
         converted by it: False when it moved since the last tick by more than slewing could."""
-        real_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
-        now_ns = time.perf_counter_ns()
-        offset_ns = real_ns - now_ns
+        offset_ns, now_ns = _bracketed_offset()
         last_ns, self._offset_at_ns = self._offset_at_ns, now_ns
         moved = abs(offset_ns - self._offset_ns)
         self._offset_ns = offset_ns
@@ -176,6 +176,25 @@ class StreamSweeper:
             self.clock_steps += 1
             return offset_ns, False
         return offset_ns, True
+
+
+def _bracketed_offset() -> tuple[int, int]:
+    """The wall clock minus perf_counter_ns, and when it was read: the wall clock read between
+    two monotonic reads, the tightest of three tries. A vCPU descheduled between two reads (a
+    loaded VM: tens of ms) would otherwise move the offset, and every stamp of that tick, by
+    as much; the first tick has no tick before it to catch that."""
+    best: tuple[int, int, int] | None = None  # bracket, offset, at
+    for _ in range(3):
+        before_ns = time.perf_counter_ns()
+        real_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        after_ns = time.perf_counter_ns()
+        middle_ns = (before_ns + after_ns) // 2
+        if best is None or after_ns - before_ns < best[0]:
+            best = (after_ns - before_ns, real_ns - middle_ns, middle_ns)
+        if after_ns - before_ns < BRACKET_NS:
+            break
+    assert best is not None  # three tries
+    return best[1], best[2]
 
 
 _SWEEPERS: weakref.WeakKeyDictionary[Any, StreamSweeper] = weakref.WeakKeyDictionary()

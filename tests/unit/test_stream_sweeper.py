@@ -58,6 +58,31 @@ def tcp() -> Iterator[tuple[socket.socket, socket.socket]]:
     server.close()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def stamping_on() -> Iterator[None]:
+    """Holds one stamping socket open for the module, once the kernel stamps its pieces.
+
+    Linux turns receive stamps on for the whole machine when a first socket asks, in a deferred
+    work item, and off when the last one closes: a piece that arrives before the work ran has
+    no stamp and is rightly given its read time, a tick late (CI: a stamp 30 ms after its send
+    returned). Tests that check a stamp against its send need the stamps on already."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(listener.getsockname())
+    server, _ = listener.accept()
+    listener.close()
+    client.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS (generic socket.h)
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        server.sendall(b"x")
+        _, ancillary, _, _ = client.recvmsg(16, socket.CMSG_SPACE(16))
+        if ancillary:
+            break
+        time.sleep(0.01)
+    yield
+    client.close()
+    server.close()
+
+
 def _sweeper() -> StreamSweeper:
     timers = timer_fds()
     assert timers is not None
@@ -141,8 +166,12 @@ def test_pieces_an_interval_apart_are_read_and_stamped_apart(tcp, wall):
     assert reader.woken.wait(1)
     assert [data for data, _, _ in reader.receives] == [b"tok%02d\n" % k for k in range(5)]
     _steady_clock(sweeper, wall)
-    for (before, after), (_, stamp, _) in zip(sends, reader.receives, strict=True):
-        assert before <= stamp <= after
+    for k, ((before, after), (_, stamp, read_at)) in enumerate(zip(sends, reader.receives, strict=True)):
+        assert before <= stamp <= after, (
+            f"piece {k}: stamped {(stamp - before) / 1e6:+.3f} ms from its send's start, "
+            f"{(stamp - after) / 1e6:+.3f} ms from its end; read {(read_at - stamp) / 1e6:.3f} ms "
+            f"after the stamp; sends at {[round((b - sends[0][0]) / 1e6, 3) for b, _ in sends]} ms"
+        )
     assert 5 <= sweeper.sweeps <= 12  # ticks every 30 ms over ~225 ms, not a wake-up per read
 
 
