@@ -76,6 +76,21 @@ class SimulatedOptions(StrictModel):
         default=0.01, description="a rerank or score request's fixed latency, e.g. 10ms"
     )
     rerank_per_document: Duration = Field(default=0.002, description="added per document scored, e.g. 2ms")
+    # Transcriptions (issue 41): a recording of S seconds has round(transcript_words_per_s × S)
+    # words; once admitted, its first is due after transcribe_base + transcribe_per_audio_s × S,
+    # each next one `itl` later; streamed in OpenAI's typed events or vLLM's chunks.
+    transcribe_base: Duration = Field(
+        default=0.05, description="a transcription's fixed latency to its first word, e.g. 50ms"
+    )
+    transcribe_per_audio_s: Duration = Field(
+        default=0.01, description="added to the first word per second of the recording, e.g. 10ms"
+    )
+    transcript_words_per_s: float = Field(
+        default=2.5, gt=0, le=1000, description="words of transcript per second of recording"
+    )
+    transcript_format: Literal["openai", "vllm"] = Field(
+        default="openai", description="a streamed transcript's format: OpenAI's events or vLLM's chunks"
+    )
     model: str = Field(default="simulated", description="served model name")
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = Field(
@@ -184,7 +199,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, S
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, options = parse_args(argv)
-    from servers.engines.simulated_engine import PoolingTiming, SimulatedEngine
+    from servers.engines.simulated_engine import PoolingTiming, SimulatedEngine, TranscriptionTiming
     from servers.http import build_app, run
 
     lora = options.lora
@@ -210,6 +225,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             rerank_base=options.rerank_base,
             rerank_per_document=options.rerank_per_document,
         ),
+        transcription=TranscriptionTiming(
+            transcribe_base=options.transcribe_base,
+            transcribe_per_audio_s=options.transcribe_per_audio_s,
+            words_per_audio_s=options.transcript_words_per_s,
+        ),
+        transcript_format=options.transcript_format,
     )
     app = build_app(engine, record_timings=args.record_timings)
     return run(app, args.host, args.port, keepalive_timeout=options.keepalive_timeout)

@@ -15,6 +15,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 # One input of an embeddings request: a text, or token ids (OpenAI's `input` as [int]).
 EmbedInput = str | Sequence[int]
@@ -59,6 +60,14 @@ class EmbeddingsUnsupported(Exception):
     """This engine's model computes no embeddings (a 400 to the client, with this message)."""
 
 
+class TranscriptionsUnsupported(Exception):
+    """This engine's model is no speech model (a 400 to the client, with this message)."""
+
+
+# How a streamed transcript is written: OpenAI's typed events, or vLLM's chat-like chunks.
+TranscriptFormat = Literal["openai", "vllm"]
+
+
 class Engine(ABC):
     """One model behind one scheduler. Construct cheaply; heavy loading goes in `start()`."""
 
@@ -68,6 +77,9 @@ class Engine(ABC):
     # Prompt tokens each image part of a chat counts as; None: a text-only model, whose front
     # answers a request with images 400 (as vLLM does for a model that takes no images).
     image_tokens: int | None = None
+
+    # The stream format of `/v1/audio/transcriptions` (an engine that transcribes chooses it).
+    transcript_format: TranscriptFormat = "openai"
 
     def __init__(self, model_name: str, adapters: Sequence[str] = ()) -> None:
         self.model_name = model_name
@@ -126,6 +138,14 @@ class Engine(ABC):
         texts = list(dict.fromkeys(text for pair in pairs for text in pair))
         vectors = dict(zip(texts, await self.embed(texts, timing), strict=True))
         return [cosine(vectors[a], vectors[b]) for a, b in pairs]
+
+    def transcribe(self, seconds: float, timing: RequestTiming) -> AsyncGenerator[str, None]:
+        """One text piece per word of the transcript of a recording `seconds` long, each as it
+        is decoded (as `generate`'s pieces: closing the generator frees the request's slot).
+        Sets `timing.queue_wait_s` when the request is admitted."""
+        raise TranscriptionsUnsupported(
+            f"the model `{self.model_name}` does not transcribe audio (not a speech model)"
+        )
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -17,6 +17,10 @@ Embeddings and scores take a slot like a generation (FIFO with them) and answer,
 after `embed_base + embed_per_input × inputs + embed_per_token × their prompt tokens`, or
 `rerank_base + rerank_per_document × documents` for a rerank or score request; the vectors are
 seeded from the inputs (`seeded_vectors.py`), a score is the cosine of the two texts' vectors.
+
+A transcription takes a slot too: a recording `seconds` long has `round(words_per_audio_s ×
+seconds)` words (at least one); once admitted, its first word is due after `transcribe_base +
+transcribe_per_audio_s × seconds` (the encoder and the first decode), each next one `itl` later.
 """
 
 from __future__ import annotations
@@ -32,7 +36,15 @@ from typing import TypeVar
 
 import psutil
 
-from servers.engines.engine import EmbedInput, Engine, EngineStats, GenerationRequest, RequestTiming, cosine
+from servers.engines.engine import (
+    EmbedInput,
+    Engine,
+    EngineStats,
+    GenerationRequest,
+    RequestTiming,
+    TranscriptFormat,
+    cosine,
+)
 from servers.engines.lora_cache import LoraCache
 from servers.engines.prefix_cache import PrefixCache
 from servers.engines.seeded_vectors import seeded_vector
@@ -117,6 +129,21 @@ class PoolingTiming:
         return self.rerank_base + self.rerank_per_document * documents
 
 
+@dataclass(frozen=True)
+class TranscriptionTiming:
+    """A recording's transcript: its length and its timing once admitted (seconds)."""
+
+    transcribe_base: float = 0.05
+    transcribe_per_audio_s: float = 0.01
+    words_per_audio_s: float = 2.5  # conversational speech: ~150 words a minute
+
+    def words(self, seconds: float) -> int:
+        return max(1, round(self.words_per_audio_s * seconds))
+
+    def first_word_s(self, seconds: float) -> float:
+        return self.transcribe_base + self.transcribe_per_audio_s * seconds
+
+
 class SimulatedEngine(Engine):
     def __init__(
         self,
@@ -137,6 +164,8 @@ class SimulatedEngine(Engine):
         image_tokens: int = 256,
         embedding_width: int = 384,
         pooling: PoolingTiming | None = None,
+        transcription: TranscriptionTiming | None = None,
+        transcript_format: TranscriptFormat = "openai",
     ) -> None:
         """`spawned_at` is a `time.monotonic()` value; by default this process's creation, so
         interpreter start-up and imports count towards `startup` like a real cold start.
@@ -144,7 +173,8 @@ class SimulatedEngine(Engine):
         `prefix_cache_blocks`: the prefix cache's size in blocks of `block_tokens` (0: none);
         `image_tokens`: the prompt tokens each image counts as (never cached); `lora_adapters`:
         the LoRA adapters served, at most `max_loras` resident, a miss costing `lora_load_time`;
-        `embedding_width`: the embeddings' width; `pooling`: embeddings' and scores' timing."""
+        `embedding_width`: the embeddings' width; `pooling`: embeddings' and scores' timing;
+        `transcription`: transcripts' timing, streamed in `transcript_format`."""
         super().__init__(model_name, lora_adapters)
         if slots < 1:
             raise ValueError("slots must be at least 1")
@@ -162,6 +192,8 @@ class SimulatedEngine(Engine):
             raise ValueError("embedding_width must be at least 1")
         self.embedding_width = embedding_width
         self.pooling = pooling if pooling is not None else PoolingTiming()
+        self.transcription = transcription if transcription is not None else TranscriptionTiming()
+        self.transcript_format = transcript_format
         self.prefix_cache = PrefixCache(prefix_cache_blocks, block_tokens) if prefix_cache_blocks else None
         self.leak_per_request = leak_per_request
         self.lora = LoraCache(self.adapters, max_loras, lora_load_time) if lora_adapters else None
@@ -241,6 +273,22 @@ class SimulatedEngine(Engine):
             return [cosine(seeded_vector(a, width), seeded_vector(b, width)) for a, b in pairs]
 
         return await self._hold(self.pooling.rerank_s(len(pairs)), timing, scores)
+
+    async def transcribe(self, seconds: float, timing: RequestTiming) -> AsyncGenerator[str, None]:
+        loop = asyncio.get_running_loop()
+        arrived = loop.time()
+        await self._slots.acquire()
+        self._running += 1
+        try:
+            admitted = loop.time()
+            timing.queue_wait_s = admitted - arrived
+            first_due = admitted + self.transcription.first_word_s(seconds)
+            for k in range(self.transcription.words(seconds)):
+                await asyncio.sleep(max(first_due + k * self.itl - loop.time(), 0.0))
+                yield _WORDS[k % len(_WORDS)]
+        finally:
+            self._running -= 1
+            self._slots.release()
 
     async def _hold(self, duration: float, timing: RequestTiming, work: Callable[[], T]) -> T:
         """Take a slot (FIFO with generations), do `work` and answer `duration` after admission."""

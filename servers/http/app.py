@@ -27,6 +27,8 @@ from servers.http.openai import (
 from servers.http.pooling import PoolingFront
 from servers.http.responses import ResponsesBody, ResponsesShape
 from servers.http.timings import TimingRecorder
+from servers.http.transcriptions import ENDPOINT as TRANSCRIPTIONS_PATH
+from servers.http.transcriptions import TranscriptionsFront
 
 # vLLM's paths: Jina's /rerank and /v1/rerank, Cohere's /v2/rerank; its own /score and /v1/score.
 RERANK_PATHS = ("/rerank", "/v1/rerank", "/v2/rerank")
@@ -238,6 +240,8 @@ def build_app(engine: Engine, *, record_timings: bool = False) -> web.Applicatio
         app.router.add_post(path, pooling.rerank)
     for path in SCORE_PATHS:
         app.router.add_post(path, pooling.score)
+    transcriptions = TranscriptionsFront(engine, front.metrics, front.timings)
+    app.router.add_post(TRANSCRIPTIONS_PATH, transcriptions.transcriptions)
     app.router.add_get("/v1/models", front.models)
     app.router.add_get("/health", front.health)
     app.router.add_get("/metrics", front.metrics_text)

@@ -4,8 +4,8 @@ Benchmarks of the load generator compare its numbers with these: the configured 
 server aims at, these are what it did (timer slack included), so the client's own error can be
 told apart from the server's. Bounded, so a long run cannot grow it without limit.
 
-A request answered whole (embeddings, rerank, score: no tokens) is recorded apart, arrival to
-its answer written, as `pooling`.
+A request answered whole (embeddings, rerank, score: no tokens; a transcription not streamed)
+is recorded apart, arrival to its answer written, as `pooling`.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import httpx
 import openai
 import pytest
 
+from loadgen.features.audio.clips import generated_clip
 from servers.adapter import Adapter
 from servers.engines.seeded_vectors import seeded_vector
 from servers.engines.simulated_engine import PoolingTiming, SimulatedEngine
@@ -302,3 +303,12 @@ def test_a_scenarios_options_reach_the_server_and_a_gone_client_frees_its_slot(t
         assert len(short.json()["data"][0]["embedding"]) == 8
     finally:
         adapter.stop()
+
+
+def test_the_model_servers_refuse_a_transcription_naming_their_model(ort: str) -> None:
+    """No speech model: a 400 naming the model, as an image to a text-only model is."""
+    clip = generated_clip(1000, 16_000, request_id=1)  # the client's own recording
+    with pytest.raises(openai.BadRequestError, match="does not transcribe audio") as raised:
+        file = (clip.filename, clip.data, clip.content_type)
+        _client(ort).audio.transcriptions.create(model="tiny", file=file)
+    assert "`tiny`" in str(raised.value)
