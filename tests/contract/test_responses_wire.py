@@ -224,9 +224,9 @@ def test_refusals_are_openai_errors(sim: str, text_only: str) -> None:
     assert with_image.usage is not None and with_image.usage.input_tokens == 4 + 256  # as chat counts it
     with pytest.raises(openai.NotFoundError):
         _client(sim).responses.create(model="another", input=PROMPT)
-    with pytest.raises(openai.NotFoundError) as caught:
+    with pytest.raises(openai.NotFoundError) as missing:
         _client(sim).responses.create(model="simulated", input=PROMPT, previous_response_id="resp_1")
-    assert "Previous response with id 'resp_1' not found." in str(caught.value)
+    assert "Previous response with id 'resp_1' not found." in str(missing.value)
     bad = httpx.post(f"{sim}/v1/responses", json={"model": "simulated", "input": 7}, timeout=20)
     assert bad.status_code == 400
     assert bad.json()["error"]["type"] == "invalid_request_error" and bad.json()["error"]["code"] == 400
@@ -237,7 +237,7 @@ def test_a_stored_response_is_continued_with_its_whole_conversation(sim: str) ->
     input, its output) before the new input: the prompt counts as the whole history sent again."""
     client = _client(sim)
     first = client.responses.create(model="simulated", input=PROMPT, max_output_tokens=3)
-    assert first.store is True and first.id.startswith("resp_") and first.usage is not None
+    assert first.model_dump()["store"] is True and first.id.startswith("resp_") and first.usage is not None
     assert first.usage.input_tokens == 4
     news: list[Any] = [{"role": "user", "content": "five six"}]
     second = client.responses.create(
@@ -256,7 +256,7 @@ def test_a_stored_response_is_continued_with_its_whole_conversation(sim: str) ->
     assert streamed[0]["response"]["previous_response_id"] == second.id
     assert streamed[-1]["response"]["usage"]["input_tokens"] > second.usage.input_tokens + 2
     unkept = client.responses.create(model="simulated", input=PROMPT, max_output_tokens=1, store=False)
-    assert unkept.store is False
+    assert unkept.model_dump()["store"] is False
     with pytest.raises(openai.NotFoundError):
         client.responses.create(model="simulated", input=news, previous_response_id=unkept.id)
 
