@@ -262,3 +262,32 @@ def test_a_chained_turn_continues_the_previous_answer_with_only_the_new_message(
     unchained = SessionBook(SessionPolicy.of(plain.workload), end_s=2.0)
     whole = unchained.turn(next(iter(build_schedule(plain).requests)), plain.workload)
     assert whole is not None and not whole.store and whole.continues is None
+
+
+def test_a_chained_agent_step_sends_only_the_tools_outputs() -> None:
+    from loadgen.wire.answer import ToolCall
+
+    text = BASE.replace(
+        "SESSIONS",
+        "tools: {count: 2}\n  sessions: {turns: {kind: fixed, value: 2}, "
+        "think_time: {kind: fixed, value: 1s}, chain: server, "
+        "agent: {tool_latency: {kind: fixed, value: 50ms}, max_steps: 2}}",
+    ).replace("api: chat", "api: responses")
+    scenario = parse_scenario(text, "s.yaml")
+    first = next(iter(build_schedule(scenario).requests))
+    book = SessionBook(SessionPolicy.of(scenario.workload), end_s=2.0)
+    assert book.turn(first, scenario.workload) is not None
+    calls = {0: ToolCall("call_1", "search", ['{"q": 1}']), 1: ToolCall("call_2", "fetch", ["{}"])}
+    step = book.answered(first, _record(first, first.scheduled_s + 0.3), "", calls, answer_id="resp_call")
+    assert step is not None
+    turn = book.turn(step, scenario.workload)
+    assert turn is not None and turn.continues == "resp_call" and turn.store
+    assert [(m["role"], m.get("tool_call_id")) for m in turn.messages] == [
+        ("tool", "call_1"),
+        ("tool", "call_2"),
+    ]
+    second = book.answered(step, _record(step, step.scheduled_s + 0.2), " done", answer_id="resp_text")
+    assert second is not None
+    news = book.turn(second, scenario.workload)
+    assert news is not None and news.continues == "resp_text"
+    assert [m["role"] for m in news.messages] == ["user"]
