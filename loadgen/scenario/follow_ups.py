@@ -12,7 +12,7 @@ more than MAX_TURNS requests is cut.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from loadgen.inputs.conversations import MAX_TURNS as MAX_TURNS  # the id scheme's bound
 from loadgen.scenario.slice_keys import SLICE_SPECS
@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 SESSION_ID_BASE = 2**40  # later turns' ids start here (MAX_PLANNED_REQUESTS is 10⁸)
 DEFAULT_LINGER_S = 600.0
+
+# Who keeps a session's history: the client sends it whole every turn ("client"), or the server
+# stores each answer and a later turn continues it, sending only what came since ("server":
+# needs an API that carries a continuation, loadgen.wire.call.Call.continues).
+Chain = Literal["client", "server"]
 
 
 class AgentLoop(Protocol):
@@ -42,7 +47,8 @@ class AgentLoop(Protocol):
 class FollowUps(Protocol):
     """What the runtime reads of a class's follow-ups: turns per session (None: a ShareGPT
     conversation gives them), the think time from an answer to the next turn, how long after the
-    schedule's end turns are still sent, and an agent loop within each turn."""
+    schedule's end turns are still sent, an agent loop within each turn, and who keeps the
+    history (Chain)."""
 
     @property
     def turns(self) -> Distribution[int] | None: ...
@@ -52,6 +58,8 @@ class FollowUps(Protocol):
     def linger(self) -> float: ...
     @property
     def agent(self) -> AgentLoop | None: ...
+    @property
+    def chain(self) -> Chain: ...
 
 
 def follow_ups(workload: WorkloadCore) -> FollowUps | None:

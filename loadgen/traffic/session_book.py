@@ -18,6 +18,12 @@ A session replayed from a conversation trace (loadgen.inputs.conversations) is s
 1 carries a SessionStart `script` (every later turn's think time, lengths and optional text), which
 becomes its SessionDraws instead of a draw; it needs no `workload.sessions` and is never
 stopped early past turn 1. Each session's linger is the run's session policy's (session_policy.py).
+
+A session whose follow-ups chain on the server (Chain "server") keeps its history all the same,
+and how much of it the server holds: each answer's id (the answer reader's) and the history up to
+that answer. Its later requests continue that answer (Turn.continues) with only the messages since;
+every request asks the server to store its answer. A later request whose previous answer came
+without an id is not sent (Turn.broken: the user records it as failed, ending the session).
 """
 
 from __future__ import annotations
@@ -110,6 +116,18 @@ def session_draws(
     )
 
 
+@dataclass(frozen=True)
+class Turn:
+    """What a session's request sends: `messages` (the whole history, or with a chain on the
+    server only what came since the answer `continues`), whether the server is to store the
+    answer, and `broken`: why it cannot be sent (the answer to continue came without an id)."""
+
+    messages: list[ChatMessage]
+    continues: str | None = None
+    store: bool = False
+    broken: str | None = None
+
+
 @dataclass
 class _Session:
     session: int  # turn 1's plan id
@@ -127,6 +145,11 @@ class _Session:
     waited_s: float = 0.0
     agent_rng: np.random.Generator | None = None
     output_tokens: int = 0
+    # A chain on the server: the id of the answer the next request continues, and how many of
+    # the history's messages the server holds (those up to that answer).
+    chained: bool = False
+    answer_id: str | None = None
+    held: int = 0
 
 
 @dataclass
@@ -177,6 +200,7 @@ class SessionBook:
                 linger_end_s=self._end_s + self._policy.session_linger_s(workload),
                 output_tokens=planned.output_tokens,
             )
+            session.chained = spec is not None and start.script is None and spec.chain == "server"
             if spec is not None and spec.agent is not None:
                 seeds = [start.seed or 0, AGENT_STREAM, planned.id]
                 session.agent_rng = np.random.default_rng(seeds)
@@ -197,14 +221,31 @@ class SessionBook:
         session.history.append({"role": "user", "content": text})
         return session.history
 
+    def turn(self, planned: PlannedRequest, workload: Workload) -> Turn | None:
+        """What `planned` sends (messages' history, and its continuation where the session
+        chains on the server); None when it belongs to no session."""
+        history = self.messages(planned, workload)
+        if history is None:
+            return None
+        session = self._open[planned.id]
+        if not session.chained:
+            return Turn(history)
+        if not session.held:  # turn 1: the whole (opening) history, its answer stored
+            return Turn(history, store=True)
+        if session.answer_id is None:
+            return Turn(history, store=True, broken="the previous answer came without an id to continue")
+        return Turn(history[session.held :], continues=session.answer_id, store=True)
+
     def answered(
         self,
         planned: PlannedRequest,
         record: RequestRecord,
         answer: str,
         calls: Mapping[int, ToolCall] | None = None,
+        answer_id: str | None = None,
     ) -> PlannedRequest | None:
-        """Note `record` (the answer to `planned`, whose text is `answer` and tool calls `calls`):
+        """Note `record` (the answer to `planned`, whose text is `answer`, tool calls `calls` and
+        id `answer_id`, which a chain on the server continues):
         mark it with its session and turn, and return the session's next request (an agent's
         step, due its tool latency after record.done_s, or the next turn, due think time after),
         or None when the session ended."""
@@ -222,6 +263,7 @@ class SessionBook:
         if record.status != "ok":
             self.counts.ended += 1
             return None
+        session.answer_id = answer_id
         if agent is not None and calls:
             if session.step < agent.max_steps:
                 return self._step(session, record, answer, calls, agent)
@@ -234,6 +276,7 @@ class SessionBook:
             return None
         if not (agent is not None and calls):  # else the calls and their results are there already
             session.history.append({"role": "assistant", "content": answer})
+            session.held = len(session.history)  # the server holds its input and its answer
         session.turn, session.step = turn + 1, 0
         session.output_tokens = draws.output_tokens[turn - 1]
         return self._send_next(
@@ -315,6 +358,7 @@ class SessionBook:
             for index, call in sorted(calls.items())
         ]
         session.history.append({"role": "assistant", "content": answer or None, "tool_calls": made})
+        session.held = len(session.history)  # the server holds its input and its answer, not the results
         for number, (call, length) in enumerate(zip(made, lengths, strict=True)):
             text = prompt_text(int(length), later_turn_id(session.session, session.sent) * 8 + number)
             session.history.append({"role": "tool", "tool_call_id": call["id"], "content": text})

@@ -156,8 +156,11 @@ class OpenAIUser(FastHttpUser):
         self.run_context.sink(record)
 
     def _perform(self, ticket: Ticket, slot: Slot | None = None) -> RequestRecord:
-        """Build the request, send it and sort how it ended, then record it."""
+        """Build the request, send it and sort how it ended, then record it (a session's request
+        that cannot be sent, failed unsent)."""
         prepared = self._prepare(ticket.planned, slot)
+        if prepared.broken is not None:
+            return self._failed(ticket, prepared.broken, "protocol")
         outcome = self._exchange(prepared, ticket.planned)
         return self._record(ticket, prepared, outcome)
 
@@ -167,7 +170,8 @@ class OpenAIUser(FastHttpUser):
         ctx = self.run_context
         workload = ctx.classes.get(planned.request_class, ctx.workload)
         entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
-        history = ctx.sessions.messages(planned, workload) if ctx.sessions is not None else None
+        turn = ctx.sessions.turn(planned, workload) if ctx.sessions is not None else None
+        history = turn.messages if turn is not None else None
         attached = self._attached(workload, planned, entry) if ctx.attaching else []
         asks = gather([each for _, each in attached]) if attached else NO_ASKS
         call = Call(
@@ -177,6 +181,8 @@ class OpenAIUser(FastHttpUser):
             ignore_eos=workload.ignore_eos,
             stream=workload.stream,
             messages=entry.messages if entry else history,
+            continues=turn.continues if turn is not None else None,
+            store=turn is not None and turn.store,
         )
         api = wire_api(workload.api)
         request = api.request(asks.onto(call))
@@ -190,6 +196,7 @@ class OpenAIUser(FastHttpUser):
             workload=workload,
             entry=entry,
             attached=attached,
+            broken=turn.broken if turn is not None else None,
         )
 
     def _attached(
@@ -320,7 +327,7 @@ class OpenAIUser(FastHttpUser):
             record.extra = {name: value for name, value in extra.items() if value is not None} or None
         text = prepared.reader.text
         if ctx.sessions is not None and text is not None:  # a session's turn: its reader kept the text
-            following = ctx.sessions.answered(planned, record, text, result.tool_calls)
+            following = ctx.sessions.answered(planned, record, text, result.tool_calls, result.answer_id)
             if following is not None and ctx.next_turn is not None:
                 ctx.next_turn(following)
 
@@ -379,7 +386,8 @@ def _asking(planned: PlannedRequest, name: str, entry: DatasetEntry | None) -> A
 @dataclass(slots=True)
 class _Prepared:
     """One request ready to send (OpenAIUser._prepare). `attached`: what each slice attached to
-    it (empty: its class has none that attaches)."""
+    it (empty: its class has none that attaches); `broken`: why a session's request cannot be
+    sent (its previous answer, to continue, came without an id)."""
 
     url: str
     data: bytes
@@ -389,6 +397,7 @@ class _Prepared:
     entry: DatasetEntry | None
     attached: list[tuple[Attaches, Attached]]
     items: int  # what an API of items sent (0: a generation API)
+    broken: str | None = None
 
 
 def _seconds(ns: int, t0_ns: int) -> float:

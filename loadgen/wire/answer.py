@@ -16,8 +16,9 @@ from typing import Literal, Protocol
 Metrics = Literal["generation", "latency"]
 # What a request can carry beyond a prompt: a conversation (sessions, conversation traces, a
 # dataset's messages), content parts beside the text of its last user message (a feature's media,
-# loadgen.features), tools to call. A scenario that asks for one checks its API has it.
-Part = Literal["messages", "content_parts", "tools"]
+# loadgen.features), tools to call, a continuation of an answer the server stored (its id and only
+# what came since: Call.continues). A scenario that asks for one checks its API has it.
+Part = Literal["messages", "content_parts", "tools", "continuation"]
 
 
 @dataclass
@@ -65,6 +66,9 @@ class StreamResult:
     done: bool = False  # saw `data: [DONE]` (or a complete non-streaming body)
     done_ns: int | None = None  # when the receive with it arrived
     items: int | None = None  # an answer of items: how many it held
+    # The id the server gave its answer (a Responses answer's `id`), which a later request can
+    # continue (Call.continues); None where it gave none
+    answer_id: str | None = None
 
     @property
     def first_token_ns(self) -> int | None:

@@ -82,7 +82,9 @@ class Call:
     entry) instead of `prompt` as one user message; `content_parts`: parts a feature attaches
     to the last user message after its text, each as the chat API's content part; `items`: the
     texts a request of an API of items carries after its prompt (an embeddings batch's other
-    inputs; rerank's documents, the prompt being the query)."""
+    inputs; rerank's documents, the prompt being the query). `continues`: the id of an earlier
+    answer the server stored, which this request continues (`messages` then hold only what came
+    since that answer); `store`: ask the server to keep this answer for a later one to continue."""
 
     model: str
     prompt: str
@@ -97,6 +99,8 @@ class Call:
     embedding: EmbeddingAsk | None = None
     rerank: RerankAsk | None = None
     audio: AudioClip | None = None  # a transcription's recording
+    continues: str | None = None
+    store: bool = False
 
 
 JSON_TYPE = "application/json"

@@ -1,7 +1,9 @@
 """OpenAI's Responses API (`/v1/responses`): the prompt as `input`, or a conversation as input
 items (a session's history: messages, the calls the model made and the tools' outputs), with
 the features' content parts as input parts of the last user message; `max_output_tokens`;
-reasoning as `reasoning: {effort}`; tools as flat function tools. The answer is typed events
+reasoning as `reasoning: {effort}`; tools as flat function tools; a continuation of a stored
+answer (Call.continues) as `previous_response_id`, its input only what came since, and
+`store: true` where the answer is to be kept for the next. The answer is typed events
 (loadgen.wire.responses_stream).
 
 The Call is the tool's own (chat-shaped where it carries messages and parts, as the features
@@ -50,6 +52,8 @@ class ResponsesBody(TypedDict, total=False):
     stream: Required[bool]
     temperature: Required[float]
     input: Required[str | list[InputItem]]
+    previous_response_id: str
+    store: bool
     ignore_eos: bool
     reasoning: Reasoning
     simulate_reasoning: SimulatedReasoning
@@ -62,7 +66,7 @@ class ResponsesApi:
     name = "responses"
     path = "/v1/responses"
     metrics: Metrics = "generation"
-    carries: frozenset[Part] = frozenset({"messages", "content_parts", "tools"})
+    carries: frozenset[Part] = frozenset({"messages", "content_parts", "tools", "continuation"})
 
     def request(self, call: Call) -> WireRequest:
         body: ResponsesBody = {
@@ -72,6 +76,10 @@ class ResponsesApi:
             "temperature": 0,
             "input": _input(call),
         }
+        if call.continues is not None:
+            body["previous_response_id"] = call.continues
+        if call.store:
+            body["store"] = True
         if call.ignore_eos:
             body["ignore_eos"] = True  # the built-in servers' (and vLLM's) exact output length
         _add_asks(body, call)

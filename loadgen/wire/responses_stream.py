@@ -7,7 +7,9 @@ A token is a delta event, of any kind (DESIGN's measurement rules): reasoning
 (`response.function_call_arguments.delta`). TTFT is the first delta, never the first event:
 servers send `response.created` and `response.in_progress` as soon as they accept a request, long
 before a token. TTFAT is the first answer delta; ITL the gaps between all of them. Usage comes from
-the last event's Response (`input_tokens`, `output_tokens`, their details).
+the last event's Response (`input_tokens`, `output_tokens`, their details); the answer's id
+(StreamResult.answer_id, which a session's next turn can continue) from `response.created`'s
+Response, or the last event's (a whole answer: the body's `id`).
 
 The stream ends with `response.completed` (or `response.incomplete` where the output budget,
 `max_output_tokens`, ran out: the length the tool asked for, as chat's `finish_reason: length`).
@@ -110,6 +112,8 @@ class ResponsesReader:
                 kept.id, kept.name = str(item.get("call_id") or ""), str(item.get("name") or "")
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self._end(event.response, arrived_ns)
+        elif kind == "response.created":
+            self._id(event.response)
         elif kind == "error":
             result.error = f"server error in stream: {event.message or event.code}"
             result.error_kind = "http"
@@ -127,6 +131,7 @@ class ResponsesReader:
         if type(response) is not dict:
             result.error = "a terminal event without its response"
             return
+        self._id(response)
         usage = response.get("usage")
         if type(usage) is dict:
             self._usage(usage)
@@ -143,6 +148,12 @@ class ResponsesReader:
         message = error.get("message") if type(error) is dict else None
         result.error = f"response {status}: {message or reason or 'no reason given'}"
         result.error_kind = "http"
+
+    def _id(self, response: Any) -> None:
+        """The Response's id, where it has one (a string)."""
+        answer_id = response.get("id") if type(response) is dict else None
+        if type(answer_id) is str and answer_id:
+            self.result.answer_id = answer_id
 
     def _usage(self, usage: dict[str, Any]) -> None:
         result = self.result

@@ -105,7 +105,7 @@ class OpenAIFront:
         try:
             body = parse_body(await request.read(), body_type)
         except BadRequest as exc:
-            return _error(400, str(exc), "invalid_request_error")
+            return _error(exc.status, str(exc), "invalid_request_error")
         adapter = body.model if body.model in self.engine.adapters else None
         if body.model is not None and body.model != self.engine.model_name and adapter is None:
             message = (

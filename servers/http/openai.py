@@ -160,7 +160,15 @@ def _tool_text(tool: dict[str, Any]) -> str:
 
 
 class BadRequest(Exception):
-    """A body we cannot serve; the message is shown to the client."""
+    """A body we cannot serve; the message is shown to the client, with `status`."""
+
+    status = 400
+
+
+class NotFound(BadRequest):
+    """A body that names something this server does not have (a stored response)."""
+
+    status = 404
 
 
 def parse_body(raw: bytes, kind: type[RequestBody]) -> RequestBody:

@@ -5,6 +5,11 @@ As `openai.py`, pure and without I/O. The shapes are the OpenAI API reference's 
 follows it), field for field as the official client's `openai.types.responses` models read them:
 a stream is `event: <type>` + `data: <json>` pairs, each with an increasing `sequence_number`, and
 ends with `response.completed` (or `response.incomplete`), no `[DONE]`.
+
+State is kept as OpenAI's server keeps it: a response asked with `store` (true unless the request
+says false) is stored (response_store.STORED) with its conversation; a request with
+`previous_response_id` has that conversation before its own input (a 404, OpenAI's message,
+for an id not stored).
 """
 
 from __future__ import annotations
@@ -14,9 +19,17 @@ import time
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from servers.http.openai import DEFAULT_MAX_TOKENS, FinishReason, RequestBody, Shape, SimulateReasoning
+from servers.http.openai import (
+    DEFAULT_MAX_TOKENS,
+    FinishReason,
+    NotFound,
+    RequestBody,
+    Shape,
+    SimulateReasoning,
+)
+from servers.http.response_store import STORED, Turns
 
 TEXT_PARTS = ("input_text", "output_text", "text")  # a prior assistant turn's text is output_text
 IMAGE_PART = "input_image"
@@ -71,13 +84,20 @@ class ResponsesBody(RequestBody):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     previous_response_id: str | None = None
+    store: bool = True  # OpenAI's default
     # loadtest's extension, as chat's: answer with a call of the offered tool (the chosen one, else the first)
     simulate_tool_call: bool = False
 
+    # The stored conversation of the response `previous_response_id` continues (unsupported()
+    # finds it: NotFound where it is not stored)
+    _earlier: Turns = PrivateAttr(default=())
+
     def unsupported(self) -> str | None:
-        # No state is kept between responses, so none can be continued.
         if self.previous_response_id is not None:
-            return "previous_response_id is not supported by this server"
+            earlier = STORED.get(self.previous_response_id)
+            if earlier is None:
+                raise NotFound(f"Previous response with id '{self.previous_response_id}' not found.")
+            self._earlier = earlier
         return None
 
     @property
@@ -89,8 +109,13 @@ class ResponsesBody(RequestBody):
     def _items(self) -> list[InputItem]:
         return [InputItem(content=self.input)] if isinstance(self.input, str) else self.input
 
+    def turns(self) -> Turns:
+        """The conversation as a stored response keeps it: the earlier responses' turns, then this
+        input's (no instructions or tools: OpenAI carries neither over)."""
+        return (*self._earlier, *(turn for item in self._items() if (turn := item.turn()) is not None))
+
     def conversation(self) -> list[tuple[str, str]]:
-        turns = [turn for item in self._items() if (turn := item.turn()) is not None]
+        turns = list(self.turns())
         if self.instructions:
             turns.insert(0, ("system", self.instructions))
         if self.tools:  # as chat templates do: the tools' schemas are part of the prompt
@@ -166,6 +191,7 @@ class ResponsesShape(Shape):
         self.items: list[dict[str, Any]] = []
         self.texts: list[str] = []  # each item's text so far (a call's: its arguments)
         self.echo: dict[str, Any] = {}  # the request's settings, as the Response object repeats them
+        self.turns: Turns | None = None  # the conversation to store with the output (None: not stored)
 
     @classmethod
     def of(cls, model: str, body: RequestBody, tool: str | None, total: int) -> Shape:
@@ -178,7 +204,10 @@ class ResponsesShape(Shape):
                 "reasoning": {"effort": effort, "summary": None},
                 "tool_choice": body.tool_choice or "auto",
                 "tools": [_tool(tool) for tool in body.tools or []],
+                "previous_response_id": body.previous_response_id,
+                "store": body.store,
             }
+            shape.turns = body.turns() if body.store else None
         return shape
 
     # --- the Response object --------------------------------------------------------------------
@@ -201,10 +230,10 @@ class ResponsesShape(Shape):
             "model": self.model,
             "output": list(self.items) if done else [],
             "parallel_tool_calls": True,
-            "previous_response_id": None,
+            "previous_response_id": self.echo.get("previous_response_id"),
             "reasoning": self.echo.get("reasoning", {"effort": None, "summary": None}),
             "service_tier": "default",
-            "store": False,
+            "store": self.echo.get("store", False),
             "temperature": 1.0,
             "text": {"format": {"type": "text"}},
             "tool_choice": self.echo.get("tool_choice", "auto"),
@@ -300,6 +329,13 @@ class ResponsesShape(Shape):
         events = self._close(status) if self.items else []
         reasoning = min(self.reasoning_tokens, count)
         body = self.response(status, usage(prompt_tokens, count, cached_tokens, reasoning))
+        if self.turns is not None:  # its output as the assistant's turns (a call: its arguments)
+            output = tuple(
+                ("assistant", text)
+                for item, text in zip(self.items, self.texts, strict=True)
+                if item["type"] != "reasoning"
+            )
+            STORED.put(self.id, (*self.turns, *output))
         return [*events, self._event(f"response.{status}", response=body)]
 
     # --- the Shape interface --------------------------------------------------------------------

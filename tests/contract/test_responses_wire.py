@@ -224,12 +224,41 @@ def test_refusals_are_openai_errors(sim: str, text_only: str) -> None:
     assert with_image.usage is not None and with_image.usage.input_tokens == 4 + 256  # as chat counts it
     with pytest.raises(openai.NotFoundError):
         _client(sim).responses.create(model="another", input=PROMPT)
-    with pytest.raises(openai.BadRequestError) as caught:
+    with pytest.raises(openai.NotFoundError) as missing:
         _client(sim).responses.create(model="simulated", input=PROMPT, previous_response_id="resp_1")
-    assert "previous_response_id is not supported" in str(caught.value)
+    assert "Previous response with id 'resp_1' not found." in str(missing.value)
     bad = httpx.post(f"{sim}/v1/responses", json={"model": "simulated", "input": 7}, timeout=20)
     assert bad.status_code == 400
     assert bad.json()["error"]["type"] == "invalid_request_error" and bad.json()["error"]["code"] == 400
+
+
+def test_a_stored_response_is_continued_with_its_whole_conversation(sim: str) -> None:
+    """store (true by default) keeps a response; previous_response_id puts its conversation (its
+    input, its output) before the new input: the prompt counts as the whole history sent again."""
+    client = _client(sim)
+    first = client.responses.create(model="simulated", input=PROMPT, max_output_tokens=3)
+    assert first.model_dump()["store"] is True and first.id.startswith("resp_") and first.usage is not None
+    assert first.usage.input_tokens == 4
+    news: list[Any] = [{"role": "user", "content": "five six"}]
+    second = client.responses.create(
+        model="simulated", input=news, previous_response_id=first.id, max_output_tokens=2
+    )
+    assert second.previous_response_id == first.id and second.id != first.id
+    whole: list[Any] = [
+        {"role": "user", "content": PROMPT},
+        {"role": "assistant", "content": first.output_text},
+        *news,
+    ]
+    again = client.responses.create(model="simulated", input=whole, max_output_tokens=2)
+    assert second.usage is not None and again.usage is not None
+    assert second.usage.input_tokens == again.usage.input_tokens > 4 + 2
+    streamed = raw_events(sim, {"input": news, "previous_response_id": second.id, "max_output_tokens": 1})
+    assert streamed[0]["response"]["previous_response_id"] == second.id
+    assert streamed[-1]["response"]["usage"]["input_tokens"] > second.usage.input_tokens + 2
+    unkept = client.responses.create(model="simulated", input=PROMPT, max_output_tokens=1, store=False)
+    assert unkept.model_dump()["store"] is False
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model="simulated", input=news, previous_response_id=unkept.id)
 
 
 def test_metrics_and_timings_count_responses(sim: str) -> None:

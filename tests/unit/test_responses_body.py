@@ -78,7 +78,7 @@ def test_flat_function_tools_and_the_tool_choice() -> None:
         ({"input": "x", "max_output_tokens": 0}, "max_output_tokens:"),
         (
             {"input": "x", "previous_response_id": "resp_1"},
-            "previous_response_id is not supported by this server",
+            "Previous response with id 'resp_1' not found.",
         ),
     ],
 )

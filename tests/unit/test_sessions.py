@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import orjson
 import pytest
 
 from loadgen.collect.records import RequestRecord, Status
@@ -209,3 +210,84 @@ def test_the_text_parser_keeps_the_answer_and_the_plain_one_counts_alike() -> No
         plain.feed(line, at)
     assert text.text == " tok ken"
     assert text.result == plain.result
+
+
+def test_a_chain_on_the_server_needs_the_responses_api() -> None:
+    chained = SESSIONS.replace("linger: 3s", "linger: 3s, chain: server")
+    errors = _errors(BASE.replace("SESSIONS", chained))
+    assert any(
+        "workload.sessions.chain" in error and "chain: server needs api: responses" in error
+        for error in errors
+    ), errors
+    scenario = parse_scenario(
+        BASE.replace("SESSIONS", chained).replace("api: chat", "api: responses"), "s.yaml"
+    )
+    spec = SPEC.of(scenario.workload)
+    assert spec is not None and spec.chain == "server"
+    assert SPEC.of(_scenario().workload).chain == "client"  # type: ignore[union-attr]
+    assert _errors(BASE.replace("SESSIONS", SESSIONS.replace("linger: 3s", "linger: 3s, chain: peer")))
+
+
+def test_a_chained_turn_continues_the_previous_answer_with_only_the_new_message() -> None:
+    from loadgen.wire.call import Call
+    from loadgen.wire.responses import ResponsesApi
+
+    text = BASE.replace("SESSIONS", SESSIONS.replace("linger: 3s", "linger: 3s, chain: server"))
+    scenario = parse_scenario(
+        text.replace("api: chat", "api: responses").replace("min: 1, max: 5", "min: 3, max: 3"), "s.yaml"
+    )
+    first = next(iter(build_schedule(scenario).requests))
+    book = SessionBook(SessionPolicy.of(scenario.workload), end_s=2.0)
+    opening = book.turn(first, scenario.workload)
+    assert opening is not None and opening.store and opening.continues is None
+    assert [m["role"] for m in opening.messages] == ["user"]
+    second = book.answered(first, _record(first, first.scheduled_s + 0.5), " tok ken", answer_id="resp_a")
+    assert second is not None
+    turn = book.turn(second, scenario.workload)
+    assert turn is not None and turn.broken is None and (turn.continues, turn.store) == ("resp_a", True)
+    assert turn.messages == [{"role": "user", "content": prompt_text(second.prompt_tokens, second.id)}]
+    body = orjson.loads(
+        ResponsesApi()
+        .request(Call("m", "", 4, False, True, turn.messages, continues=turn.continues, store=turn.store))
+        .data
+    )
+    assert body["previous_response_id"] == "resp_a" and body["store"] is True
+    assert body["input"] == [{"role": "user", "content": turn.messages[0]["content"]}]
+    # an answer without an id breaks the chain: the next turn cannot be sent
+    third = book.answered(second, _record(second, second.scheduled_s + 0.2), " beam", answer_id=None)
+    assert third is not None
+    broken = book.turn(third, scenario.workload)
+    assert broken is not None and broken.broken is not None and "without an id" in broken.broken
+    plain = _scenario(SESSIONS.replace("min: 1, max: 5", "min: 3, max: 3"))
+    unchained = SessionBook(SessionPolicy.of(plain.workload), end_s=2.0)
+    whole = unchained.turn(next(iter(build_schedule(plain).requests)), plain.workload)
+    assert whole is not None and not whole.store and whole.continues is None
+
+
+def test_a_chained_agent_step_sends_only_the_tools_outputs() -> None:
+    from loadgen.wire.answer import ToolCall
+
+    text = BASE.replace(
+        "SESSIONS",
+        "tools: {count: 2}\n  sessions: {turns: {kind: fixed, value: 2}, "
+        "think_time: {kind: fixed, value: 1s}, chain: server, "
+        "agent: {tool_latency: {kind: fixed, value: 50ms}, max_steps: 2}}",
+    ).replace("api: chat", "api: responses")
+    scenario = parse_scenario(text, "s.yaml")
+    first = next(iter(build_schedule(scenario).requests))
+    book = SessionBook(SessionPolicy.of(scenario.workload), end_s=2.0)
+    assert book.turn(first, scenario.workload) is not None
+    calls = {0: ToolCall("call_1", "search", ['{"q": 1}']), 1: ToolCall("call_2", "fetch", ["{}"])}
+    step = book.answered(first, _record(first, first.scheduled_s + 0.3), "", calls, answer_id="resp_call")
+    assert step is not None
+    turn = book.turn(step, scenario.workload)
+    assert turn is not None and turn.continues == "resp_call" and turn.store
+    assert [(m["role"], m.get("tool_call_id")) for m in turn.messages] == [
+        ("tool", "call_1"),
+        ("tool", "call_2"),
+    ]
+    second = book.answered(step, _record(step, step.scheduled_s + 0.2), " done", answer_id="resp_text")
+    assert second is not None
+    news = book.turn(second, scenario.workload)
+    assert news is not None and news.continues == "resp_text"
+    assert [m["role"] for m in news.messages] == ["user"]

@@ -28,6 +28,7 @@ workload:
     turns: {kind: uniform, min: 2, max: 6}        # turns per session (whole numbers ≥ 1)
     think_time: {kind: lognormal, mean: 5s, sigma: 0.5}  # from an answer to the next turn
     linger: 10min                                 # after the schedule's end, later turns are cut
+    chain: client                                 # or server (api: responses): the server keeps the history
 ```
 
 Semantics (carried out by the core's follow-ups, loadgen.traffic.session_book and the runner):
@@ -41,6 +42,11 @@ Semantics (carried out by the core's follow-ups, loadgen.traffic.session_book an
   and the think times are drawn per session from a generator seeded from (scenario seed, a sessions
   stream constant, the session's id): they do not depend on timing, and the plan's own streams are
   untouched (a scenario without sessions plans exactly as before).
+- `chain: server` (needs `api: responses`): every turn asks the server to store its answer
+  (`store: true`); turn k+1 sends `previous_response_id`, the id of turn k's answer, and as
+  `input` only what came since (the new user message; in an agent loop, the tools' outputs). The
+  server prepends the stored conversation, so its prompt is the whole history as with `client`.
+  A turn whose previous answer came without an id fails (its record says so), ending its session.
 - A turn that fails (error, timeout) or is cancelled ends its session. Turns in flight count
   against the phase's max_concurrency; a later turn's wait for a slot counts in its latency, and
   its lag and latencies count from its due time.

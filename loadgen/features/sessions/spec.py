@@ -12,7 +12,7 @@ from kernel.units import PositiveDuration
 from loadgen.inputs.files import field_error
 from loadgen.scenario.distributions import Distribution, counts
 from loadgen.scenario.durations import DurationDistribution
-from loadgen.scenario.follow_ups import DEFAULT_LINGER_S, MAX_TURNS
+from loadgen.scenario.follow_ups import DEFAULT_LINGER_S, MAX_TURNS, Chain
 from loadgen.scenario.lengths import FixedLength, Length
 from loadgen.scenario.slice_model import SliceSpec
 from loadgen.wire.apis import apis_carrying, carries
@@ -53,6 +53,9 @@ class SessionsSpec(SliceSpec):
     linger: PositiveDuration = DEFAULT_LINGER_S
     # Tool calls answered within each turn (needs workload.tools).
     agent: AgentSpec | None = None
+    # Who keeps the history: the client sends it whole each turn, or the server stores each
+    # answer and a later turn sends only what came since (api: responses' previous_response_id).
+    chain: Chain = "client"
 
     def follow_ups(self) -> FollowUps:
         return self
@@ -69,6 +72,13 @@ class SessionsSpec(SliceSpec):
         if workload.dataset is not None and not workload.conversations:
             message = "sessions send prompt_tokens words or replay a ShareGPT dataset: give no other dataset:"
             raise field_error("sessions", message, None)
+        if spec.chain == "server" and not carries(workload.api, "continuation"):
+            message = (
+                f"sessions.chain: server needs api: {apis_carrying('continuation')} (a server that "
+                f"keeps each answer, continued by its id); api: {workload.api} sends the whole history: "
+                "give chain: client"
+            )
+            raise field_error(("sessions", "chain"), message, workload.api)
         if spec.turns is None and not workload.conversations:
             message = "give turns: (only a ShareGPT dataset gives each session its turns)"
             raise field_error(("sessions", "turns"), message, None)
