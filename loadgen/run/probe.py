@@ -39,7 +39,8 @@ def first_token_ns(
     The request must end (`[DONE]`) within `timeout_s`; lines are at most `max_line` bytes
     (default: the workload's). An API that answers in one body (embeddings) is asked once, and
     the time is when its whole answer arrived; it carries one item (an embeddings input beside the
-    prompt, a rerank document)."""
+    prompt, a rerank document). What else an API needs (a transcription's recording) is its own
+    (WireApi.probe)."""
     api = wire_api(workload.api)
     streams = api.metrics == "generation"
     call = Call(
@@ -50,6 +51,8 @@ def first_token_ns(
         stream=streams,
         items=() if streams else (prompt_text(8, 1),),  # an API of items' one item (rerank's document)
     )
+    call = api.probe(call, workload.stream)
+    streams = streams and call.stream
     sent = api.request(call)
     url = endpoint.base_url + sent.path
     headers = {"Content-Type": sent.content_type, "Accept-Encoding": "identity"}

@@ -40,6 +40,11 @@ class WireApi(Protocol):
         """The request, encoded (ValueError: the call asks what this API cannot carry)."""
         ...
 
+    def probe(self, call: Call, streams: bool) -> Call:
+        """The call the readiness probe sends (loadgen.run.probe), from a short prompt's: what
+        this API needs beyond it, the least it takes. `streams`: whether the workload streams."""
+        ...
+
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:

@@ -63,6 +63,9 @@ class ChatApi:
         body["messages"] = with_parts(messages, call.content_parts) if call.content_parts else messages
         return json_request(self.path, body)
 
+    def probe(self, call: Call, streams: bool) -> Call:
+        return call  # a short prompt is all it needs
+
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:

@@ -49,6 +49,9 @@ class EmbeddingsApi:
         request = json_request(self.path, body)
         return WireRequest(request.path, request.data, items=len(inputs), answers=len(inputs))
 
+    def probe(self, call: Call, streams: bool) -> Call:
+        return call  # a short prompt is all it needs
+
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:

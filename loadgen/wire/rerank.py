@@ -49,6 +49,9 @@ class RerankApi:
         answers = len(documents) if top_n is None else min(top_n, len(documents))
         return WireRequest(request.path, request.data, items=len(documents), answers=answers)
 
+    def probe(self, call: Call, streams: bool) -> Call:
+        return call  # a short prompt is all it needs
+
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:

@@ -85,6 +85,9 @@ class ResponsesApi:
         _add_asks(body, call)
         return json_request(self.path, body)
 
+    def probe(self, call: Call, streams: bool) -> Call:
+        return call  # a short prompt is all it needs
+
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:

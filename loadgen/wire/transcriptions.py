@@ -10,8 +10,13 @@ bytes hold by chance with odds of about 2⁻¹⁹⁰.
 
 from __future__ import annotations
 
+import io
+import wave
+from dataclasses import replace
+from functools import cache
+
 from loadgen.wire.answer import AnswerReader, Metrics, Part
-from loadgen.wire.call import Call, WireRequest
+from loadgen.wire.call import AudioClip, Call, WireRequest
 from loadgen.wire.transcription_stream import TranscriptionReader
 
 BOUNDARY = "loadtest-7f3c9a1e5b2d4c8a6e0f1b3d"
@@ -44,7 +49,23 @@ class TranscriptionsApi:
         data, content_type = encode_multipart_formdata(fields, boundary=BOUNDARY)
         return WireRequest(self.path, data, content_type)
 
+    def probe(self, call: Call, streams: bool) -> Call:
+        # As the workload asks (a server may not stream transcripts: OpenAI's whisper-1 does not).
+        return replace(call, prompt="", audio=probe_clip(), stream=streams)
+
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:
         return TranscriptionReader()
+
+
+@cache
+def probe_clip() -> AudioClip:
+    """Half a second of silence, 16 kHz 16-bit mono PCM: the smallest recording a server reads."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as recording:
+        recording.setnchannels(1)
+        recording.setsampwidth(2)
+        recording.setframerate(16000)
+        recording.writeframes(bytes(16000))
+    return AudioClip(out.getvalue(), "probe.wav", "audio/wav")

@@ -219,3 +219,14 @@ def test_a_transcriptions_workload_needs_its_recordings_and_only_it_takes_them()
         parse_scenario(SCENARIO.replace("api: transcriptions", "api: chat"))
     with pytest.raises(ScenarioError, match="give seconds:"):
         parse_scenario(SCENARIO.replace("seconds: {kind: uniform, min: 1s, max: 9s}, ", ""))
+
+
+def test_the_readiness_probe_uploads_half_a_second_of_silence_streamed_as_the_workload_is() -> None:
+    short = Call(model="whisper", prompt="probe words", max_tokens=2, ignore_eos=False, stream=True)
+    api = wire_api("transcriptions")
+    for streams in (True, False):
+        probe = api.probe(short, streams)
+        assert probe.stream is streams and probe.prompt == "" and probe.audio is not None
+        with wave.open(io.BytesIO(_form(probe)["file"][1]), "rb") as recording:
+            assert (recording.getnframes(), recording.getframerate()) == (8000, 16000)
+    assert wire_api("chat").probe(short, False) is short  # the others need nothing beyond a prompt
