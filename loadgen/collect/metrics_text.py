@@ -64,6 +64,7 @@ SERIES: tuple[Series, ...] = (
     # the feature slices' counters (loadgen.features: an adapter cache's), in their place
     *(Series(counter.series, counter.name, "counter", "builtin") for counter in SLICE_SERVER_COUNTERS),
     Series("loadtest_server_ttft_seconds", "ttft_seconds", "histogram", "builtin"),
+    Series("loadtest_server_e2e_seconds", "e2e_seconds", "histogram", "builtin"),
     Series("loadtest_server_queue_wait_seconds", "queue_wait_seconds", "histogram", "builtin"),
 )
 

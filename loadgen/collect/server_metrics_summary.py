@@ -95,7 +95,8 @@ class PrefixCacheData(TypedDict):
 
 
 class TtftGapData(TypedDict):
-    """server.metrics.ttft_gap_ms: the client's TTFT from send minus the server's, ms."""
+    """server.metrics.ttft_gap_ms (and e2e_gap_ms): the client's latency from send minus the
+    server's, ms."""
 
     p50: float | None
     p95: float | None
@@ -124,6 +125,7 @@ class ServerMetricsData(TypedDict, total=False):
     queue_wait_ms: ServerHistogramData | None
     window_s: list[float]
     ttft_gap_ms: TtftGapData | None
+    e2e_gap_ms: TtftGapData | None
 
 
 @dataclass(frozen=True)
@@ -344,17 +346,35 @@ def with_ttft_gap(
     if server_metrics is None:
         return None
     result = server_metrics.copy()
-    server_ttft = server_metrics.get("ttft_ms")
+    result["ttft_gap_ms"] = _gaps(server_metrics.get("ttft_ms"), client_from_send)
+    return result
+
+
+def with_e2e_gap(
+    server_metrics: ServerMetricsData | None, client_from_send: Mapping[str, float | None] | None
+) -> ServerMetricsData | None:
+    """`server.metrics` plus `e2e_gap_ms`, as `with_ttft_gap` for the whole request: the one
+    comparison an API without tokens (embeddings, rerank) has. Left out where the server has no
+    request-latency histogram."""
+    if server_metrics is None or server_metrics.get("e2e_ms") is None:
+        return server_metrics
+    result = server_metrics.copy()
+    result["e2e_gap_ms"] = _gaps(server_metrics.get("e2e_ms"), client_from_send)
+    return result
+
+
+def _gaps(
+    server: ServerHistogramData | None, client_from_send: Mapping[str, float | None] | None
+) -> TtftGapData | None:
     client = client_from_send or {}
 
     def gap(pct: Literal["p50", "p95", "mean"]) -> float | None:
-        server_value = None if server_ttft is None else server_ttft.get(pct)
+        server_value = None if server is None else server.get(pct)
         client_value = client.get(pct)
         return None if server_value is None or client_value is None else client_value - server_value
 
     gaps: TtftGapData = {"p50": gap("p50"), "p95": gap("p95"), "mean": gap("mean")}
-    result["ttft_gap_ms"] = gaps if any(value is not None for value in gaps.values()) else None
-    return result
+    return gaps if any(value is not None for value in gaps.values()) else None
 
 
 def notable_ttft_gap(server_metrics: ServerMetricsData | None) -> bool:

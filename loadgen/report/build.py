@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from loadgen.collect.late_sends import LateSends, Variant
 from loadgen.collect.records import RequestRecord
 from loadgen.collect.run_stats import RunStats
-from loadgen.collect.server_metrics_summary import with_ttft_gap
+from loadgen.collect.server_metrics_summary import with_e2e_gap, with_ttft_gap
 from loadgen.collect.slice_registry import SLICE_GROUPS
 from loadgen.collect.stats import PhaseWindow, client_trust, run_stats
 from loadgen.distributed.protocol import lost_error
@@ -170,6 +170,7 @@ def build_report(
     server_info = normalize_server(server)
     if "metrics" in server_info:  # the server's own /metrics (None where not scraped)
         gap = with_ttft_gap(server_info["metrics"], metrics.get("ttft_from_send_ms"))
+        gap = with_e2e_gap(gap, metrics.get("e2e_from_send_ms"))
         server_info = {**server_info, "metrics": gap}
 
     def judge(stats: RunStats, metrics: Measured) -> tuple[Groups, Mapping[str, Groups], list[SLOResult]]:

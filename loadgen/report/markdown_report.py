@@ -253,18 +253,23 @@ def _server_metrics_lines(server_metrics: ServerMetrics | None, metrics: Metrics
         "",
     ]
     server_ttft, client_ttft = server_metrics.ttft_ms, metrics.ttft_from_send_ms
-    gap = server_metrics.ttft_gap_ms
-    if server_ttft:
-        rows = [
-            [
-                f"TTFT {pct}",
-                _num(client),
-                _num(server),
-                _bucket(bucket) if pct != "mean" else "exact",
-                _num(gap_value),
-            ]
-            for pct, client, server, bucket, gap_value in _ttft_rows(server_ttft, client_ttft, gap)
+    rows = [
+        [
+            f"{name} {pct}",
+            _num(client),
+            _num(server),
+            _bucket(bucket) if pct != "mean" else "exact",
+            _num(gap_value),
         ]
+        for name, server_figures, client_figures, gap in (
+            ("TTFT", server_ttft, client_ttft, server_metrics.ttft_gap_ms),
+            ("e2e", server_metrics.e2e_ms, metrics.e2e_from_send_ms, server_metrics.e2e_gap_ms),
+        )
+        # e2e where the client has it too (a request-latency histogram, with a gap to give)
+        if server_figures is not None and (name == "TTFT" or gap is not None)
+        for pct, client, server, bucket, gap_value in _ttft_rows(server_figures, client_figures, gap)
+    ]
+    if rows:
         lines += _table(["ms", "client (from send)", "server", "server bucket", "gap"], rows)
     gauges = [
         f"{label} mean {_num(figure.mean * scale)}{unit}, max {_num(figure.max * scale)}{unit}"
@@ -289,6 +294,7 @@ def _server_metrics_lines(server_metrics: ServerMetrics | None, metrics: Metrics
     lines += _slice_server_lines(server_metrics)
     if server_metrics.requests_aborted:
         lines.append(f"- Aborted: {server_metrics.requests_aborted} requests whose client left mid-answer")
+    gap = server_metrics.ttft_gap_ms
     if server_ttft and gap and gap_is_notable(gap.p95, server_ttft.p95, server_ttft.p95_bucket_ms):
         lines.append(
             f"- Finding: at p95 the client sees the first token {_num(gap.p95, 'ms')} later than the "

@@ -138,6 +138,7 @@ class OpenAIFront:
             parts = [piece async for piece in pieces]
         finish = _finish_reason(len(parts), req.max_tokens)
         answer = shape.full(parts, finish, req.prompt_tokens, req.timing.cached_tokens)
+        self.metrics.e2e.observe(asyncio.get_running_loop().time() - started)
         return web.json_response(answer)
 
     async def _stream(
@@ -167,8 +168,10 @@ class OpenAIFront:
         await response.write(
             shape.stream_close(count, finish, req.prompt_tokens, req.timing.cached_tokens, include_usage)
         )
+        ended = loop.time()
+        self.metrics.e2e.observe(ended - started)
         if self.timings is not None:
-            self.timings.observe(started, written, loop.time())
+            self.timings.observe(started, written, ended)
         await response.write_eof()
         return response
 

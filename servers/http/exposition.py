@@ -60,6 +60,13 @@ class ServerMetrics:
         self.ttft = Histogram(
             PREFIX + "ttft_seconds", "Server-side time to first token", buckets=_LATENCY_BUCKETS, registry=r
         )
+        # vLLM's e2e_request_latency_seconds counterpart, over every answer of every endpoint.
+        self.e2e = Histogram(
+            PREFIX + "e2e_seconds",
+            "Server-side time from a request's arrival to its answer's end (every answered request)",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         # Embeddings, rerank and score answers (no tokens, so no TTFT): arrival to the answer.
         self.pooling_latency = Histogram(
             PREFIX + "pooling_seconds",

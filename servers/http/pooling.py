@@ -75,6 +75,7 @@ class PoolingFront:
             status = "200"
             finished = loop.time()
             self.metrics.pooling_latency.labels(endpoint=endpoint).observe(finished - started)
+            self.metrics.e2e.observe(finished - started)
             if self.timings is not None:
                 self.timings.observe_whole(started, finished)
             return response

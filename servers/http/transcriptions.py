@@ -102,8 +102,10 @@ class TranscriptionsFront:
         text = "".join(pieces).strip()
         if stream is not None:
             await stream.write(writer.close(text, len(pieces)))
+            ended = loop.time()
+            self.metrics.e2e.observe(ended - started)
             if self.timings is not None:
-                self.timings.observe(started, written, loop.time())
+                self.timings.observe(started, written, ended)
             await stream.write_eof()
             return stream
         if ask.response_format == "text":
@@ -113,8 +115,10 @@ class TranscriptionsFront:
             response = web.json_response(answer)
         await response.prepare(request)  # written here: the latency ends with the last byte sent
         await response.write_eof()
+        ended = loop.time()
+        self.metrics.e2e.observe(ended - started)
         if self.timings is not None:
-            self.timings.observe_whole(started, loop.time())
+            self.timings.observe_whole(started, ended)
         return response
 
     async def _opened(self, request: web.Request) -> web.StreamResponse:

@@ -174,11 +174,47 @@ def test_a_run_reports_the_servers_own_metrics(tmp_path: Path) -> None:
     assert server_metrics["ttft_gap_ms"]["p50"] == pytest.approx(client_p50 - ttft["p50"], abs=0.01)
     # The mean is exact (sum/count): the server's 50 ms, which the client cannot see sooner.
     assert 50.0 <= ttft["mean"] <= 60.0 and server_metrics["ttft_gap_ms"]["mean"] >= -0.5
+    # The whole request: 50 ms, then 9 gaps of 5 ms, to the answer's end (exact mean again).
+    e2e = server_metrics["e2e_ms"]
+    assert 95.0 <= e2e["mean"] <= 110.0 and 35 <= e2e["count"] <= 60
+    client_e2e = report["metrics"]["e2e_from_send_ms"]
+    assert server_metrics["e2e_gap_ms"]["mean"] == pytest.approx(client_e2e["mean"] - e2e["mean"], abs=0.01)
+    assert server_metrics["e2e_gap_ms"]["mean"] >= -0.5
     resources = run.run_dir / "resources.jsonl"
     kinds = [json.loads(line).get("kind") for line in resources.read_text().splitlines()]
     assert kinds.count("server_metrics") >= 6 and kinds.count(None) == len(list(read_samples(resources)))
     assert report["server"]["memory"]["samples"] > 10  # the memory sampler's lines are intact
     assert "## Server's own metrics" in (run.run_dir / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_an_api_without_tokens_is_compared_with_the_servers_request_latency(tmp_path: Path) -> None:
+    """Embeddings have no TTFT: the server's own e2e histogram is the comparison (8 ms + 1 ms
+    per input, 4 inputs: 12 ms once admitted, with a slot for every request)."""
+    scenario = """
+name: server-metrics-items
+server: {kind: simulated, slots: 32, embed_base: 8ms, embed_per_input: 1ms}
+workload:
+  api: embeddings
+  prompt_tokens: {kind: fixed, value: 16}
+  embeddings: {inputs: {kind: fixed, value: 4}}
+traffic:
+  - {kind: poisson, rate: 20, duration: 5s}
+warmup: 1s
+client: {max_schedule_lag_p99: 200ms}
+"""
+    run = run_cli(tmp_path, scenario, timeout=120)
+    assert run.code == 0, run.stderr
+    server_metrics = run.report["server"]["metrics"]
+    assert server_metrics["ttft_ms"] is None and server_metrics["ttft_gap_ms"] is None
+    e2e = server_metrics["e2e_ms"]
+    assert 12.0 <= e2e["mean"] <= 16.0 and e2e["p50_bucket_ms"] == [10.0, 25.0]
+    gap = server_metrics["e2e_gap_ms"]
+    client_mean = run.report["metrics"]["e2e_from_send_ms"]["mean"]
+    assert gap["mean"] == pytest.approx(client_mean - e2e["mean"], abs=0.01)
+    assert -0.5 <= gap["mean"] <= 10.0  # HTTP and the client's reading: ~1 ms quietly
+    markdown = (run.run_dir / "report.md").read_text()
+    assert "| e2e p50 |" in markdown and "| e2e mean |" in markdown and "| TTFT p50 |" not in markdown
 
 
 @pytest.mark.slow

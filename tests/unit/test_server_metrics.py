@@ -27,6 +27,7 @@ from loadgen.collect.server_metrics_summary import (
     notable_ttft_gap,
     read_server_metrics,
     summarize_server_metrics,
+    with_e2e_gap,
     with_ttft_gap,
 )
 from loadgen.report.markdown_report import _server_metrics_lines
@@ -288,6 +289,17 @@ def test_ttft_gap_and_when_it_is_a_finding() -> None:
     assert not notable_ttft_gap(with_ttft_gap(beyond, {"p50": 30.0, "p95": 500.0}))
     assert with_ttft_gap(None, {"p50": 1.0}) is None
     assert with_ttft_gap({"scrapes": 3}, {"p50": 1.0}) == {"scrapes": 3, "ttft_gap_ms": None}
+
+
+def test_e2e_gap_is_the_clients_e2e_over_the_servers_and_only_where_it_has_one() -> None:
+    server = _ttft(20.0, 20.0, 19.0, [0.0, 20.0])
+    with_e2e = server.copy()
+    with_e2e["e2e_ms"] = _ttft(80.0, 90.0, 81.0, [75.0, 100.0])["ttft_ms"]
+    gapped = with_e2e_gap(with_e2e, {"p50": 82.5, "p95": 95.0, "mean": 84.0})
+    assert gapped is not None and gapped["e2e_gap_ms"] == pytest.approx({"p50": 2.5, "p95": 5.0, "mean": 3.0})
+    assert with_e2e_gap(server, {"p50": 1.0}) == server  # no request-latency histogram: no key
+    assert with_e2e_gap(None, {"p50": 1.0}) is None
+    assert with_e2e_gap(with_e2e, None) == {**with_e2e, "e2e_gap_ms": None}
 
 
 def test_report_md_block_names_the_gap_as_a_finding() -> None:

@@ -137,15 +137,26 @@ def gauge_charts(log: MetricsLog, spans: Sequence[Span]) -> list[Chart]:
 
 
 def ttft_comparison(metrics: Metrics, server_metrics: ServerMetrics | None) -> tuple[list[Chart], str]:
-    """Server vs client TTFT (client from send) at p50 and p95, and the gap, when scraped."""
-    server_ttft = server_metrics.ttft_ms if server_metrics else None
-    client = metrics.ttft_from_send_ms
-    if server_ttft is None or client.p50 is None:
+    """Server vs client latency (client from send) at p50 and p95, and the gap, when scraped:
+    TTFT, and e2e where the server has a request-latency histogram; the chart is TTFT's (e2e's
+    for an API without tokens)."""
+    if server_metrics is None:
         return [], ""
+    compared = [
+        (name, server_figures, client, gap)
+        for name, server_figures, client, gap in (
+            ("TTFT", server_metrics.ttft_ms, metrics.ttft_from_send_ms, server_metrics.ttft_gap_ms),
+            ("e2e", server_metrics.e2e_ms, metrics.e2e_from_send_ms, server_metrics.e2e_gap_ms),
+        )
+        if server_figures is not None and client.p50 is not None
+    ]
+    if not compared:
+        return [], ""
+    name, server_figures, client, _ = compared[0]
     labels, values, colors = [], [], []
     for pct, client_value, server_value in (
-        ("p50", client.p50, server_ttft.p50),
-        ("p95", client.p95, server_ttft.p95),
+        ("p50", client.p50, server_figures.p50),
+        ("p95", client.p95, server_figures.p95),
     ):
         for who, value, color in (("client", client_value, PALETTE[0]), ("server", server_value, PALETTE[1])):
             if value is not None:
@@ -153,24 +164,25 @@ def ttft_comparison(metrics: Metrics, server_metrics: ServerMetrics | None) -> t
                 values.append(value)
                 colors.append(color)
     chart = bar_chart(
-        "server-vs-client-ttft",
-        "TTFT: client (from send) vs the server's own",
+        f"server-vs-client-{name.lower()}",
+        f"{name}: client (from send) vs the server's own",
         labels,
         values,
         colors,
         "ms",
         caption="The server's percentiles are estimated from its histogram buckets.",
     )
-    gap = server_metrics.ttft_gap_ms if server_metrics else None
     rows = []
-    for pct, client_value, server_value, bucket, gap_value in (
-        ("p50", client.p50, server_ttft.p50, server_ttft.p50_bucket_ms, gap.p50 if gap else None),
-        ("p95", client.p95, server_ttft.p95, server_ttft.p95_bucket_ms, gap.p95 if gap else None),
-        ("mean", client.mean, server_ttft.mean, None, gap.mean if gap else None),
-    ):
-        bounds = "" if not bucket else f"{num(bucket[0])}–{num(bucket[1]) if bucket[1] is not None else '∞'}"
-        rows.append([pct, num(client_value), num(server_value), bounds, num(gap_value)])
-    html = table(["TTFT (ms)", "client from send", "server", "server bucket", "gap"], rows)
+    for name, server_figures, client, gap in compared:
+        for pct, client_value, server_value, bucket, gap_value in (
+            ("p50", client.p50, server_figures.p50, server_figures.p50_bucket_ms, gap.p50 if gap else None),
+            ("p95", client.p95, server_figures.p95, server_figures.p95_bucket_ms, gap.p95 if gap else None),
+            ("mean", client.mean, server_figures.mean, None, gap.mean if gap else None),
+        ):
+            top = "∞" if not bucket or bucket[1] is None else num(bucket[1])
+            bounds = "" if not bucket else f"{num(bucket[0])}–{top}"
+            rows.append([f"{name} {pct}", num(client_value), num(server_value), bounds, num(gap_value)])
+    html = table(["ms", "client from send", "server", "server bucket", "gap"], rows)
     return [chart], html
 
 

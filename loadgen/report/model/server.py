@@ -75,7 +75,8 @@ class ServerHistogram(ReportPart):
 
 
 class TtftGap(ReportPart):
-    """The client's TTFT from send minus the server's own: time spent outside the engine, ms."""
+    """The client's latency (TTFT, or e2e) from send minus the server's own: time spent outside
+    the engine, ms."""
 
     p50: float | None = Field(description="milliseconds (carries the server's bucket error)")
     p95: float | None = Field(description="milliseconds (carries the server's bucket error)")
@@ -131,6 +132,9 @@ class CoreServerMetrics(ReportPart):
     )
     ttft_gap_ms: TtftGap | None = Field(
         default=None, description="client TTFT from send minus the server's TTFT"
+    )
+    e2e_gap_ms: TtftGap | None = Field(
+        default=None, description="client e2e from send minus the server's request latency"
     )
 
 
