@@ -107,7 +107,7 @@ def test_a_streamed_transcript_is_timed_as_the_servers_known_schedule(
         assert record["tokens_source"] == "usage"
         gaps = record_itl_array(record)
         assert gaps is not None and len(gaps) == record["output_tokens"] - 1
-    all_gaps = np.concatenate([record_itl_array(r) for r in records])  # type: ignore[arg-type]
+    all_gaps = np.concatenate([record_itl_array(r) for r in records])
     assert abs(float(np.median(all_gaps)) - ITL_MS) < 1.0
     e2e_late = [
         (r["done_s"] - r["sent_s"]) * 1000
