@@ -16,7 +16,8 @@ import numpy as np
 from loadgen.collect.timeline import coarsen
 from loadgen.compare.compare_inputs import RunData, RunTimeline
 from loadgen.compare.compare_power import format_mde
-from loadgen.compare.gate import Comparison, Row, format_change, latency_names, latency_sample
+from loadgen.compare.gate import Comparison, Row, format_change
+from loadgen.compare.gated_latencies import latency_names, latency_sample
 from loadgen.report.html.charts import PALETTE, Chart, Series, line_chart
 from loadgen.report.html.distribution_section import Y_LABEL, cdf_series
 from loadgen.report.html.page import Banner, CellStatus, Section, grid, note, render_page, table

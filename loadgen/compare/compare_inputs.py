@@ -129,8 +129,8 @@ def load_pooled(paths: Sequence[Path], source: Path) -> RunData:
     """Several runs of one scenario as one side of a comparison (`loadtest ab`'s rounds), named
     `source`: every run's records read in turn as one stream, so the counts are the sums of the
     runs' exact counts and the per-request values a uniform sample of at most COMPARE_SAMPLE of
-    all their records; output tokens/s is the mean of the runs' own. No timeline: the runs do not
-    share a clock (each one's report.html draws its own).
+    all their records; output tokens/s (and an API of items' items/s) is the mean of the runs'
+    own. No timeline: the runs do not share a clock (each one's report.html draws its own).
 
     Its report is the first run's with what was pooled put in: the worst verdict, the counts, the
     mean tokens/s, and no capacity (of a side with records the gate reads no other summary number)."""
@@ -149,11 +149,18 @@ def load_pooled(paths: Sequence[Path], source: Path) -> RunData:
         tally.read(records_path)
     rates = [rate for report in reports if (rate := report.metrics.output_tokens_per_s) is not None]
     verdicts = {report.verdict for report in reports}
+    items = reports[0].metrics.items
+    per_s = [
+        run.items_per_s for report in reports if (run := report.metrics.items) and run.items_per_s is not None
+    ]
+    if items is not None:  # an API of items: its items/s the mean of the runs', as tokens/s
+        items = items.model_copy(update={"items_per_s": sum(per_s) / len(per_s) if per_s else None})
     metrics = reports[0].metrics.model_copy(
         update={
             "requests": tally.requests,
             "errors": tally.errors,
             "output_tokens_per_s": sum(rates) / len(rates) if rates else None,
+            "items": items,
         }
     )
     pooled = reports[0].model_copy(

@@ -18,7 +18,9 @@ run-to-run noise is not called a regression. What "significant" means per metric
 - **Error rate**: a one-sided Fisher exact test on the error/ok counts of the two runs.
 - **Capacity** (`capacity.rate_rps`, when both reports have it): the two `ci95` intervals must not
   overlap; without intervals the threshold alone decides.
-- **Output tokens/s** is one number per run with no per-request spread: the threshold alone decides.
+- **Output tokens/s** is one number per run with no per-request spread: the threshold alone decides;
+  so are **items/s** where both runs sent items (an API of items: `metrics.items.items_per_s`).
+  Two runs of items alone get no rows of token times (TTFT, ITL, TPOT) or tokens/s: none apply.
 
 **What it could not see.** Each latency row also carries its minimum detectable effect (`mde`,
 loadgen.compare.compare_power): the smallest true move its one-sided test at level `alpha` would
@@ -50,14 +52,13 @@ from scipy import stats as scipy_stats
 
 from loadgen.compare.compare_inputs import LatencySample, RunData
 from loadgen.compare.compare_power import format_mde, minimum_detectable_effect
+from loadgen.compare.gated_latencies import latency_names, latency_sample, of_items_only, report_latency
 from loadgen.evaluate.resampling import repeated_percentiles
 from loadgen.fmt import format_number
 from loadgen.report.model.evaluation import Capacity
-from loadgen.report.model.metrics import Metrics, Percentiles
 
 Verdict = Literal["ok", "regression", "improvement", "not significant", "inconclusive", "n/a"]
 Overall = Literal["regression", "inconclusive", "no regression"]
-LATENCY_METRICS: tuple[str, ...] = ("ttft", "itl", "tpot", "e2e")
 LATENCY_PERCENTILES: tuple[str, ...] = ("p50", "p95", "p99")
 _QUANTILE = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
 
@@ -358,6 +359,7 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
     rows: list[Row] = []
     per_request = base.latencies is not None and cur.latencies is not None
     names = latency_names(base, cur)
+    of_items = of_items_only(base, cur)
     if base.latencies is not None and cur.latencies is not None:
         for name in names:
             old, new = latency_sample(base.latencies, name), latency_sample(cur.latencies, name)
@@ -371,7 +373,7 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
         )
         base_m, cur_m = base.report.metrics, cur.report.metrics
         for name in names:
-            base_p, cur_p = _latency(base_m, name), _latency(cur_m, name)
+            base_p, cur_p = report_latency(base_m, name), report_latency(cur_m, name)
             for key, base_v, cur_v in (
                 ("p50", base_p.p50, cur_p.p50),
                 ("p95", base_p.p95, cur_p.p95),
@@ -379,50 +381,17 @@ def compare_runs(base: RunData, cur: RunData, settings: Settings) -> Comparison:
             ):
                 rows.append(compare_threshold(f"{name} {key}", "ms", base_v, cur_v, True, settings))
         rows.append(compare_threshold("error rate", "", base_m.error_rate, cur_m.error_rate, True, settings))
-    rows.append(
-        compare_threshold(
-            "output tokens/s",
-            "tok/s",
-            base.report.metrics.output_tokens_per_s,
-            cur.report.metrics.output_tokens_per_s,
-            False,
-            settings,
+    base_tokens, cur_tokens = base.report.metrics.output_tokens_per_s, cur.report.metrics.output_tokens_per_s
+    if not of_items or base_tokens or cur_tokens:
+        rows.append(compare_threshold("output tokens/s", "tok/s", base_tokens, cur_tokens, False, settings))
+    base_items, cur_items = base.report.metrics.items, cur.report.metrics.items
+    if base_items is not None and cur_items is not None:  # an API of items' throughput, as tokens/s
+        rows.append(
+            compare_threshold(
+                "items/s", "items/s", base_items.items_per_s, cur_items.items_per_s, False, settings
+            )
         )
-    )
     base_cap, cur_cap = base.report.capacity, cur.report.capacity
     if base_cap is not None and cur_cap is not None:
         rows.append(compare_capacity(base_cap, cur_cap, settings))
     return Comparison(rows, settings, per_request, notes)
-
-
-def latency_names(base: RunData, cur: RunData) -> list[str]:
-    """LATENCY_METRICS, and `ttfat` after `ttft` where either run has answers that did not begin
-    with their stream's first token (reasoning or a tool call first). In a run without, TTFAT is
-    TTFT (its report says the same figures): a row of its own would only repeat it."""
-    if not any(_answers_apart(run) for run in (base, cur)):
-        return list(LATENCY_METRICS)
-    return ["ttft", "ttfat", *LATENCY_METRICS[1:]]
-
-
-def _answers_apart(run: RunData) -> bool:
-    if run.latencies is not None:
-        return "ttfat" in run.latencies
-    return run.report.metrics.ttfat_ms != run.report.metrics.ttft_ms
-
-
-def latency_sample(latencies: dict[str, LatencySample], name: str) -> LatencySample:
-    """One metric's sample; a run without a `ttfat` one answered with its first tokens."""
-    if name == "ttfat" and name not in latencies:
-        return latencies["ttft"]
-    return latencies[name]
-
-
-def _latency(metrics: Metrics, name: str) -> Percentiles:
-    """The report's percentiles of one of latency_names()."""
-    return {
-        "ttft": metrics.ttft_ms,
-        "ttfat": metrics.ttfat_ms,
-        "itl": metrics.itl_ms,
-        "tpot": metrics.tpot_ms,
-        "e2e": metrics.e2e_ms,
-    }[name]

@@ -195,6 +195,13 @@ class EnvironmentRow:
     curve: list[CurvePoint]
     lost_because: str | None = None
     status: Status = "meets"
+    # An API of items: the items answered per second at capacity (None where no items were sent)
+    items_per_s: float | None = None
+
+    @property
+    def whole_answers(self) -> bool:
+        """It served items and no output tokens (an API of items alone: embeddings, rerank)."""
+        return self.items_per_s is not None and not self.output_tokens_per_s
 
 
 @dataclass(frozen=True)

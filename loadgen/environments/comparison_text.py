@@ -73,15 +73,23 @@ def _energy_cells(row: EnvironmentRow) -> list[str]:
     return [labelled(energy.kwh_per_million_tokens, energy.basis), month]
 
 
+def _whole_answers(comparison: Comparison) -> bool:
+    """Every environment measured served only whole answers of items (embeddings, rerank): its
+    throughput column is items/s, not tokens/s."""
+    measured = [row for row in comparison.environments if row.capacity_rps is not None]
+    return bool(measured) and all(row.whole_answers for row in measured)
+
+
 def table_rows(comparison: Comparison) -> list[tuple[Status, list[str]]]:
     """(status, cells) per environment, in the comparison's order, for every text format."""
     rows = []
+    whole = _whole_answers(comparison)
     for row in comparison.environments:
         cells = [
             row.name,
             _capacity(row),
             _knee(row),
-            _num(row.output_tokens_per_s),
+            _num(row.items_per_s if whole else row.output_tokens_per_s),
             _num(row.ttft_p95_ms),
             _num(row.itl_p95_ms),
             _num(row.e2e_p95_ms),
@@ -127,7 +135,8 @@ _SHARE_HEADER: dict[RankBy, str] = {
 def columns(comparison: Comparison) -> list[str]:
     """The table's headers for this comparison (the share column follows `recommend.by`)."""
     share = _SHARE_HEADER[comparison.ranking.by]
-    return [share if name == "cheapest in" else name for name in COLUMNS]
+    throughput = "items/s" if _whole_answers(comparison) else "tok/s"
+    return [share if name == "cheapest in" else throughput if name == "tok/s" else name for name in COLUMNS]
 
 
 ENERGY_COLUMNS: Sequence[str] = (
@@ -240,7 +249,9 @@ def _terminal_cells(cells: Sequence[str]) -> list[str]:
 def print_environments(comparison: Comparison, console: Console) -> None:
     table = Table(title=f"environments: {comparison.name}", title_justify="left")
     last = len(_TERMINAL_COLUMNS) - 1
+    whole = _whole_answers(comparison)
     for index, column in enumerate(_TERMINAL_COLUMNS):
+        column = "items/s" if whole and column == "tok/s" else column
         table.add_column(
             column, justify="left" if index in (0, last) else "right", no_wrap=index in (0, last)
         )

@@ -157,6 +157,8 @@ def _capacity_note(row: EnvironmentRow) -> str:
     ci = row.capacity_ci95
     if ci:
         note += f" · 95% interval {format_number(round(ci[0], 1))}–{format_number(round(ci[1], 1))}"
+    if row.whole_answers:  # an API of items: what it served beside its requests
+        return note + f" · {format_number(round(row.items_per_s or 0))} items/s"
     return note + f" · {format_number(round(row.output_tokens_per_s or 0))} tok/s"
 
 
@@ -292,7 +294,8 @@ def render_comparison_html(comparison: Comparison, out_dir: Path) -> str:
     e2e = curve_chart(comparison, "curve-e2e", lambda point: point.e2e_p95_ms, "e2e p95")
     cost = cost_chart(comparison)
     energy = energy_chart(comparison)
-    first = [chart.html() for chart in (ttft, cost, energy) if chart is not None]
+    lead, e2e = (ttft, e2e) if ttft is not None else (e2e, None)  # whole answers: no TTFT, e2e leads
+    first = [chart.html() for chart in (lead, cost, energy) if chart is not None]
     itl = curve_chart(comparison, "curve-itl", lambda point: point.itl_p95_ms, "ITL p95")
     later = [chart.html() for chart in (e2e, itl) if chart is not None]
     basis = comparison.plan_basis

@@ -169,6 +169,7 @@ def _measured(run: EnvironmentRun, basis: PlanBasis | None) -> EnvironmentRow:
         knee_level=knee.level if knee else None,
         over=knee.over if knee else None,
         output_tokens_per_s=capacity.output_tokens_per_s if capacity else None,
+        items_per_s=capacity.items_per_s if capacity else None,
         ttft_p95_ms=metrics.ttft_ms.p95 if metrics else None,
         itl_p95_ms=metrics.itl_ms.p95 if metrics else None,
         e2e_p95_ms=metrics.e2e_ms.p95 if metrics else None,

@@ -43,9 +43,9 @@ from loadgen.fmt import format_number
 
 
 @dataclass(frozen=True)
-class TtftP95:
-    """A drill's `ttft_p95_ms`: TTFT p95 of the verification level (no disruption) and over the
-    disruption, ms."""
+class SteadyP95:
+    """A drill's `ttft_p95_ms` or `e2e_p95_ms`: the p95 of the verification level (no disruption)
+    and over the disruption, ms."""
 
     steady: float | None
     disruption: float | None
@@ -87,7 +87,9 @@ class DrillResult:
     errors: Mapping[str, int]
     lost: LostRequests | None
     in_flight_at_kill: int | None
-    ttft_p95_ms: TtftP95
+    ttft_p95_ms: SteadyP95
+    # e2e too: an API of items' whole answers have no first token, so it is their latency
+    e2e_p95_ms: SteadyP95
     disruption: Disruption | None
     time_to_detect_s: float | None
     time_to_recover_s: float | None
@@ -106,9 +108,10 @@ def evaluate_drills(
     records: Sequence[RequestRecord],
     slo: SLOSpec,
     steady_ttft_p95_ms: float | None,
+    steady_e2e_p95_ms: float | None = None,
 ) -> list[DrillResult]:
     """Every drill's evaluation, in the setups' order."""
-    return [evaluate_drill(setup, records, slo, steady_ttft_p95_ms) for setup in setups]
+    return [evaluate_drill(setup, records, slo, steady_ttft_p95_ms, steady_e2e_p95_ms) for setup in setups]
 
 
 def evaluate_drill(
@@ -116,6 +119,7 @@ def evaluate_drill(
     records: Sequence[RequestRecord],
     slo: SLOSpec,
     steady_ttft_p95_ms: float | None,
+    steady_e2e_p95_ms: float | None = None,
 ) -> DrillResult:
     """One drill's evaluation (the drill contract's "Evaluation" object)."""
     span = Span.of(setup.phase, setup.start_s, setup.end_s, setup.rate, slo)
@@ -134,6 +138,7 @@ def evaluate_drill(
     max_s = setup.max_violation_s
     reason = _reason(setup, after_s, unaccounted)
     kill = find(events, "kill") if kind == "kill" else None
+    during = _disruption_p95(measured, span, bounds)
     return DrillResult(
         name=setup.name,
         kind=kind,
@@ -150,7 +155,8 @@ def evaluate_drill(
         # Every record of the phase, warm-up too: what was in flight at a kill is what it cost.
         lost=_lost(kind, phase_records, events),
         in_flight_at_kill=None if kill is None else kill.in_flight,
-        ttft_p95_ms=TtftP95(steady=steady_ttft_p95_ms, disruption=_disruption_ttft(measured, span, bounds)),
+        ttft_p95_ms=SteadyP95(steady=steady_ttft_p95_ms, disruption=during.get("ttft_ms")),
+        e2e_p95_ms=SteadyP95(steady=steady_e2e_p95_ms, disruption=during.get("e2e_ms")),
         disruption=None if bounds is None else Disruption(start_s=bounds[0], end_s=bounds[1]),
         time_to_detect_s=None if kill is None or detected is None else round(detected.t_s - kill.t_s, 6),
         time_to_recover_s=time_to_recover(windows, None if bounds is None else bounds[0]),
@@ -200,18 +206,19 @@ def _lost(kind: str, records: Sequence[RequestRecord], events: Sequence[Event]) 
     return lost_to_restarts(records, events) if kind == "rolling_restart" else None
 
 
-def _disruption_ttft(
+def _disruption_p95(
     measured: Sequence[RequestRecord], span: Span, bounds: tuple[float, float | None] | None
-) -> float | None:
-    """TTFT p95 of the requests sent while the disruption lasted (to the drill's end if it did)."""
+) -> dict[str, float | None]:
+    """TTFT and e2e p95 (`ttft_ms`, `e2e_ms`) of the requests sent while the disruption lasted
+    (to the drill's end if it did); empty without a disruption or requests in it."""
     if bounds is None:
-        return None
+        return {}
     start, end = bounds[0], span.end_s if bounds[1] is None else bounds[1]
     during = [record for record in measured if start <= record_time(record) < end]
     if not during:
-        return None
-    p95: float | None = span.metrics(during, start, end)["ttft_ms"].get("p95")
-    return p95
+        return {}
+    metrics = span.metrics(during, start, end)
+    return {key: metrics[key].get("p95") for key in ("ttft_ms", "e2e_ms")}
 
 
 def _survivors(measured: Sequence[RequestRecord], events: Sequence[Event], span: Span) -> Survivors:

@@ -209,6 +209,7 @@ class SecondPoint:
     ttft_p95_ms: float | None
     errors: int
     requests: int
+    e2e_p95_ms: float | None = None  # an API of items' latency (no first token)
 
 
 def series(records: Sequence[RequestRecord], span: Span) -> list[SecondPoint]:
@@ -223,6 +224,7 @@ def series(records: Sequence[RequestRecord], span: Span) -> list[SecondPoint]:
                 ttft_p95_ms=None if metrics is None else metrics["ttft_ms"].get("p95"),
                 errors=0 if metrics is None else metrics["errors"],
                 requests=len(own),
+                e2e_p95_ms=None if metrics is None else metrics["e2e_ms"].get("p95"),
             )
         )
     return points

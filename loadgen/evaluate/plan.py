@@ -348,7 +348,8 @@ def verification(
     verified = _plan_verdict(windows, records, slo, at_plan, setup)
     if drills:
         steady = None if at_plan is None else at_plan.ttft_ms.get("p95")
-        judged = tuple(evaluate_drills(drills, records, slo, steady))
+        steady_e2e = None if at_plan is None else at_plan.e2e_ms.get("p95")
+        judged = tuple(evaluate_drills(drills, records, slo, steady, steady_e2e))
         verified = replace(verified, drills=judged, drills_passed=all(drill.passed for drill in judged))
     return verified
 

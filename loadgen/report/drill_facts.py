@@ -85,13 +85,26 @@ def lost_words(drill: Drill) -> str:
     return f"{lost.total} ({parts})" if lost.total and parts and drill.kind == "kill" else str(lost.total)
 
 
+def _no_first_token(drill: Drill) -> bool:
+    """Whole answers only (an API of items): no TTFT at all, so the drill's latency is e2e."""
+    ttft = drill.ttft_p95_ms
+    return ttft.steady is None and ttft.disruption is None and drill.e2e_p95_ms is not None
+
+
+def latency_name(drills: Sequence[Drill]) -> str:
+    """'TTFT', or 'e2e' where none of the drills had a first token to time (ttft_words' figures)."""
+    return "e2e" if drills and all(_no_first_token(one) for one in drills) else "TTFT"
+
+
 def ttft_words(drill: Drill) -> str:
-    """'85 → 412 ms': TTFT p95 at the steady verify level, then during the disruption."""
+    """'85 → 412 ms': TTFT p95 at the steady verify level, then during the disruption (e2e p95
+    where no request had a first token: latency_name says which)."""
 
     def ms(value: float | None) -> str:
         return "–" if value is None else format_number(round(value))
 
-    return f"{ms(drill.ttft_p95_ms.steady)} → {ms(drill.ttft_p95_ms.disruption)} ms"
+    pair = drill.e2e_p95_ms if _no_first_token(drill) and drill.e2e_p95_ms is not None else drill.ttft_p95_ms
+    return f"{ms(pair.steady)} → {ms(pair.disruption)} ms"
 
 
 def cold_start_words(drill: Drill) -> str:

@@ -81,7 +81,7 @@ def _drill_text(one: Drill) -> str:
     parts.append(f"recovered in {drill.seconds(one.time_to_recover_s)}")
     if one.scale:
         parts.append(f"decision → serving {drill.scale_words(one)}")
-    parts.append(f"TTFT p95 {drill.ttft_words(one)}")
+    parts.append(f"{drill.latency_name([one])} p95 {drill.ttft_words(one)}")
     return f"drill {one.name} ({one.kind}): " + "; ".join(parts)
 
 

@@ -57,15 +57,16 @@ def curve_lines(knee: Knee) -> list[str]:
         )
     agreement = "agrees" if knee.agree else "differs"
     lines += [f"Cross-check (kneed on {knee.kneed_on}): {_num(knee.kneed_level)} — {agreement}.", ""]
+    # Whole answers only (an API of items): items/s instead of tokens/s, and no token times
+    whole = all(level.items_per_s is not None and not level.output_tokens_per_s for level in knee.levels)
     rows = [
         [
             _num(level.level),
             *([_num(level.sessions_per_s)] if sessions else []),
             _num(level.throughput_rps),
             sureness(level),
-            _num(level.output_tokens_per_s),
-            _pair(level.ttft_ms),
-            _pair(level.itl_ms),
+            *([_num(level.items_per_s)] if whole else [_num(level.output_tokens_per_s)]),
+            *([] if whole else [_pair(level.ttft_ms), _pair(level.itl_ms)]),
             _pair(level.e2e_ms),
             _num(100 * level.error_rate, "%"),
             slo_words(level),
@@ -74,8 +75,9 @@ def curve_lines(knee: Knee) -> list[str]:
         for level in knee.levels
     ]
     level = f"{over} (sessions/s)" if sessions and over == Over.RATE.value else over
-    header = [level, *(["sessions/s"] if sessions else []), "req/s", "95% CI (trials)", "tok/s"]
-    header += ["TTFT p50/p95 ms", "ITL p50/p95 ms", "e2e p50/p95 ms", "errors"]
+    header = [level, *(["sessions/s"] if sessions else []), "req/s", "95% CI (trials)"]
+    header += ["items/s"] if whole else ["tok/s", "TTFT p50/p95 ms", "ITL p50/p95 ms"]
+    header += ["e2e p50/p95 ms", "errors"]
     return [*lines, *_table([*header, "SLOs", "steady"], rows)]
 
 
@@ -130,14 +132,14 @@ def capacity_lines(capacity: Capacity) -> list[str]:
     return [*lines, ""]
 
 
-def _verify_row(label: str, check: VerifyRun | None) -> list[str]:
+def _verify_row(label: str, check: VerifyRun | None, ttft: bool) -> list[str]:
     if check is None:
-        return [label, "–", "–", "–", "–", "not run"]
+        return [label, "–", "–", *(["–"] if ttft else []), "–", "not run"]
     return [
         label,
         str(check.replicas),
         _num(check.rate_rps),
-        _num(check.ttft_ms.p95),
+        *([_num(check.ttft_ms.p95)] if ttft else []),
         _num(check.e2e_ms.p95),
         "held" if check.passed else "failed",
     ]
@@ -154,7 +156,9 @@ def replica_lines(replicas: Replicas) -> list[str]:
         f"**{replicas.summary or str(replicas.count) + ' replicas'}** for a peak of "
         f"{_num(replicas.peak_rate, replicas.unit)}: {replicas.formula} ({sized})."
     )
-    if replicas.monthly_cost is not None:
+    if replicas.monthly_cost is not None and replicas.cost_per_million_tokens is None:
+        lines.append(f"Cost: {_num(replicas.monthly_cost)} per month for the plan.")  # no output tokens
+    elif replicas.monthly_cost is not None:
         lines.append(
             f"Cost: {_num(replicas.cost_per_million_tokens)} per million output tokens at capacity, "
             f"{_num(replicas.monthly_cost)} per month for the plan."
@@ -165,11 +169,16 @@ def replica_lines(replicas: Replicas) -> list[str]:
         return lines
     if verified.skipped:
         return [*lines, f"Verification skipped: {verified.skipped}.", ""]
-    rows = [_verify_row("plan", verified.at_plan), _verify_row("one fewer", verified.one_fewer)]
+    # Whole answers (an API of items) have no first token: no TTFT column
+    ttft = any(
+        check is not None and check.ttft_ms.p95 is not None
+        for check in (verified.at_plan, verified.one_fewer)
+    )
+    rows = [_verify_row("plan", verified.at_plan, ttft), _verify_row("one fewer", verified.one_fewer, ttft)]
     verdict = "held" if verified.passed else "did NOT hold"
     lines += [f"Verified at the peak rate, spread round robin: the plan {verdict}.", ""]
     sent = f"{replicas.unit} sent"
-    lines += _table(["run", "replicas", sent, "TTFT p95 ms", "e2e p95 ms", "SLOs"], rows)
+    lines += _table(["run", "replicas", sent, *(["TTFT p95 ms"] if ttft else []), "e2e p95 ms", "SLOs"], rows)
     return lines + drill_lines(verified.drills or [])
 
 
@@ -206,7 +215,8 @@ def drill_lines(drills: Sequence[Drill]) -> list[str]:
     # The decision → serving column only where a scale-up ran: empty for every other kind.
     scale_up = any(one.kind == "scale_up" for one in drills)
     header = ["drill", "kind", "passed", "violation s (after detection / total / max)"]
-    header += ["time to detect", "time to recover", "lost requests", "TTFT p95 steady → disruption"]
+    latency = f"{drill.latency_name(drills)} p95 steady → disruption"
+    header += ["time to detect", "time to recover", "lost requests", latency]
     header += ["replacement cold start", "survivors", "unaccounted"]
     header += ["scale-up decision → serving"] if scale_up else []
     lines += _table(header, [_drill_row(one, scale_up) for one in drills])

@@ -77,11 +77,17 @@ def describe_level(result: LevelResult, over: Over, precision: float | None = No
     drift = "" if result.steady is not False else f", still drifting ({result.drift:.0%})"
     ttft = result.ttft_ms.get("p95")
     e2e = result.e2e_ms.get("p95")
+    # A whole answer (an API of items) has no first token: its latency is e2e alone.
+    first = (
+        ""
+        if ttft is None and e2e is not None
+        else f"TTFT p95 {format_number(ttft) if ttft is not None else '-'} ms, "
+    )
+    items = "" if result.items_per_s is None else f", {format_number(result.items_per_s)} items/s"
     return (
         f"search: {over} {format_number(result.level)}{unit}: "
-        f"{achieved}{format_number(result.throughput_rps)} req/s{_sureness(result, precision)}, "
-        f"TTFT p95 {format_number(ttft) if ttft is not None else '-'} ms, "
-        f"e2e p95 {format_number(e2e) if e2e is not None else '-'} ms, {verdict}{drift}"
+        f"{achieved}{format_number(result.throughput_rps)} req/s{_sureness(result, precision)}{items}, "
+        f"{first}e2e p95 {format_number(e2e) if e2e is not None else '-'} ms, {verdict}{drift}"
     )
 
 

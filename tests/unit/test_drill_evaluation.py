@@ -367,7 +367,9 @@ def test_drills_join_the_verification() -> None:
     assert verified["drills_passed"] is False
     setups = [DrillSetup.of(drill) for drill in drills]
     assert verified["drills"] == json_data(
-        evaluate_drills(setups, every, SLO, verified["at_plan"]["ttft_ms"]["p95"])
+        evaluate_drills(
+            setups, every, SLO, verified["at_plan"]["ttft_ms"]["p95"], verified["at_plan"]["e2e_ms"]["p95"]
+        )
     )
     assert verified["drills"][0]["ttft_p95_ms"]["steady"] == pytest.approx(50.0)
     # Without drills nothing changes; without the plan's level the drills are still judged.

@@ -157,18 +157,21 @@ def _per_second(drill: Drill, value: Callable[[DrillSecond], float | None]) -> t
 
 
 def ttft_chart(drill: Drill, slos: Sequence[SLOCheck], chart_id: str) -> Chart:
-    x, ttft = _per_second(drill, lambda s: s.ttft_p95_ms)
-    p95 = [slo for slo in slos if slo.name == "ttft p95"]  # the one this series compares to
+    """TTFT p95 per second; e2e p95 where no request had a first token (an API of items)."""
+    key = "e2e" if words.latency_name([drill]) == "e2e" else "ttft"
+    label = "e2e p95" if key == "e2e" else "TTFT p95"
+    x, values = _per_second(drill, lambda s: s.e2e_p95_ms if key == "e2e" else s.ttft_p95_ms)
+    p95 = [slo for slo in slos if slo.name == f"{key} p95"]  # the one this series compares to
     return line_chart(
         chart_id,
-        "TTFT p95 per second",
+        f"{label} per second",
         TIME_LABEL,
         "ms",
-        [Series("ttft-p95", x, ttft, "TTFT p95", PALETTE[0], "step")],
-        thresholds=slo_lines.thresholds(p95, ["ttft"]),
-        log_y=wide_range([ttft], 20.0),
+        [Series(f"{key}-p95", x, values, label, PALETTE[0], "step")],
+        thresholds=slo_lines.thresholds(p95, [key]),
+        log_y=wide_range([values], 20.0),
         decorate=_shade(drill),
-        caption="TTFT p95 of the requests sent in each second; red: the windows over a per-level SLO.",
+        caption=f"{label} of the requests sent in each second; red: the windows over a per-level SLO.",
     )
 
 
@@ -208,7 +211,7 @@ def _cards(drill: Drill) -> str:
         Card("time to detect", words.seconds(drill.time_to_detect_s), "kill → out of rotation"),
         Card("time to recover", words.seconds(drill.time_to_recover_s), "disruption → last bad s"),
         Card("lost requests", _lost_total(drill), lost),
-        Card("TTFT p95", words.ttft_words(drill), "steady → during the disruption"),
+        Card(f"{words.latency_name([drill])} p95", words.ttft_words(drill), "steady → during the disruption"),
         Card("replacement cold start", words.cold_start_words(drill), "start → ready"),
         Card("survivors", words.survivors_words(drill), "the other replicas, while one was out",
              status_of(drill.survivors.held)),
@@ -276,7 +279,8 @@ def drill_overview(report: Report) -> str:
         for drill in drills
     ]
     statuses = [status_of(drill.passed) for drill in drills]
-    headers = ["drill", "kind", "over the SLO s", "recovered in", "lost", "TTFT p95", "verdict"]
+    latency = f"{words.latency_name(drills)} p95"
+    headers = ["drill", "kind", "over the SLO s", "recovered in", "lost", latency, "verdict"]
     failed = [note(words.failure_line(drill)) for drill in words.failed_drills(drills)]
     said = note(
         "Over the SLO: seconds of windows over a per-level SLO from the balancer's detection on / in "

@@ -39,10 +39,10 @@ class DrillLost(ReportPart):
 
 
 class DrillTtft(ReportPart):
-    """TTFT p95 before and during the disruption, ms."""
+    """A p95 latency (TTFT, or e2e) before and during the disruption, ms."""
 
-    steady: float | None = Field(description="the `verify` level's TTFT p95 (no disruption), ms")
-    disruption: float | None = Field(description="TTFT p95 over the disruption, ms")
+    steady: float | None = Field(description="the `verify` level's p95 (no disruption), ms")
+    disruption: float | None = Field(description="the p95 over the disruption, ms")
 
 
 class DrillSpan(ReportPart):
@@ -85,6 +85,7 @@ class DrillSecond(ReportPart):
     ttft_p95_ms: float | None = Field(description="TTFT p95 of the requests sent in it, ms")
     errors: int = Field(description="failed requests sent in it")
     requests: int = Field(description="requests sent in it")
+    e2e_p95_ms: float | None = Field(default=None, description="e2e p95 of the requests sent in it, ms")
 
 
 class Drill(ReportPart):
@@ -121,6 +122,11 @@ class Drill(ReportPart):
         "(what `lost.in_flight` is checked against); else null"
     )
     ttft_p95_ms: DrillTtft = Field(description="TTFT p95 steady vs during the disruption")
+    e2e_p95_ms: DrillTtft | None = Field(
+        default=None,
+        description="e2e p95 steady vs during the disruption: the latency of an API of items, whose "
+        "whole answers have no first token (`ttft_p95_ms` null)",
+    )
     disruption: DrillSpan = Field(description="when the fleet was disrupted")
     time_to_detect_s: float | None = Field(
         description="kill: the kill → the balancer took the slot out of rotation; else null"
