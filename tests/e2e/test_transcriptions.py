@@ -16,6 +16,8 @@ import pytest
 from loadgen.collect.itl_codec import record_itl_array
 from tests.cli_helpers import CliRun, run_cli
 
+pytestmark = [pytest.mark.slow]  # two runs of ~10 s each
+
 BASE_MS, PER_AUDIO_S_MS, ITL_MS, WORDS_PER_S = 60.0, 8.0, 12.0, 3.0
 
 
