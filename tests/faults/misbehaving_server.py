@@ -35,6 +35,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODES = ("normal", "never", "endless", "huge", "ratelimit", "close", "wrongcount", "garbage", "midstream")
@@ -49,7 +50,7 @@ def _chunk(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-def _event(payload: dict[str, object]) -> bytes:
+def _event(payload: Mapping[str, object]) -> bytes:
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
