@@ -1,12 +1,18 @@
 """How a transcription is read, streamed or whole, into the tool's own account of it
 (loadgen.wire.answer.StreamResult). Two stream formats are in use, told apart by the first event:
 
-- OpenAI's typed events: `transcript.text.delta` (a token chunk each: TTFT at the first, ITL
-  between them), then `transcript.text.done` with the text and `usage` (`input_tokens`,
-  `output_tokens`, where its type is `tokens`), which ends the answer; an `error` event fails it;
+- OpenAI's typed events: `transcript.text.delta` (a token chunk each, when its text is not empty:
+  TTFT at the first, ITL between them), then `transcript.text.done` with the text and `usage`
+  (`input_tokens`, `output_tokens`, where its type is `tokens`), which ends the answer; an
+  `error` event (or any event with an `error`) fails it; other types (`transcript.text.segment`
+  of a diarized transcript) carry no token and are skipped;
 - vLLM's chat-like chunks (`object: transcription.chunk`, `choices[0].delta.content`, usage in the
-  last chunk, then `data: [DONE]`): read by the chat reader (loadgen.wire.openai_stream), since
-  they are its chunks.
+  last chunk, then `data: [DONE]`; an error mid-stream is a chunk `{"error": {...}}`): read by
+  the chat reader (loadgen.wire.openai_stream), since they are its chunks.
+
+Nothing after the end counts (a delta after `transcript.text.done` or `[DONE]`, a `[DONE]` after
+the done event): the answer was whole when its end came. A stream that stops before its end is
+left not done, for the caller to name.
 
 A whole answer is `{"text": ..., "usage": ...}`; its usage counts output tokens where its type is
 `tokens` (OpenAI's `duration` usage counts audio seconds: no token count then).
@@ -45,26 +51,35 @@ class TranscriptionReader:
     def __init__(self) -> None:
         self.result = StreamResult()
         self._chat: AnswerReader | None = None
+        self._typed = False  # an OpenAI event was read: the format is decided
 
     def feed_lines(self, lines: Sequence[bytes | bytearray], arrived_ns: int) -> bool:
-        if self._chat is not None:
-            return self._chat.feed_lines(lines, arrived_ns)
         for index, line in enumerate(lines):
+            if self.result.done:
+                return False  # nothing after the end counts
+            if self._chat is not None:
+                if self._chat.feed_lines(lines[index : index + 1], arrived_ns):
+                    return True
+                continue
             if not line.startswith(b"data:"):
                 continue  # `event:` lines, comments, the blank line between events
             payload = bytes(line[5:]).strip()
             if payload == b"[DONE]":
-                self.result.error = self.result.error or "the stream ended before transcript.text.done"
+                self.result.error = "the stream ended before transcript.text.done"
                 return True
             try:
                 event = _EVENT.decode(payload)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 self.result.error = f"unreadable event: {payload[:80]!r}"
                 return True
-            if event.type is None and event.error is None:  # vLLM's chunks: the chat reader's
+            if not self._typed and event.type is None and event.error is None:
+                # vLLM's chunks (only the first event decides: what was read stays read)
                 self._chat = openai_reader(think="never", calls=False, keep_text=False)
                 self.result = self._chat.result
-                return self._chat.feed_lines(lines[index:], arrived_ns)
+                if self._chat.feed_lines(lines[index : index + 1], arrived_ns):
+                    return True
+                continue
+            self._typed = True
             if self._event(event, arrived_ns):
                 return True
         return False
@@ -73,6 +88,8 @@ class TranscriptionReader:
         """One typed event; True once the answer failed."""
         result = self.result
         if event.type == DELTA:
+            if not (isinstance(event.delta, str) and event.delta):
+                return False  # no text: no token
             result.chunk_ns.append(arrived_ns)
             if result.first_answer_ns is None:
                 result.first_answer_ns = arrived_ns
