@@ -29,8 +29,8 @@ import asyncio
 import os
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import suppress
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -276,22 +276,23 @@ class SimulatedEngine(Engine):
 
     async def transcribe(self, seconds: float, timing: RequestTiming) -> AsyncGenerator[str, None]:
         loop = asyncio.get_running_loop()
-        arrived = loop.time()
-        await self._slots.acquire()
-        self._running += 1
-        try:
-            admitted = loop.time()
-            timing.queue_wait_s = admitted - arrived
+        async with self._admitted(timing) as admitted:
             first_due = admitted + self.transcription.first_word_s(seconds)
             for k in range(self.transcription.words(seconds)):
                 await asyncio.sleep(max(first_due + k * self.itl - loop.time(), 0.0))
                 yield _WORDS[k % len(_WORDS)]
-        finally:
-            self._running -= 1
-            self._slots.release()
 
     async def _hold(self, duration: float, timing: RequestTiming, work: Callable[[], T]) -> T:
         """Take a slot (FIFO with generations), do `work` and answer `duration` after admission."""
+        loop = asyncio.get_running_loop()
+        async with self._admitted(timing) as admitted:
+            result = work()  # inside the deadline, which is absolute as generate's
+            await asyncio.sleep(max(admitted + duration - loop.time(), 0.0))
+            return result
+
+    @asynccontextmanager
+    async def _admitted(self, timing: RequestTiming) -> AsyncIterator[float]:
+        """A batch slot held (FIFO with generations), its wait in `timing`; gives when it came."""
         loop = asyncio.get_running_loop()
         arrived = loop.time()
         await self._slots.acquire()
@@ -299,9 +300,7 @@ class SimulatedEngine(Engine):
         try:
             admitted = loop.time()
             timing.queue_wait_s = admitted - arrived
-            result = work()  # inside the deadline, which is absolute as generate's
-            await asyncio.sleep(max(admitted + duration - loop.time(), 0.0))
-            return result
+            yield admitted
         finally:
             self._running -= 1
             self._slots.release()

@@ -12,7 +12,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from servers.engines.engine import Engine, GenerationRequest
-from servers.http.exposition import CLIENT_GONE, ServerMetrics
+from servers.http.exposition import ServerMetrics
 from servers.http.openai import (
     BadRequest,
     ChatBody,
@@ -82,21 +82,9 @@ class OpenAIFront:
     async def _generate(
         self, request: web.Request, endpoint: str, body_type: type[RequestBody], shape_type: type[Shape]
     ) -> web.StreamResponse:
-        status = "500"
-        self.metrics.in_flight.inc()
-        try:
-            response = await self._answer(request, body_type, shape_type)
-            status = str(response.status)
-            return response
-        except (asyncio.CancelledError, ConnectionResetError):
-            # handler_cancellation (serve.py) cancels a gone client's handler; a write to it
-            # fails with ConnectionResetError. Either way its slot is freed by the engine.
-            status = CLIENT_GONE
-            self.metrics.requests_aborted.inc()
-            raise
-        finally:
-            self.metrics.in_flight.dec()
-            self.metrics.requests.labels(endpoint=endpoint, status=status).inc()
+        # handler_cancellation (serve.py) cancels a gone client's handler; a write to it fails
+        # with ConnectionResetError. Either way its slot is freed by the engine.
+        return await self.metrics.counted(endpoint, self._answer(request, body_type, shape_type))
 
     async def _answer(
         self, request: web.Request, body_type: type[RequestBody], shape_type: type[Shape]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+
+from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from servers.engines.engine import Engine, EngineStats
@@ -87,6 +91,23 @@ class ServerMetrics:
         kv_cache.set_function(lambda: _usage(engine.stats()))
         ready = Gauge(PREFIX + "ready", "1 once the engine serves requests", registry=r)
         ready.set_function(lambda: 1.0 if engine.ready() else 0.0)
+
+    async def counted(self, endpoint: str, answer: Awaitable[web.StreamResponse]) -> web.StreamResponse:
+        """`answer`, counted: in flight while it runs, then by endpoint and status; a client
+        gone before the end (its handler cancelled, or a write reset) is an abort, status 499."""
+        status = "500"
+        self.in_flight.inc()
+        try:
+            response = await answer
+            status = str(response.status)
+            return response
+        except (asyncio.CancelledError, ConnectionResetError):
+            status = CLIENT_GONE
+            self.requests_aborted.inc()
+            raise
+        finally:
+            self.in_flight.dec()
+            self.requests.labels(endpoint=endpoint, status=status).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from servers.engines.engine import EmbeddingsUnsupported, Engine, RequestTiming
 from servers.http.embeddings import EmbeddingsBody, embeddings_answer
-from servers.http.exposition import CLIENT_GONE, ServerMetrics
+from servers.http.exposition import ServerMetrics
 from servers.http.openai import BadRequest, error_body, parse_model
 from servers.http.rerank import RerankBody, ScoreBody, rerank_answer, score_answer
 from servers.http.timings import TimingRecorder
@@ -51,41 +51,32 @@ class PoolingFront:
         return await self._serve(request, self._score)
 
     async def _serve(self, request: web.Request, answer: Answer) -> web.StreamResponse:
+        endpoint = request.path  # one of the routes' fixed paths, so a bounded label
+        return await self.metrics.counted(endpoint, self._answered(request, answer, endpoint))
+
+    async def _answered(self, request: web.Request, answer: Answer, endpoint: str) -> web.StreamResponse:
         loop = asyncio.get_running_loop()
         started = loop.time()
-        endpoint = request.path  # one of the routes' fixed paths, so a bounded label
-        status = "500"
-        self.metrics.in_flight.inc()
+        timing = RequestTiming()
         try:
-            timing = RequestTiming()
-            try:
-                body = await answer(request, timing)
-            except Refused as refused:
-                status = str(refused.status)
-                return web.json_response(
-                    error_body(str(refused), refused.kind, refused.status), status=refused.status
-                )
-            if timing.queue_wait_s is not None:
-                self.metrics.queue_wait.observe(timing.queue_wait_s)
-            response = web.json_response(body)
-            # Written here, not after the handler returns, so the latency ends where the
-            # client's can: with the answer's last byte handed to the socket.
-            await response.prepare(request)
-            await response.write_eof()
-            status = "200"
-            finished = loop.time()
-            self.metrics.pooling_latency.labels(endpoint=endpoint).observe(finished - started)
-            self.metrics.e2e.observe(finished - started)
-            if self.timings is not None:
-                self.timings.observe_whole(started, finished)
-            return response
-        except (asyncio.CancelledError, ConnectionResetError):
-            status = CLIENT_GONE
-            self.metrics.requests_aborted.inc()
-            raise
-        finally:
-            self.metrics.in_flight.dec()
-            self.metrics.requests.labels(endpoint=endpoint, status=status).inc()
+            body = await answer(request, timing)
+        except Refused as refused:
+            return web.json_response(
+                error_body(str(refused), refused.kind, refused.status), status=refused.status
+            )
+        if timing.queue_wait_s is not None:
+            self.metrics.queue_wait.observe(timing.queue_wait_s)
+        response = web.json_response(body)
+        # Written here, not after the handler returns, so the latency ends where the client's
+        # can: with the answer's last byte handed to the socket.
+        await response.prepare(request)
+        await response.write_eof()
+        finished = loop.time()
+        self.metrics.pooling_latency.labels(endpoint=endpoint).observe(finished - started)
+        self.metrics.e2e.observe(finished - started)
+        if self.timings is not None:
+            self.timings.observe_whole(started, finished)
+        return response
 
     async def _read(self, request: web.Request, kind: type[Any]) -> Any:
         try:

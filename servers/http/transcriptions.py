@@ -14,7 +14,7 @@ from contextlib import aclosing
 from aiohttp import web
 
 from servers.engines.engine import Engine, RequestTiming, TranscriptionsUnsupported
-from servers.http.exposition import CLIENT_GONE, ServerMetrics
+from servers.http.exposition import ServerMetrics
 from servers.http.openai import error_body
 from servers.http.timings import TimingRecorder
 from servers.http.transcription_wire import (
@@ -50,19 +50,7 @@ class TranscriptionsFront:
         self.timings = timings
 
     async def transcriptions(self, request: web.Request) -> web.StreamResponse:
-        status = "500"
-        self.metrics.in_flight.inc()
-        try:
-            response = await self._answer(request)
-            status = str(response.status)
-            return response
-        except (asyncio.CancelledError, ConnectionResetError):
-            status = CLIENT_GONE
-            self.metrics.requests_aborted.inc()
-            raise
-        finally:
-            self.metrics.in_flight.dec()
-            self.metrics.requests.labels(endpoint=ENDPOINT, status=status).inc()
+        return await self.metrics.counted(ENDPOINT, self._answer(request))
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         loop = asyncio.get_running_loop()
