@@ -40,6 +40,15 @@ class CliRun:
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.run_dir)
 
+    def ok_records_by_class(self) -> dict[str, list[dict[str, Any]]]:
+        """The records by workload class, every one of them asserted `ok`."""
+        records = self.records()
+        assert all(r["status"] == "ok" for r in records), [r for r in records if r["status"] != "ok"][:3]
+        out: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            out.setdefault(record["class"], []).append(record)
+        return out
+
 
 def read_report(run_dir: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((run_dir / "report.json").read_text())

@@ -56,11 +56,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
 
 
 def _by_class(run: CliRun) -> dict[str, list[dict[str, Any]]]:
-    records = run.records()
-    assert all(r["status"] == "ok" for r in records), [r for r in records if r["status"] != "ok"][:3]
-    out: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        out.setdefault(record["class"], []).append(record)
+    out = run.ok_records_by_class()
     assert set(out) == {"embed", "rerank"} and min(map(len, out.values())) > 40
     return out
 

@@ -68,11 +68,7 @@ def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
 
 
 def _by_class(run: CliRun) -> dict[str, list[dict[str, Any]]]:
-    records = run.records()
-    assert all(r["status"] == "ok" for r in records), [r for r in records if r["status"] != "ok"][:3]
-    out: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        out.setdefault(record["class"], []).append(record)
+    out = run.ok_records_by_class()
     assert min(map(len, out.values())) > 15, {name: len(rs) for name, rs in out.items()}
     return out
 
