@@ -282,7 +282,10 @@ def _server_metrics_lines(server_metrics: ServerMetrics | None, metrics: Metrics
     ]
     if gauges:
         lines.append("- Requests: " + " · ".join(gauges))
-    if server_metrics.generation_tokens_per_s is not None:
+    # Left out where nothing generated tokens (an API of items alone): "0 tok/s" says nothing.
+    if server_metrics.generation_tokens_per_s is not None and (
+        server_metrics.generation_tokens_per_s > 0 or metrics.output_tokens_per_s
+    ):
         generated = _num(server_metrics.generation_tokens_per_s, "tok/s")
         lines.append(f"- Generated: {generated} (the server's own token counter)")
     cache = server_metrics.prefix_cache

@@ -215,6 +215,7 @@ client: {max_schedule_lag_p99: 200ms}
     assert -0.5 <= gap["mean"] <= 10.0  # HTTP and the client's reading: ~1 ms quietly
     markdown = (run.run_dir / "report.md").read_text()
     assert "| e2e p50 |" in markdown and "| e2e mean |" in markdown and "| TTFT p50 |" not in markdown
+    assert "- Generated: " not in markdown  # no tokens to count
 
 
 @pytest.mark.slow
