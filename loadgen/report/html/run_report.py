@@ -142,6 +142,6 @@ def _server_body(report: Report, inputs: RunInputs) -> str:
         body = note("No server samples (an external server, or resources.jsonl is missing).") + body
     tables = []
     if ttft_table:
-        tables.append(f"<h3>TTFT: client vs server</h3>{ttft_table}")
+        tables.append(f"<h3>Latency: client vs server</h3>{ttft_table}")
     tables.append(f"<h3>Cold starts</h3>{cold_table}")
     return body + grid(tables)
