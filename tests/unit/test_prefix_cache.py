@@ -14,9 +14,13 @@ import pytest
 from servers.engines.engine import GenerationRequest
 from servers.engines.prefix_cache import PrefixCache, block_keys
 from servers.engines.simulated_engine import SimulatedEngine
+from tests.machine_noise import NOISY_STALL_MS
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, so the child imports these servers
-LATE_OK = 0.006  # scheduler wake-up jitter we accept; early is never acceptable beyond 1 ms
+# A token may be late by anything short of what the rerun plugin counts as the machine stalling
+# (CI failed on a wake-up 7.1 ms late on a machine whose timers saw no stall). Early is never
+# acceptable beyond 1 ms; a prefill cost not counted or a cache hit not taken is 16 ms or more off.
+LATE_OK = NOISY_STALL_MS / 1000
 
 
 def words(count: int, tag: str) -> list[str]:
