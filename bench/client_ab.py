@@ -7,6 +7,9 @@ the other core: both see the same machine at the same moment. Each round compare
 during the traffic (report.json's client.cpu_percent); the start-up and the report are left out,
 which a whole process's CPU would count. An A/A pair (one tree twice) differed by ±3-5% a round
 on the slow VM of issue 26 (0.997, 1.048, 0.981), so a few rounds tell a change of 4% or more.
+The tree started first alternates from round to round (whichever starts first may be favoured),
+and the mean ratio comes with its 95% interval (Student's t over the rounds): a claim such as
+"costs no more than 3% more" holds where the interval's upper end is under 1.03.
 
 The core is shared, so each client runs busier than it would alone (two at 100 req/s load it
 about as one at 150-200 does): a ratio, not either tree's cost alone (client_cost.py gives that).
@@ -51,7 +54,10 @@ def main() -> int:
             scenario = poisson_scenario(url, args.rate, args.duration, args.tokens)
             scenario = scenario.replace("warmup: 2s", "warmup: 0s")
             for round_ in range(args.rounds):
-                base_report, this_report = _together(args.client_core, scenario, base_root, this_root)
+                if round_ % 2 == 0:
+                    base_report, this_report = _together(args.client_core, scenario, base_root, this_root)
+                else:
+                    this_report, base_report = _together(args.client_core, scenario, this_root, base_root)
                 base_cpu, this_cpu = _cpu(base_report), _cpu(this_report)
                 ratios.append(this_cpu / base_cpu)
                 print(
@@ -61,9 +67,11 @@ def main() -> int:
                 )
     mean = statistics.fmean(ratios)
     spread = (max(ratios) - min(ratios)) / 2
+    low, high = _interval(ratios)
     print()
     print(
-        f"{this} / {base}: x{mean:.3f} ± {spread:.3f} client CPU during the traffic ({mean - 1:+.1%}),"
+        f"{this} / {base}: x{mean:.3f} ± {spread:.3f} client CPU during the traffic ({mean - 1:+.1%};"
+        f" 95% interval of the mean {low:.3f}-{high:.3f}),"
         f" {args.rounds} rounds of two clients at {args.rate:g} req/s × {args.tokens} tokens at once"
         f" on core {args.client_core}, server on core {args.server_core}"
     )
@@ -96,6 +104,17 @@ def _together(core: str, scenario_yaml: str, *roots: Path) -> list[dict[str, Any
         return reports
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _interval(ratios: list[float]) -> tuple[float, float]:
+    """The 95% interval of the rounds' mean ratio (Student's t; the mean itself from one round)."""
+    mean = statistics.fmean(ratios)
+    if len(ratios) < 2:
+        return mean, mean
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.975, len(ratios) - 1)) * statistics.stdev(ratios) / len(ratios) ** 0.5
+    return mean - half, mean + half
 
 
 def _cpu(report: dict[str, Any]) -> float:

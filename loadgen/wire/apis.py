@@ -19,6 +19,7 @@ from loadgen.wire.embeddings import EmbeddingsApi
 from loadgen.wire.openai_body import OpenAIBody
 from loadgen.wire.rerank import RerankApi
 from loadgen.wire.responses import ResponsesApi
+from loadgen.wire.score import ScoreApi
 from loadgen.wire.transcriptions import TranscriptionsApi
 
 
@@ -54,7 +55,7 @@ class WireApi(Protocol):
         ...
 
 
-ApiName = Literal["chat", "completions", "responses", "embeddings", "rerank", "transcriptions"]
+ApiName = Literal["chat", "completions", "responses", "embeddings", "rerank", "score", "transcriptions"]
 WIRE_APIS: dict[str, WireApi] = {
     api.name: api
     for api in (
@@ -63,6 +64,7 @@ WIRE_APIS: dict[str, WireApi] = {
         ResponsesApi(),
         EmbeddingsApi(),
         RerankApi(),
+        ScoreApi(),
         TranscriptionsApi(),
     )
 }

@@ -5,7 +5,8 @@ is checked against the count the request must get back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -61,3 +62,29 @@ def error_message(error: object) -> str:
     """An error object's message (`{"error": {"message": ...}}` or a plain string), short."""
     message = error.get("message") if isinstance(error, dict) else error
     return f"the server's error: {str(message)[:160]}"
+
+
+def prompt_tokens_into(result: StreamResult, prompt_tokens: Any, total_tokens: Any) -> None:
+    """Usage's tokens read into `result`: `prompt_tokens`, else `total_tokens` (an answer of
+    scores generates none, and some servers give only the total)."""
+    tokens = prompt_tokens if isinstance(prompt_tokens, int) else total_tokens
+    if isinstance(tokens, int):
+        result.usage_prompt_tokens = tokens
+
+
+def scored_count(scores: Iterable[tuple[Any, Any]], documents: int | None, field: str) -> int:
+    """How many (index, score) results an answer of scores holds (rerank's, score's), each naming
+    a document sent (of `documents`; None: not known), none twice, its `field` a number; else
+    ValueError naming the first that is not."""
+    seen: set[int] = set()
+    for index, score in scores:
+        if (
+            not isinstance(index, int)
+            or index in seen
+            or (documents is not None and not 0 <= index < documents)
+        ):
+            raise ValueError(f"a result names document {index!r} of {documents} sent")
+        if not isinstance(score, int | float):
+            raise ValueError(f"document {index}'s {field} is {score!r}")
+        seen.add(index)
+    return len(seen)

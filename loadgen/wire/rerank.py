@@ -16,7 +16,13 @@ import msgspec
 
 from loadgen.wire.answer import AnswerReader, Metrics, Part, StreamResult
 from loadgen.wire.call import Call, WireRequest
-from loadgen.wire.items_answer import ErrorObject, ItemsReader, error_message
+from loadgen.wire.items_answer import (
+    ErrorObject,
+    ItemsReader,
+    error_message,
+    prompt_tokens_into,
+    scored_count,
+)
 from loadgen.wire.openai_body import json_request
 
 
@@ -85,23 +91,8 @@ def _read_rerank(documents: int | None, body: bytes, result: StreamResult) -> in
     answer = _RERANK.decode(body)
     if answer.error is not None or (answer.results is None and answer.detail is not None):
         raise ErrorObject(error_message(answer.error if answer.error is not None else answer.detail))
-    usage = answer.usage
-    if usage is not None:
-        tokens = usage.prompt_tokens if isinstance(usage.prompt_tokens, int) else usage.total_tokens
-        if isinstance(tokens, int):
-            result.usage_prompt_tokens = tokens
+    if answer.usage is not None:
+        prompt_tokens_into(result, answer.usage.prompt_tokens, answer.usage.total_tokens)
     if answer.results is None:
         return None
-    seen: set[int] = set()
-    for entry in answer.results:
-        index = entry.index
-        if (
-            not isinstance(index, int)
-            or index in seen
-            or (documents is not None and not 0 <= index < documents)
-        ):
-            raise ValueError(f"a result names document {index!r} of {documents} sent")
-        if not isinstance(entry.relevance_score, int | float):
-            raise ValueError(f"document {index}'s relevance_score is {entry.relevance_score!r}")
-        seen.add(index)
-    return len(answer.results)
+    return scored_count(((r.index, r.relevance_score) for r in answer.results), documents, "relevance_score")

@@ -29,6 +29,7 @@ from servers.pytorch import TorchServerConfig
 from servers.registry import make_adapter
 from servers.simulated import SimulatedServerConfig
 from tests.contract.served import serve
+from tests.machine_noise import NOISY_STALL_MS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "embeddings"
 TEXTS = ["one two three", "four five", "six"]  # 6 words: the simulated engine's prompt tokens
@@ -170,7 +171,10 @@ def test_the_simulated_latency_is_base_plus_per_input_plus_per_token() -> None:
         # The server's own record of this request (the p99 of two: the larger, this one).
         server_s = record["pooling_p99_ms"] / 1000
         assert EXPECTED_S - TIMER_SLACK_S <= server_s <= EXPECTED_S + UPPER_SLACK_S
-        assert server_s <= elapsed <= EXPECTED_S + UPPER_SLACK_S
+        # The server stamps its end just after handing the last byte to the socket: a thread
+        # descheduled there (2 ms in CI beside a vLLM install) stamps after the client has read
+        # it, so the server may run over the client's span by that much, never by a whole stall.
+        assert server_s - NOISY_STALL_MS / 1000 <= elapsed <= EXPECTED_S + UPPER_SLACK_S
         metrics = httpx.get(f"{url}/metrics", timeout=20).text
         assert 'loadtest_server_requests_total{endpoint="/v1/embeddings",status="200"} 2.0' in metrics
         assert 'loadtest_server_pooling_seconds_count{endpoint="/v1/embeddings"} 2.0' in metrics

@@ -1,6 +1,6 @@
-"""`api: embeddings` and `api: rerank` against vLLM itself (CPU build): the bundled tiny model
-served as a pooling model (`--runner pooling --convert embed`), sent what loadtest sends and read
-by loadtest's readers. No one here wrote this server: proof that the wire formats are the real
+"""`api: embeddings`, `api: rerank` and `api: score` against vLLM itself (CPU build): the bundled
+tiny model served as a pooling model (`--runner pooling --convert embed`), sent what loadtest
+sends and read by loadtest's readers. No one here wrote this server: proof that the wire formats are the real
 ones. Its own vLLM start (~46 s here): a pooling server cannot serve the shared one's chat."""
 
 from __future__ import annotations
@@ -77,3 +77,12 @@ def test_its_rerank_results_are_checked_as_loadtest_checks_them(endpoint: Endpoi
     every = dataclasses.replace(call, rerank=RerankAsk(None))
     status, result = _answer(endpoint, "rerank", every)
     assert (status, result.error, result.items) == (200, None, 4)
+
+
+def test_its_scores_are_read_as_loadtest_reads_them(endpoint: Endpoint) -> None:
+    documents = ["a red apple", "the stock market", "green pears"]
+    call = dataclasses.replace(TEXT, prompt="fruit", items=documents, rerank=RerankAsk(None))
+    status, result = _answer(endpoint, "score", call)  # POST /score {text_1, text_2}
+    assert (status, result.error) == (200, None)
+    assert result.done and result.items == 3  # one score per document, each a document sent
+    assert result.usage_prompt_tokens is not None and result.usage_prompt_tokens >= 3

@@ -1,6 +1,6 @@
-"""`api: embeddings` and `api: rerank` end to end: the real CLI against the simulated server,
-whose latency is known (base + per input, base + per document, with a slot for each request so
-none queues). Each record's latency from its send is that truth within the timer's tolerance,
+"""`api: embeddings`, `api: rerank` and `api: score` end to end: the real CLI against the
+simulated server, whose latency is known (base + per input, base + per document, with a slot for
+each request so none queues). Each record's latency from its send is that truth within the timer's tolerance,
 its items are what the slice drew, its usage the server's count, and the report shows what
 applies to an API of items (items/s; no token times)."""
 
@@ -39,7 +39,13 @@ workload:
       documents: {{kind: uniform, min: 4, max: 40}}
       document_tokens: {{kind: uniform, min: 16, max: 64}}
       top_n: 3
-traffic: [{{kind: poisson, rate: 30, duration: 5s}}]
+  - class: score
+    api: score
+    prompt_tokens: {{kind: fixed, value: 12}}
+    rerank:
+      documents: {{kind: uniform, min: 4, max: 40}}
+      document_tokens: {{kind: uniform, min: 16, max: 64}}
+traffic: [{{kind: poisson, rate: 45, duration: 5s}}]
 client: {{max_schedule_lag_p99: 200ms}}  # beside other tests: the latency is under test here
 slo:
   e2e: {{p95: 2s}}
@@ -57,7 +63,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> CliRun:
 
 def _by_class(run: CliRun) -> dict[str, list[dict[str, Any]]]:
     out = run.ok_records_by_class()
-    assert set(out) == {"embed", "rerank"} and min(map(len, out.values())) > 40
+    assert set(out) == {"embed", "rerank", "score"} and min(map(len, out.values())) > 40
     return out
 
 
@@ -66,6 +72,7 @@ def test_each_request_takes_the_servers_known_latency_for_its_items(run: CliRun)
     for name, base, per in (
         ("embed", EMBED_BASE_MS, PER_INPUT_MS),
         ("rerank", RERANK_BASE_MS, PER_DOCUMENT_MS),
+        ("score", RERANK_BASE_MS, PER_DOCUMENT_MS),  # vLLM's score API: every document scored
     ):
         late_ms = [(r["done_s"] - r["sent_s"]) * 1000 - (base + per * r["items"]) for r in records[name]]
         # The server sleeps at least its latency, so no record may be shorter (the sharp check);
@@ -83,14 +90,15 @@ def test_items_are_the_slices_draws_and_usage_the_servers_count(run: CliRun) -> 
     embeds = records["embed"]
     assert all(1 <= r["items"] <= 16 for r in embeds) and len({r["items"] for r in embeds}) > 5
     assert all(r["prompt_tokens"] == 32 * r["items"] for r in embeds)  # words are the server's tokens
-    # The rerank draws, replayed: one take over the plan's classes in schedule order.
-    ranked = sorted(records["rerank"] + embeds, key=lambda r: r["id"])
-    classes = np.array([0 if r["class"] == "embed" else 1 for r in ranked], dtype=np.int64)
-    drawn = plans["rerank"].cursor().take(classes)
+    # The rerank slice's draws (rerank's and score's documents), replayed: one take over the
+    # plan's classes in schedule order.
+    index = {"embed": 0, "rerank": 1, "score": 2}
+    every = sorted([r for rs in records.values() for r in rs], key=lambda r: r["id"])
+    drawn = plans["rerank"].cursor().take(np.array([index[r["class"]] for r in every], dtype=np.int64))
     expected = {
-        r["id"]: documents_of(int(d))[0] for r, d in zip(ranked, drawn, strict=True) if r["class"] == "rerank"
+        r["id"]: documents_of(int(d))[0] for r, d in zip(every, drawn, strict=True) if r["class"] != "embed"
     }
-    assert {r["id"]: r["items"] for r in records["rerank"]} == expected
+    assert {r["id"]: r["items"] for r in records["rerank"] + records["score"]} == expected
 
 
 def test_the_report_gives_items_per_second_and_leaves_token_times_out(run: CliRun) -> None:

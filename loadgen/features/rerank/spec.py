@@ -1,4 +1,5 @@
-"""`workload.rerank`: the documents of each rerank request (`api: rerank`, which needs it).
+"""`workload.rerank`: the documents of each rerank request (`api: rerank`, which needs it; and
+`api: score`, vLLM's score API, which scores every document: no `top_n`).
 
 ```yaml
 workload:
@@ -26,6 +27,7 @@ from loadgen.scenario.distributions import Distribution, counts
 from loadgen.scenario.lengths import Length
 from loadgen.scenario.slice_model import SliceSpec
 
+QUERY_APIS = ("rerank", "score")  # a query against documents: the rerank API, vLLM's score API
 MAX_DOCUMENTS = 1000  # per query: vLLM and the hosted rerankers take about this many
 
 DOCUMENTS = counts("Documents", __name__, 1, MAX_DOCUMENTS, "document count")
@@ -50,9 +52,13 @@ class RerankSpec(SliceSpec):
     @classmethod
     def fits(cls, workload: WorkloadCore, spec: SliceSpec | None) -> None:
         if spec is None:
-            if workload.api == "rerank":
-                message = "api: rerank needs rerank: {documents: ..., document_tokens: ...}"
+            if workload.api in QUERY_APIS:
+                message = f"api: {workload.api} needs rerank: {{documents: ..., document_tokens: ...}}"
                 raise field_error("api", message, workload.api)
             return
-        if workload.api != "rerank":
-            raise field_error("rerank", f"rerank: needs api: rerank (the workload's is {workload.api})", None)
+        if workload.api not in QUERY_APIS:
+            message = f"rerank: needs api: rerank or score (the workload's is {workload.api})"
+            raise field_error("rerank", message, None)
+        if workload.api == "score" and isinstance(spec, RerankSpec) and spec.top_n is not None:
+            message = "top_n does not apply to api: score (every document is scored): use api: rerank"
+            raise field_error(("rerank", "top_n"), message, spec.top_n)
