@@ -15,7 +15,16 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from servers.engines.tensors import TensorsUnsupported
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import numpy as np
+
+    from servers.engines.tensors import TensorModel
 
 # One input of an embeddings request: a text, or token ids (OpenAI's `input` as [int]).
 EmbedInput = str | Sequence[int]
@@ -80,6 +89,9 @@ class Engine(ABC):
 
     # The stream format of `/v1/audio/transcriptions` (an engine that transcribes chooses it).
     transcript_format: TranscriptFormat = "openai"
+
+    # A classic model's tensors (servers/engines/tensors.py); None: an LLM, which takes none.
+    tensor_model: TensorModel | None = None
 
     def __init__(self, model_name: str, adapters: Sequence[str] = ()) -> None:
         self.model_name = model_name
@@ -146,6 +158,12 @@ class Engine(ABC):
         raise TranscriptionsUnsupported(
             f"the model `{self.model_name}` does not transcribe audio (not a speech model)"
         )
+
+    async def infer(self, inputs: Mapping[str, np.ndarray], timing: RequestTiming) -> dict[str, np.ndarray]:
+        """A classic model run on one request's batch: `inputs` by name, each an array whose
+        first dimension is the batch (checked against `tensor_model` by the front); the outputs
+        by name, the same batch first. Sets `timing.queue_wait_s` when the work is admitted."""
+        raise TensorsUnsupported(f"the model `{self.model_name}` takes no tensors (not a classic model)")
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
