@@ -14,6 +14,7 @@ interleaved, base first), from a temporary worktree: a before/after on one machi
     python bench/client_cost.py --base 62bf9b6           # and a revision beside it
     python bench/client_cost.py --rates 200 --tokens 64 --repeat 3
     python bench/client_cost.py --api embeddings         # one input answered whole: 500, 1,000 req/s
+    python bench/client_cost.py --api embeddings --rates 2000 --workers 2   # two sending processes
 
 With `--api embeddings` each request is one 128-word input, answered whole (no stream) by the
 simulated server after 5 ms; `--tokens` does not apply (the table shows the request cost only),
@@ -65,6 +66,9 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=15.0)
     parser.add_argument("--repeat", type=int, default=2, help="rounds of every run, interleaved")
     parser.add_argument("--base", help="a git revision measured beside this tree")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="sending processes (loadtest --workers; above 1,000 req/s)"
+    )
     parser.add_argument("--server-core", default="0")
     parser.add_argument("--client-core", default="1")
     args = parser.parse_args()
@@ -91,7 +95,8 @@ def _measure(name: str, root: Path, tokens: int, rate: float, round_: int, args:
         # no warm-up: every request sent is counted (report.json's metrics.requests)
         scenario = poisson_scenario(url, rate, args.duration, max(tokens, 1), args.api)
         scenario = scenario.replace("warmup: 2s", "warmup: 0s")
-        report, cpu_s = run_loadtest(args.client_core, scenario, root=root)
+        workers = ("--workers", str(args.workers)) if args.workers else ()
+        report, cpu_s = run_loadtest(args.client_core, scenario, *workers, root=root)
     client = report["client"]
     run = Run(
         tree=name,
