@@ -5,12 +5,16 @@ is checked against the count the request must get back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from loadgen.wire.answer import StreamResult
+
+if TYPE_CHECKING:
+    from loadgen.wire.call import WireRequest
 
 
 class ErrorObject(Exception):
@@ -64,18 +68,39 @@ def error_message(error: object) -> str:
     return f"the server's error: {str(message)[:160]}"
 
 
-def prompt_tokens_into(result: StreamResult, prompt_tokens: Any, total_tokens: Any) -> None:
-    """Usage's tokens read into `result`: `prompt_tokens`, else `total_tokens` (an answer of
-    scores generates none, and some servers give only the total)."""
-    tokens = prompt_tokens if isinstance(prompt_tokens, int) else total_tokens
-    if isinstance(tokens, int):
-        result.usage_prompt_tokens = tokens
+class TokenUsage(msgspec.Struct):
+    """An answer of scores' usage: the tokens read (`prompt_tokens`, or `total_tokens` where a
+    server gives only that: an answer of scores generates none)."""
+
+    prompt_tokens: Any = None
+    total_tokens: Any = None
 
 
-def scored_count(scores: Iterable[tuple[Any, Any]], documents: int | None, field: str) -> int:
-    """How many (index, score) results an answer of scores holds (rerank's, score's), each naming
-    a document sent (of `documents`; None: not known), none twice, its `field` a number; else
-    ValueError naming the first that is not."""
+class ScoresAnswer(msgspec.Struct):
+    """What every answer of scores (rerank's, score's) holds beside its list: usage, or the
+    server's error object (`detail`: some servers' (FastAPI's) error body)."""
+
+    usage: TokenUsage | None = None
+    error: Any = None
+    detail: Any = None
+
+
+def read_scores(
+    answer: ScoresAnswer, scores: Sequence[tuple[Any, Any]] | None, documents: int | None, field: str
+) -> tuple[int | None, int | None]:
+    """(the answer's count of (index, score) results, its tokens read) — each result naming a
+    document sent (of `documents`; None: not known), none twice, its `field` a number; the count
+    None where the body holds no list. ErrorObject: the body is the server's error; ValueError:
+    a result that is not one of the documents'."""
+    if answer.error is not None or (scores is None and answer.detail is not None):
+        raise ErrorObject(error_message(answer.error if answer.error is not None else answer.detail))
+    usage = answer.usage
+    tokens = None
+    if usage is not None:
+        tokens = usage.prompt_tokens if isinstance(usage.prompt_tokens, int) else usage.total_tokens
+    tokens = tokens if isinstance(tokens, int) else None
+    if scores is None:
+        return None, tokens
     seen: set[int] = set()
     for index, score in scores:
         if (
@@ -87,4 +112,12 @@ def scored_count(scores: Iterable[tuple[Any, Any]], documents: int | None, field
         if not isinstance(score, int | float):
             raise ValueError(f"document {index}'s {field} is {score!r}")
         seen.add(index)
-    return len(seen)
+    return len(seen), tokens
+
+
+def scores_reader(
+    read: Callable[[int | None, bytes, StreamResult], int | None], request: WireRequest | None
+) -> ItemsReader:
+    """The reader of an answer of scores to `request`: `read` given the documents it sent."""
+    sent = request.items if request is not None else None
+    return ItemsReader(partial(read, sent), request.answers if request is not None else None)

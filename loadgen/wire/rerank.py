@@ -9,20 +9,13 @@ document without it), each naming a document sent, no document twice; otherwise 
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Required, TypedDict
 
 import msgspec
 
 from loadgen.wire.answer import AnswerReader, Metrics, Part, StreamResult
 from loadgen.wire.call import Call, WireRequest
-from loadgen.wire.items_answer import (
-    ErrorObject,
-    ItemsReader,
-    error_message,
-    prompt_tokens_into,
-    scored_count,
-)
+from loadgen.wire.items_answer import ScoresAnswer, read_scores, scores_reader
 from loadgen.wire.openai_body import json_request
 
 
@@ -61,8 +54,7 @@ class RerankApi:
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:
-        sent = request.items if request is not None else None
-        return ItemsReader(partial(_read_rerank, sent), request.answers if request is not None else None)
+        return scores_reader(_read_rerank, request)
 
 
 class _Result(msgspec.Struct):
@@ -70,18 +62,10 @@ class _Result(msgspec.Struct):
     relevance_score: Any = None
 
 
-class _Usage(msgspec.Struct):
-    total_tokens: Any = None
-    prompt_tokens: Any = None
-
-
-class _Rerank(msgspec.Struct):
+class _Rerank(ScoresAnswer):
     """What is read of the answer (a returned document's text is skipped unbuilt)."""
 
     results: list[_Result] | None = None
-    usage: _Usage | None = None
-    error: Any = None
-    detail: Any = None  # some servers' (FastAPI's) error body
 
 
 _RERANK = msgspec.json.Decoder(_Rerank)
@@ -89,10 +73,7 @@ _RERANK = msgspec.json.Decoder(_Rerank)
 
 def _read_rerank(documents: int | None, body: bytes, result: StreamResult) -> int | None:
     answer = _RERANK.decode(body)
-    if answer.error is not None or (answer.results is None and answer.detail is not None):
-        raise ErrorObject(error_message(answer.error if answer.error is not None else answer.detail))
-    if answer.usage is not None:
-        prompt_tokens_into(result, answer.usage.prompt_tokens, answer.usage.total_tokens)
-    if answer.results is None:
-        return None
-    return scored_count(((r.index, r.relevance_score) for r in answer.results), documents, "relevance_score")
+    listed = answer.results
+    pairs = None if listed is None else [(entry.index, entry.relevance_score) for entry in listed]
+    count, result.usage_prompt_tokens = read_scores(answer, pairs, documents, "relevance_score")
+    return count

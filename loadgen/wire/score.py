@@ -10,20 +10,13 @@ or a protocol error naming the index). Usage's `prompt_tokens` is the tokens rea
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Required, TypedDict
 
 import msgspec
 
 from loadgen.wire.answer import AnswerReader, Metrics, Part, StreamResult
 from loadgen.wire.call import Call, WireRequest
-from loadgen.wire.items_answer import (
-    ErrorObject,
-    ItemsReader,
-    error_message,
-    prompt_tokens_into,
-    scored_count,
-)
+from loadgen.wire.items_answer import ScoresAnswer, read_scores, scores_reader
 from loadgen.wire.openai_body import json_request
 
 
@@ -55,8 +48,7 @@ class ScoreApi:
     def reader(
         self, *, think: str, calls: bool, keep_text: bool, request: WireRequest | None = None
     ) -> AnswerReader:
-        sent = request.items if request is not None else None
-        return ItemsReader(partial(_read_scores, sent), request.answers if request is not None else None)
+        return scores_reader(_read_scores, request)
 
 
 class _Score(msgspec.Struct):
@@ -64,16 +56,8 @@ class _Score(msgspec.Struct):
     score: Any = None
 
 
-class _Usage(msgspec.Struct):
-    prompt_tokens: Any = None
-    total_tokens: Any = None
-
-
-class _Scores(msgspec.Struct):
+class _Scores(ScoresAnswer):
     data: list[_Score] | None = None
-    usage: _Usage | None = None
-    error: Any = None
-    detail: Any = None  # some servers' (FastAPI's) error body
 
 
 _SCORES = msgspec.json.Decoder(_Scores)
@@ -81,10 +65,7 @@ _SCORES = msgspec.json.Decoder(_Scores)
 
 def _read_scores(documents: int | None, body: bytes, result: StreamResult) -> int | None:
     answer = _SCORES.decode(body)
-    if answer.error is not None or (answer.data is None and answer.detail is not None):
-        raise ErrorObject(error_message(answer.error if answer.error is not None else answer.detail))
-    if answer.usage is not None:
-        prompt_tokens_into(result, answer.usage.prompt_tokens, answer.usage.total_tokens)
-    if answer.data is None:
-        return None
-    return scored_count(((d.index, d.score) for d in answer.data), documents, "score")
+    listed = answer.data
+    pairs = None if listed is None else [(entry.index, entry.score) for entry in listed]
+    count, result.usage_prompt_tokens = read_scores(answer, pairs, documents, "score")
+    return count
