@@ -15,7 +15,7 @@ import yaml
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import SkippedLines
 from loadgen.collect.records import read_records as iter_records
-from loadgen.scenario.model import REPORT_FORMATS
+from loadgen.scenario.model import DEFAULT_FORMATS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,7 +98,7 @@ def without_html(scenario: str) -> str:
     """The scenario's YAML with `html` dropped from report.formats (the default formats if unset)."""
     data = yaml.safe_load(scenario)
     report = data.setdefault("report", {})
-    report["formats"] = [name for name in report.get("formats", REPORT_FORMATS) if name != "html"]
+    report["formats"] = [name for name in report.get("formats", DEFAULT_FORMATS) if name != "html"]
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from loadgen.cli import ab as cli_ab
 from loadgen.cli import compare as cli_compare
 from loadgen.cli import dashboards as cli_dashboards
+from loadgen.cli import export as cli_export
 from loadgen.cli import gevent_world
 from loadgen.cli import rank as cli_rank
 from loadgen.cli import schema as cli_schema
@@ -39,7 +40,18 @@ if TYPE_CHECKING:
     from loadgen.live.wiring import LiveOptions
     from loadgen.scenario.model import Scenario
 
-SUBCOMMANDS = ("run", "validate", "report", "compare", "rank", "ab", "dashboards", "worker", "schema")
+SUBCOMMANDS = (
+    "run",
+    "validate",
+    "report",
+    "compare",
+    "rank",
+    "ab",
+    "dashboards",
+    "worker",
+    "schema",
+    "export",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dashboards": cli_dashboards.handle,
         "worker": cli_worker.handle,
         "schema": cli_schema.handle,
+        "export": cli_export.handle,
     }[options.command]
     # Until a command installs its own handlers (the gevent world's), Ctrl-C or a SIGTERM ends
     # it with one line and exit 2, never a KeyboardInterrupt traceback.
@@ -172,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_dashboards.add_parser(commands)
     cli_worker.add_parser(commands)
     cli_schema.add_parser(commands)
+    cli_export.add_parser(commands)
     return parser
 
 

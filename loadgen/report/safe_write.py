@@ -21,7 +21,13 @@ from loadgen.rundir.disk import os_reason
 if TYPE_CHECKING:
     from loadgen.report.html.inputs import RunInputs
 
-FILE_NAMES = {"json": "report.json", "markdown": "report.md", "junit": "junit.xml", "html": "report.html"}
+FILE_NAMES = {
+    "json": "report.json",
+    "markdown": "report.md",
+    "junit": "junit.xml",
+    "html": "report.html",
+    "csv": "requests.csv",
+}
 
 
 def write_formats(
@@ -38,7 +44,7 @@ def write_formats(
     try:
         for name in ordered:
             try:
-                for path in write_reports(report, staging, [name], inputs):
+                for path in write_reports(report, staging, [name], inputs, records_dir=run_dir):
                     os.replace(path, run_dir / path.name)
             except OSError as exc:
                 failed.append(FILE_NAMES.get(name, name))

@@ -24,31 +24,50 @@ def write_html(report: Report, run_dir: Path, inputs: RunInputs | None = None) -
     return write(report, run_dir, inputs)
 
 
+def write_csv(report: Report, out_dir: Path, run_dir: Path) -> list[Path]:
+    """requests.csv (from `run_dir`'s records) and phases.csv into `out_dir`; imported on use."""
+    from loadgen.report.tables import PHASES_CSV, REQUESTS_CSV, write_phases_csv, write_requests_csv
+
+    return [
+        write_requests_csv(run_dir, out_dir / REQUESTS_CSV),
+        write_phases_csv(report, out_dir / PHASES_CSV),
+    ]
+
+
 WRITERS: dict[str, Writer] = {
     "json": write_json,
     "markdown": write_markdown,
     "junit": write_junit,
     "html": write_html,
 }
+TABLES = "csv"  # not a Writer: its tables are two files, and the records are read from the run folder
+FORMATS = (*WRITERS, TABLES)
 
 
 def write_reports(
-    report: Report, run_dir: Path, formats: Iterable[str], inputs: RunInputs | None = None
+    report: Report,
+    run_dir: Path,
+    formats: Iterable[str],
+    inputs: RunInputs | None = None,
+    records_dir: Path | None = None,
 ) -> list[Path]:
     """Write each format into `run_dir` (created if missing); returns the written paths in order.
 
     `inputs`: the records and samples the HTML report draws, when the caller already holds
-    them (render.py); without them the HTML writer reads the run folder.
+    them (render.py); without them the HTML writer reads the run folder. `records_dir`: the run
+    folder whose records the csv tables are made of, where `run_dir` is another (a staging folder).
     """
     formats = list(formats)
-    unknown = [name for name in formats if name not in WRITERS]
+    unknown = [name for name in formats if name not in FORMATS]
     if unknown:
-        raise ValueError(f"unknown report format(s) {', '.join(unknown)}; use {', '.join(WRITERS)}")
+        raise ValueError(f"unknown report format(s) {', '.join(unknown)}; use {', '.join(FORMATS)}")
     run_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for name in dict.fromkeys(formats):
         if name == "html":
             paths.append(write_html(report, run_dir, inputs))
+        elif name == TABLES:
+            paths.extend(write_csv(report, run_dir, records_dir or run_dir))
         else:
             paths.append(WRITERS[name](report, run_dir))
     return paths

@@ -50,13 +50,15 @@ _TOKEN_SLOS = ("ttft", "itl", "tpot", "ttfat", "output_tokens_per_s")
 # ---- run settings ------------------------------------------------------------------------------
 
 
-ReportFormat = Literal["json", "markdown", "junit", "html"]
-REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html")
+ReportFormat = Literal["json", "markdown", "junit", "html", "csv"]
+REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html", "csv")
+# csv only when asked: requests.csv repeats requests.jsonl, as big again on a long run.
+DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html")
 
 
 class ReportConfig(StrictModel):
     dir: Path = Path("runs")
-    formats: list[ReportFormat] = Field(default_factory=lambda: list(REPORT_FORMATS))
+    formats: list[ReportFormat] = Field(default_factory=lambda: list(DEFAULT_FORMATS))
     # zstd: the records go to requests.jsonl.zst, each record flushed as it completes (long soaks).
     compress: Literal["none", "zstd"] = "none"
 

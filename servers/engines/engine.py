@@ -17,8 +17,6 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from servers.engines.tensors import TensorsUnsupported
-
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -163,6 +161,8 @@ class Engine(ABC):
         """A classic model run on one request's batch: `inputs` by name, each an array whose
         first dimension is the batch (checked against `tensor_model` by the front); the outputs
         by name, the same batch first. Sets `timing.queue_wait_s` when the work is admitted."""
+        from servers.engines.tensors import TensorsUnsupported  # numpy: not for the simulated LLM's start
+
         raise TensorsUnsupported(f"the model `{self.model_name}` takes no tensors (not a classic model)")
 
 
