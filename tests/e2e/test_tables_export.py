@@ -1,6 +1,6 @@
-"""A run's tables for analysis (loadgen.report.tables): `report.formats: [csv]` writes
-requests.csv and phases.csv beside report.json, and `loadtest export RUN --format parquet` the
-same tables typed. Each request row is its requests.jsonl line (the gaps one column, in ms), each
+"""A run's tables for analysis (loadgen.report.tables): `report.formats: [csv, parquet]` writes
+requests.csv and phases.csv (and .parquet) beside report.json, and `loadtest export RUN --format
+parquet` the same tables typed. Each request row is its requests.jsonl line (the gaps one column, in ms), each
 phase row report.json's phase; bad input is one line and exit 2."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ traffic:
   - {kind: constant, rate: 20, duration: 2s}
   - {kind: constant, rate: 40, duration: 2s}
 client: {max_schedule_lag_p99: 200ms}
-report: {formats: [json, csv]}
+report: {formats: [json, csv, parquet]}
 """
 
 
@@ -98,6 +98,8 @@ def test_export_writes_the_same_tables_as_parquet(run: CliRun, tmp_path: Path) -
     phases = pq.read_table(tmp_path / "phases.parquet").to_pylist()
     reported = [phase["metrics"]["ttft_ms"]["p95"] for phase in run.report["phases"]]
     assert [phase["ttft_ms.p95"] for phase in phases] == reported
+    written = pq.read_table(run.run_dir / "requests.parquet").to_pylist()  # report.formats: parquet
+    assert written == requests
     again = _export(str(run.run_dir), "--out", str(tmp_path))  # csv: the same as the run wrote
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "requests.csv").read_bytes() == (run.run_dir / "requests.csv").read_bytes()

@@ -102,3 +102,19 @@ def test_the_real_check_finds_modules_without_importing_them(tmp_path: Path) -> 
     assert not importable(sys.executable, "no_such_module_for_loadtest")
     assert not importable(str(tmp_path / "bin" / "python"), "json")  # no such interpreter
     assert not importable("no-such-python-for-loadtest", "json")  # a bare name not on PATH
+
+
+def test_parquet_tables_need_pyarrow_before_anything_starts() -> None:
+    from loadgen.run.runtimes import PARQUET_HINT
+    from loadgen.scenario.loader import parse_scenario
+
+    text = """name: p
+server: {kind: simulated}
+workload: {prompt_tokens: {kind: fixed, value: 8}, output_tokens: {kind: fixed, value: 4}}
+traffic: [{kind: constant, rate: 1, duration: 2s}]
+report: {formats: [json, parquet]}
+"""
+    scenario = parse_scenario(text)
+    assert required_missing(scenario, Finder("pyarrow")) == PARQUET_HINT
+    assert required_missing(scenario, Finder()) is None
+    assert required_missing(parse_scenario(text.replace(", parquet", "")), Finder("pyarrow")) is None
