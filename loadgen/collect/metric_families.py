@@ -25,7 +25,8 @@ class Series:
     """A Prometheus series worth keeping. `name`: a gauge's or counter's sample name, or a
     histogram's base name; `key`: its normalized name; `combine`: how label sets (several
     engines, finish reasons) fold into one figure; `scale`: what turns the family's unit into the
-    key's (a histogram's bounds and sum, or a counter's value: Triton's µs, ms). Where two series
+    key's (a histogram's bounds and sum, or a counter's value: Triton's µs, ms); `where`: the
+    labels that pick one figure out of a series holding several. Where two series
     of a family share a key, the first listed that the server exposes wins (current names before
     older ones)."""
 
@@ -35,6 +36,7 @@ class Series:
     source: str
     combine: Literal["sum", "mean"] = "sum"
     scale: float = 1.0
+    where: tuple[tuple[str, str], ...] = ()  # only the samples with these labels (a gauge's or counter's)
 
 
 def _family(
@@ -44,6 +46,11 @@ def _family(
         Series(row[0], row[1], row[2], source, "mean" if len(row) > 3 and row[3] == "mean" else "sum")
         for row in rows
     )
+
+
+def _picked(name: str, key: str, label: tuple[str, str], combine: Literal["sum", "mean"] = "sum") -> Series:
+    """A Triton gauge's figure for one value of a label (its TensorRT-LLM backend's)."""
+    return Series(name, key, "gauge", "triton", combine, where=(label,))
 
 
 SERIES: tuple[Series, ...] = (
@@ -117,9 +124,17 @@ SERIES: tuple[Series, ...] = (
     # Triton Inference Server (triton-inference-server/server docs/user_guide/metrics.md; labels
     # model, version). Latency is cumulative microsecond counters (a mean, no percentiles) unless
     # `--metrics-config histogram_latencies=true` adds the first-response histogram, in ms.
+    # Its TensorRT-LLM backend's gauges, one figure per label value (the names and values as the
+    # Gateway API Inference Extension reads them: kubernetes-sigs/gateway-api-inference-extension,
+    # "triton-tensorrt-llm"; `fraction` is in newer backends only).
+    _picked("nv_trt_llm_request_metrics", "requests_running", ("request_type", "scheduled")),
+    _picked("nv_trt_llm_request_metrics", "requests_waiting", ("request_type", "waiting")),
+    _picked(
+        "nv_trt_llm_kv_cache_block_metrics", "kv_cache_usage", ("kv_cache_block_type", "fraction"), "mean"
+    ),
     *_family(
         "triton",
-        ("nv_inference_pending_request_count", "requests_waiting", "gauge"),
+        ("nv_inference_pending_request_count", "requests_waiting", "gauge"),  # without the backend's
         ("nv_inference_request_success", "requests_finished_total", "counter"),
         ("nv_inference_request_failure", "requests_failed_total", "counter"),
     ),

@@ -54,6 +54,21 @@ def is_prometheus_text(text: str) -> bool:
         return False
 
 
+def _selected(item: Series, samples: list[tuple[dict[str, str], float]]) -> list[float]:
+    """The values of the samples with the series' `where` labels (all of them without)."""
+    return [value for labels, value in samples if all(labels.get(k) == v for k, v in item.where)]
+
+
+def _present(
+    item: Series,
+    buckets: dict[str, dict[float, float]],
+    scalars: dict[str, list[tuple[dict[str, str], float]]],
+) -> bool:
+    if item.kind == "histogram":
+        return item.name in buckets
+    return item.name in scalars and bool(_selected(item, scalars[item.name]))
+
+
 def _fold(values: list[float], combine: str) -> float:
     return sum(values) / len(values) if combine == "mean" else sum(values)
 
@@ -65,7 +80,7 @@ def parse_metrics(text: str) -> tuple[str, dict[str, float], dict[str, Histogram
     "unknown"; only that family's series are read, so a page that mixes families (a gateway's)
     gives one family's figures. Raises ValueError on text not in the exposition format.
     """
-    scalars: dict[str, list[float]] = {}
+    scalars: dict[str, list[tuple[dict[str, str], float]]] = {}
     buckets: dict[str, dict[float, float]] = {}
     sums: dict[str, float] = {}
     counts: dict[str, float] = {}
@@ -76,7 +91,7 @@ def parse_metrics(text: str) -> tuple[str, dict[str, float], dict[str, Histogram
                 name = name.removesuffix("_total")  # the parser adds it to a counter without (TGI's)
             base = name.rsplit("_", 1)[0]
             if _KINDS.get(name, "histogram") != "histogram":
-                scalars.setdefault(name, []).append(value)
+                scalars.setdefault(name, []).append((sample.labels, value))
             elif _KINDS.get(base) != "histogram":
                 continue
             elif name.endswith("_bucket"):
@@ -87,7 +102,7 @@ def parse_metrics(text: str) -> tuple[str, dict[str, float], dict[str, Histogram
                 sums[base] = sums.get(base, 0.0) + value
             elif name.endswith("_count"):
                 counts[base] = counts.get(base, 0.0) + value
-    present = [item for item in SERIES if item.name in (buckets if item.kind == "histogram" else scalars)]
+    present = [item for item in SERIES if _present(item, buckets, scalars)]
     if not present:
         return "unknown", {}, {}
     sources = [item.source for item in present]
@@ -101,7 +116,7 @@ def parse_metrics(text: str) -> tuple[str, dict[str, float], dict[str, Histogram
         if item.kind == "histogram" and item.key not in histograms:
             histograms[item.key] = _histogram(item, buckets[item.name], sums, counts)
         elif item.kind != "histogram" and item.key not in values:
-            values[item.key] = _fold(scalars[item.name], item.combine) * item.scale
+            values[item.key] = _fold(_selected(item, scalars[item.name]), item.combine) * item.scale
     return source, values, histograms
 
 

@@ -117,6 +117,35 @@ def test_tritons_milliseconds_become_seconds() -> None:
     )
 
 
+TRITON_TRTLLM = """# HELP nv_trt_llm_request_metrics TRT LLM request metrics
+# TYPE nv_trt_llm_request_metrics gauge
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="context",version="1"} 2
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="scheduled",version="1"} 9
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="max",version="1"} 64
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="active",version="1"} 11
+nv_trt_llm_request_metrics{model="tensorrt_llm",request_type="waiting",version="1"} 5
+# HELP nv_trt_llm_kv_cache_block_metrics TRT LLM KV cache block metrics
+# TYPE nv_trt_llm_kv_cache_block_metrics gauge
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="tokens_per",model="tensorrt_llm",version="1"} 64
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="used",model="tensorrt_llm",version="1"} 1560
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="free",model="tensorrt_llm",version="1"} 4680
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="max",model="tensorrt_llm",version="1"} 6240
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction",model="tensorrt_llm",version="1"} 0.25
+# HELP nv_inference_pending_request_count Instantaneous number of pending requests awaiting execution per-model.
+# TYPE nv_inference_pending_request_count gauge
+nv_inference_pending_request_count{model="tensorrt_llm",version="1"} 0
+"""
+
+
+def test_tritons_tensorrt_llm_backend_gives_one_label_values_figure() -> None:
+    source, values, _ = parse_metrics(TRITON_TRTLLM)
+    assert source == "triton"
+    # scheduled (not active, max...), waiting before Triton's own pending count, the fraction
+    assert values == {"requests_running": 9.0, "requests_waiting": 5.0, "kv_cache_usage": 0.25}
+    without = TRITON_TRTLLM.replace('request_type="waiting"', 'request_type="paused"')
+    assert parse_metrics(without)[1]["requests_waiting"] == 0.0  # then the pending count
+
+
 def test_older_llamacpp_builds_give_the_kv_cache_ratio() -> None:
     text = "# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio 0.375\n"
     text += "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 2\n"
