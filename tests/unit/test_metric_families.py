@@ -131,7 +131,6 @@ nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="used",model="tensorrt_llm
 nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="free",model="tensorrt_llm",version="1"} 4680
 nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="max",model="tensorrt_llm",version="1"} 6240
 nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction",model="tensorrt_llm",version="1"} 0.25
-# HELP nv_inference_pending_request_count Instantaneous number of pending requests awaiting execution per-model.
 # TYPE nv_inference_pending_request_count gauge
 nv_inference_pending_request_count{model="tensorrt_llm",version="1"} 0
 """
