@@ -1,5 +1,6 @@
-"""Reading a server's Prometheus text: which series are worth keeping (vLLM's `vllm:*`, the
-built-in engines' `loadtest_server_*`), under what normalized names, and how they parse.
+"""Reading a server's Prometheus text: the series worth keeping (loadgen.collect.metric_families:
+vLLM's `vllm:*`, SGLang's, TGI's, llama.cpp's, Triton's, TensorRT-LLM's, Dynamo's, the built-in
+engines' `loadtest_server_*`), under their normalized names, and how they parse.
 
 Parsing is prometheus_client's. vLLM's /metrics is ~50 KB (~90 families) and parsing all of it
 costs ~12 ms of CPU, which would stall every greenlet of the load generator (and show up as
@@ -10,63 +11,11 @@ work) and `parse_metrics` parses those.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from loadgen.collect.metric_families import SERIES, Series
 from loadgen.collect.server_metrics_summary import Histogram
-from loadgen.collect.slice_registry import SLICE_SERVER_COUNTERS
-
-SeriesKind = Literal["gauge", "counter", "histogram"]
-
-
-@dataclass(frozen=True)
-class Series:
-    """A Prometheus series worth keeping. `name`: a gauge's or counter's sample name, or a
-    histogram's base name; `key`: its normalized name; `combine`: how label sets (several
-    engines, finish reasons) fold into one figure. Where two series share a key, the first
-    listed that the server exposes wins (current names before older ones)."""
-
-    name: str
-    key: str
-    kind: SeriesKind
-    source: str
-    combine: Literal["sum", "mean"] = "sum"
-
-
-SERIES: tuple[Series, ...] = (
-    # vLLM (names checked against vLLM 0.32's /metrics: tests/fixtures/vllm_metrics.txt)
-    Series("vllm:num_requests_running", "requests_running", "gauge", "vllm"),
-    Series("vllm:num_requests_waiting", "requests_waiting", "gauge", "vllm"),
-    Series("vllm:kv_cache_usage_perc", "kv_cache_usage", "gauge", "vllm", "mean"),
-    Series("vllm:gpu_cache_usage_perc", "kv_cache_usage", "gauge", "vllm", "mean"),  # before V1
-    Series("vllm:generation_tokens_total", "generation_tokens_total", "counter", "vllm"),
-    Series("vllm:prompt_tokens_total", "prompt_tokens_total", "counter", "vllm"),
-    Series("vllm:request_success_total", "requests_finished_total", "counter", "vllm"),
-    Series("vllm:num_preemptions_total", "preemptions_total", "counter", "vllm"),
-    Series("vllm:prefix_cache_queries_total", "prefix_cache_queries_total", "counter", "vllm"),  # tokens
-    Series("vllm:prefix_cache_hits_total", "prefix_cache_hits_total", "counter", "vllm"),
-    Series("vllm:time_to_first_token_seconds", "ttft_seconds", "histogram", "vllm"),
-    Series("vllm:inter_token_latency_seconds", "itl_seconds", "histogram", "vllm"),
-    Series("vllm:time_per_output_token_seconds", "itl_seconds", "histogram", "vllm"),  # older name
-    Series("vllm:e2e_request_latency_seconds", "e2e_seconds", "histogram", "vllm"),
-    Series("vllm:request_queue_time_seconds", "queue_wait_seconds", "histogram", "vllm"),
-    # the built-in engines (servers/http/exposition.py)
-    Series("loadtest_server_batch_size", "requests_running", "gauge", "builtin"),
-    Series("loadtest_server_queue_size", "requests_waiting", "gauge", "builtin"),
-    Series("loadtest_server_kv_cache_usage_ratio", "kv_cache_usage", "gauge", "builtin", "mean"),
-    Series("loadtest_server_requests_in_flight", "requests_in_flight", "gauge", "builtin"),
-    Series("loadtest_server_generated_tokens_total", "generation_tokens_total", "counter", "builtin"),
-    Series("loadtest_server_prefix_cache_queries_total", "prefix_cache_queries_total", "counter", "builtin"),
-    Series("loadtest_server_prefix_cache_hits_total", "prefix_cache_hits_total", "counter", "builtin"),
-    Series("loadtest_server_requests_aborted_total", "requests_aborted_total", "counter", "builtin"),
-    # the feature slices' counters (loadgen.features: an adapter cache's), in their place
-    *(Series(counter.series, counter.name, "counter", "builtin") for counter in SLICE_SERVER_COUNTERS),
-    Series("loadtest_server_ttft_seconds", "ttft_seconds", "histogram", "builtin"),
-    Series("loadtest_server_e2e_seconds", "e2e_seconds", "histogram", "builtin"),
-    Series("loadtest_server_queue_wait_seconds", "queue_wait_seconds", "histogram", "builtin"),
-)
 
 _SUFFIXES = {"gauge": ("",), "counter": ("",), "histogram": ("", "_bucket", "_sum", "_count")}
 
@@ -81,7 +30,8 @@ def _wanted_names(series: Iterable[Series]) -> frozenset[str]:
 
 
 _WANTED = _wanted_names(SERIES)
-_BY_NAME = {item.name: item for item in SERIES}
+# a sample's series kind by name (a name some family lists twice, under two keys, has one kind)
+_KINDS = {item.name: item.kind for item in SERIES}
 
 
 def _line_name(line: str) -> str:
@@ -104,6 +54,21 @@ def is_prometheus_text(text: str) -> bool:
         return False
 
 
+def _selected(item: Series, samples: list[tuple[dict[str, str], float]]) -> list[float]:
+    """The values of the samples with the series' `where` labels (all of them without)."""
+    return [value for labels, value in samples if all(labels.get(k) == v for k, v in item.where)]
+
+
+def _present(
+    item: Series,
+    buckets: dict[str, dict[float, float]],
+    scalars: dict[str, list[tuple[dict[str, str], float]]],
+) -> bool:
+    if item.kind == "histogram":
+        return item.name in buckets
+    return item.name in scalars and bool(_selected(item, scalars[item.name]))
+
+
 def _fold(values: list[float], combine: str) -> float:
     return sum(values) / len(values) if combine == "mean" else sum(values)
 
@@ -111,39 +76,54 @@ def _fold(values: list[float], combine: str) -> float:
 def parse_metrics(text: str) -> tuple[str, dict[str, float], dict[str, Histogram]]:
     """(source, normalized gauges/counters, histograms) from a /metrics text.
 
-    source is "vllm" or "builtin" when their series are present, else "unknown". Raises
-    ValueError on text that is not in the exposition format.
+    source is the family (metric_families.FAMILIES) most of the series present belong to, else
+    "unknown"; only that family's series are read, so a page that mixes families (a gateway's)
+    gives one family's figures. Raises ValueError on text not in the exposition format.
     """
-    scalars: dict[str, list[float]] = {}
+    scalars: dict[str, list[tuple[dict[str, str], float]]] = {}
     buckets: dict[str, dict[float, float]] = {}
     sums: dict[str, float] = {}
     counts: dict[str, float] = {}
     for family in text_string_to_metric_families(wanted_lines(text)):
         for sample in family.samples:
             name, value = sample.name, float(sample.value)
-            if name in _BY_NAME and _BY_NAME[name].kind != "histogram":
-                scalars.setdefault(name, []).append(value)
-            elif name.endswith("_bucket") and name.removesuffix("_bucket") in _BY_NAME:
+            if name not in _KINDS and name.endswith("_total"):
+                name = name.removesuffix("_total")  # the parser adds it to a counter without (TGI's)
+            base = name.rsplit("_", 1)[0]
+            if _KINDS.get(name, "histogram") != "histogram":
+                scalars.setdefault(name, []).append((sample.labels, value))
+            elif _KINDS.get(base) != "histogram":
+                continue
+            elif name.endswith("_bucket"):
                 le = float(sample.labels["le"])
-                base = buckets.setdefault(name.removesuffix("_bucket"), {})
-                base[le] = base.get(le, 0.0) + value
-            elif name.endswith("_sum") and name.removesuffix("_sum") in _BY_NAME:
-                sums[name.removesuffix("_sum")] = sums.get(name.removesuffix("_sum"), 0.0) + value
-            elif name.endswith("_count") and name.removesuffix("_count") in _BY_NAME:
-                counts[name.removesuffix("_count")] = counts.get(name.removesuffix("_count"), 0.0) + value
+                cumulative = buckets.setdefault(base, {})
+                cumulative[le] = cumulative.get(le, 0.0) + value
+            elif name.endswith("_sum"):
+                sums[base] = sums.get(base, 0.0) + value
+            elif name.endswith("_count"):
+                counts[base] = counts.get(base, 0.0) + value
+    present = [item for item in SERIES if _present(item, buckets, scalars)]
+    if not present:
+        return "unknown", {}, {}
+    sources = [item.source for item in present]
+    # the family most series came from (ties: the first in SERIES order)
+    source = max(dict.fromkeys(sources), key=sources.count)
     values: dict[str, float] = {}
     histograms: dict[str, Histogram] = {}
-    sources = []
-    for item in SERIES:
-        if item.kind == "histogram":
-            if item.name in buckets and item.key not in histograms:
-                finite = sorted((le, n) for le, n in buckets[item.name].items() if le != float("inf"))
-                total = counts.get(item.name, buckets[item.name].get(float("inf"), 0.0))
-                histograms[item.key] = Histogram(tuple(finite), sums.get(item.name, 0.0), total)
-                sources.append(item.source)
-        elif item.name in scalars and item.key not in values:
-            values[item.key] = _fold(scalars[item.name], item.combine)
-            sources.append(item.source)
-    # the source most series came from (ties: the first in SERIES order)
-    source = max(dict.fromkeys(sources), key=sources.count) if sources else "unknown"
+    for item in present:
+        if item.source != source:
+            continue
+        if item.kind == "histogram" and item.key not in histograms:
+            histograms[item.key] = _histogram(item, buckets[item.name], sums, counts)
+        elif item.kind != "histogram" and item.key not in values:
+            values[item.key] = _fold(_selected(item, scalars[item.name]), item.combine) * item.scale
     return source, values, histograms
+
+
+def _histogram(
+    item: Series, cumulative: dict[float, float], sums: dict[str, float], counts: dict[str, float]
+) -> Histogram:
+    """A histogram in seconds: +Inf's count is `count`, the finite bounds and the sum scaled."""
+    finite = sorted((le * item.scale, n) for le, n in cumulative.items() if le != float("inf"))
+    total = counts.get(item.name, cumulative.get(float("inf"), 0.0))
+    return Histogram(tuple(finite), sums.get(item.name, 0.0) * item.scale, total)

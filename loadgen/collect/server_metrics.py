@@ -2,8 +2,8 @@
 
 A greenlet in the load generator (gevent world) GETs `<base_url><path>` (default /metrics) on an
 absolute grid from its start, keeps the series worth reporting under normalized names (vLLM's
-`vllm:*` and the built-in engines' `loadtest_server_*`, see
-loadgen.collect.metrics_text.SERIES) and writes one JSON line per
+`vllm:*`, SGLang's, TGI's, llama.cpp's, Triton's, TensorRT-LLM's, Dynamo's, the built-in engines', see
+loadgen.collect.metric_families.SERIES) and writes one JSON line per
 scrape: `{"t_s", "kind": "server_metrics", "source", "values", "histograms"}`. A scrape that fails
 is written as `{"t_s", "kind", "error"}` and counted, never raised into the run. `t_s` follows
 the memory sampler's clock (the traffic's t0, perf_counter_ns); scrapes taken before t0 is known

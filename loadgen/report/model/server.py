@@ -95,8 +95,12 @@ class ServerPrefixCache(ReportPart):
 class CoreServerMetrics(ReportPart):
     """The server's own Prometheus metrics (`server_metrics:`) over the measured window."""
 
-    source: Literal["vllm", "builtin", "unknown"] | None = Field(
-        description="whose metric names were found; null when nothing was scraped"
+    source: (
+        Literal["vllm", "sglang", "tgi", "llamacpp", "triton", "trtllm", "dynamo", "builtin", "unknown"]
+        | None
+    ) = Field(
+        description="the server family whose metric names were found (most of the series read); "
+        "null when nothing was scraped"
     )
     scrapes: int = Field(description="successful scrapes during the run")
     failed_scrapes: int = Field(
