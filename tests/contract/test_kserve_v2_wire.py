@@ -7,6 +7,7 @@ the spec's exact JSON shapes, the errors' body and the latency against the serve
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -239,7 +240,7 @@ def test_not_ready_is_a_503_while_live_is_200() -> None:
 
 # --- the simulated latency and the metrics -----------------------------------------------------------
 
-BASE, PER_ITEM, BATCH = 0.03, 0.005, 8  # 0.03 + 0.04
+BASE, PER_ITEM, BATCH, TIMED = 0.03, 0.005, 8, 5  # 0.03 + 0.04, five times
 EXPECTED_S = BASE + PER_ITEM * BATCH
 TIMER_SLACK_S = 0.002  # an asyncio sleep may wake this much early on a coarse clock
 UPPER_SLACK_S = 0.15  # the HTTP round trip and a busy shared machine: generous, not a benchmark
@@ -251,27 +252,32 @@ def test_the_simulated_latency_is_base_plus_per_item_and_metrics_count_it() -> N
         with _client(url) as client:
             images = _images(BATCH)
             client.infer(MODEL, [_input(images)])  # the connection, the first request's imports
-            sent = time.perf_counter()
-            client.infer(MODEL, [_input(images)])
-            elapsed = time.perf_counter() - sent
+            elapsed = []
+            for _ in range(TIMED):
+                sent = time.perf_counter()
+                client.infer(MODEL, [_input(images)])
+                elapsed.append(time.perf_counter() - sent)
             record = httpx.get(f"{url}/debug/timings", timeout=20).json()
-            assert record["pooling_requests"] == 2
-            # The server's own record: the p99 of two of the same batch, the slower within a hair.
-            server_s = record["pooling_p99_ms"] / 1000
+            assert record["pooling_requests"] == 1 + TIMED
+            # The server's own record: the median of the timed requests' (the warm-up's, slow from
+            # the test's own thread holding the GIL, is at most one of six).
+            server_s = record["pooling_p50_ms"] / 1000
             assert EXPECTED_S - TIMER_SLACK_S <= server_s <= EXPECTED_S + UPPER_SLACK_S
             # The server stamps its end just after handing the last byte to the socket (see
             # test_embeddings_wire): it may run over the client's span by a descheduling, never a stall.
-            assert server_s - NOISY_STALL_MS / 1000 <= elapsed <= EXPECTED_S + UPPER_SLACK_S
+            assert (
+                server_s - NOISY_STALL_MS / 1000 <= statistics.median(elapsed) <= EXPECTED_S + UPPER_SLACK_S
+            )
             with pytest.raises(InferenceServerException):
                 client.infer(MODEL, [_input(images[:, :, :, :31])])
             with pytest.raises(InferenceServerException):
                 client.infer("resnet", [_input(images)])
         metrics = httpx.get(f"{url}/metrics", timeout=20).text
-        for status, count in (("200", 2), ("400", 1), ("404", 1)):
+        for status, count in (("200", 1 + TIMED), ("400", 1), ("404", 1)):
             assert f'loadtest_server_requests_total{{{METRICS_LABEL},status="{status}"}} {count}.0' in metrics
-        assert f"loadtest_server_inferences_total {2 * BATCH}.0" in metrics
-        assert "loadtest_server_e2e_seconds_count 2.0" in metrics
-        assert "loadtest_server_queue_wait_seconds_count 2.0" in metrics
+        assert f"loadtest_server_inferences_total {(1 + TIMED) * BATCH}.0" in metrics
+        assert f"loadtest_server_e2e_seconds_count {1 + TIMED}.0" in metrics
+        assert f"loadtest_server_queue_wait_seconds_count {1 + TIMED}.0" in metrics
 
 
 def test_an_infer_request_waits_for_a_slot_behind_a_generation() -> None:
