@@ -91,6 +91,16 @@ class SimulatedOptions(StrictModel):
     transcript_format: Literal["openai", "vllm"] = Field(
         default="openai", description="a streamed transcript's format: OpenAI's events or vLLM's chunks"
     )
+    # A classic model over KServe v2 (issue 42): an image classifier, `input` FP32 [-1, 3, 32, 32]
+    # to `logits` FP32 [-1, 10]; a request of batch B takes a slot and answers, once admitted,
+    # after infer_base + infer_per_item × B.
+    infer_base: Duration = Field(default=0.002, description="a v2 infer request's fixed latency, e.g. 2ms")
+    infer_per_item: Duration = Field(
+        default=0.0005, description="added per item of a v2 infer request's batch, e.g. 0.5ms"
+    )
+    infer_max_batch_size: int = Field(
+        default=64, ge=1, le=65_536, description="the most items one v2 infer request may hold"
+    )
     model: str = Field(default="simulated", description="served model name")
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = Field(
@@ -166,7 +176,10 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, S
     """The process's own flags (host, port, timings) and the options, validated by the model."""
     parser = argparse.ArgumentParser(
         prog="python -m servers.simulated",
-        description="A simulated OpenAI-compatible LLM server with exact, configurable timing.",
+        description=(
+            "A simulated OpenAI-compatible LLM server (and KServe v2 classifier)"
+            " with exact, configurable timing."
+        ),
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (%(default)s)")
@@ -199,6 +212,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, S
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, options = parse_args(argv)
+    from servers.engines.simulated_classic import InferTiming
     from servers.engines.simulated_engine import PoolingTiming, SimulatedEngine, TranscriptionTiming
     from servers.http import build_app, run
 
@@ -231,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             words_per_audio_s=options.transcript_words_per_s,
         ),
         transcript_format=options.transcript_format,
+        classic=InferTiming(infer_base=options.infer_base, infer_per_item=options.infer_per_item),
+        infer_max_batch_size=options.infer_max_batch_size,
     )
     app = build_app(engine, record_timings=args.record_timings)
     return run(app, args.host, args.port, keepalive_timeout=options.keepalive_timeout)

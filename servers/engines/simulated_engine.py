@@ -21,6 +21,9 @@ seeded from the inputs (`seeded_vectors.py`), a score is the cosine of the two t
 A transcription takes a slot too: a recording `seconds` long has `round(words_per_audio_s ×
 seconds)` words (at least one); once admitted, its first word is due after `transcribe_base +
 transcribe_per_audio_s × seconds` (the encoder and the first decode), each next one `itl` later.
+
+A classic model's request (KServe v2 infer; the model in `simulated_classic.py`) takes a slot as
+well and answers, once admitted, after `infer_base + infer_per_item × its batch`.
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ import asyncio
 import os
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import psutil
 
@@ -48,6 +51,10 @@ from servers.engines.engine import (
 from servers.engines.lora_cache import LoraCache
 from servers.engines.prefix_cache import PrefixCache
 from servers.engines.seeded_vectors import seeded_vector
+from servers.engines.simulated_classic import INPUT, OUTPUT, InferTiming, classifier_model, simulated_logits
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Each piece is one whitespace-separated word, so `count_tokens` of the output equals the
 # number of tokens generated.
@@ -166,6 +173,8 @@ class SimulatedEngine(Engine):
         pooling: PoolingTiming | None = None,
         transcription: TranscriptionTiming | None = None,
         transcript_format: TranscriptFormat = "openai",
+        classic: InferTiming | None = None,
+        infer_max_batch_size: int = 64,
     ) -> None:
         """`spawned_at` is a `time.monotonic()` value; by default this process's creation, so
         interpreter start-up and imports count towards `startup` like a real cold start.
@@ -174,7 +183,8 @@ class SimulatedEngine(Engine):
         `image_tokens`: the prompt tokens each image counts as (never cached); `lora_adapters`:
         the LoRA adapters served, at most `max_loras` resident, a miss costing `lora_load_time`;
         `embedding_width`: the embeddings' width; `pooling`: embeddings' and scores' timing;
-        `transcription`: transcripts' timing, streamed in `transcript_format`."""
+        `transcription`: transcripts' timing, streamed in `transcript_format`; `classic`: a classic
+        model's requests' timing, at most `infer_max_batch_size` items each."""
         super().__init__(model_name, lora_adapters)
         if slots < 1:
             raise ValueError("slots must be at least 1")
@@ -194,6 +204,10 @@ class SimulatedEngine(Engine):
         self.pooling = pooling if pooling is not None else PoolingTiming()
         self.transcription = transcription if transcription is not None else TranscriptionTiming()
         self.transcript_format = transcript_format
+        if infer_max_batch_size < 1:
+            raise ValueError("infer_max_batch_size must be at least 1")
+        self.classic = classic if classic is not None else InferTiming()
+        self.tensor_model = classifier_model(model_name, infer_max_batch_size)
         self.prefix_cache = PrefixCache(prefix_cache_blocks, block_tokens) if prefix_cache_blocks else None
         self.leak_per_request = leak_per_request
         self.lora = LoraCache(self.adapters, max_loras, lora_load_time) if lora_adapters else None
@@ -281,6 +295,12 @@ class SimulatedEngine(Engine):
             for k in range(self.transcription.words(seconds)):
                 await asyncio.sleep(max(first_due + k * self.itl - loop.time(), 0.0))
                 yield _WORDS[k % len(_WORDS)]
+
+    async def infer(self, inputs: Mapping[str, np.ndarray], timing: RequestTiming) -> dict[str, np.ndarray]:
+        images = inputs[INPUT]  # checked against tensor_model by the front
+        return await self._hold(
+            self.classic.infer_s(len(images)), timing, lambda: {OUTPUT: simulated_logits(images)}
+        )
 
     async def _hold(self, duration: float, timing: RequestTiming, work: Callable[[], T]) -> T:
         """Take a slot (FIFO with generations), do `work` and answer `duration` after admission."""

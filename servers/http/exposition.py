@@ -79,6 +79,10 @@ class ServerMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        # KServe v2 infer requests (a classic model's): the items of their batches, for items/s.
+        self.inferences = Counter(
+            PREFIX + "inferences", "Batch items (inferences) run by KServe v2 infer requests", registry=r
+        )
         # Read from the engine at scrape time, so the gauges are never stale.
         batch = Gauge(PREFIX + "batch_size", "Requests in the running batch", registry=r)
         batch.set_function(lambda: engine.stats().running)

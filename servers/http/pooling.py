@@ -19,6 +19,7 @@ from servers.http.exposition import ServerMetrics
 from servers.http.openai import BadRequest, error_body, parse_model
 from servers.http.rerank import RerankBody, ScoreBody, rerank_answer, score_answer
 from servers.http.timings import TimingRecorder
+from servers.http.whole import send_whole
 
 Answer = Callable[[web.Request, RequestTiming], Awaitable[dict[str, Any]]]
 
@@ -64,18 +65,9 @@ class PoolingFront:
             return web.json_response(
                 error_body(str(refused), refused.kind, refused.status), status=refused.status
             )
-        if timing.queue_wait_s is not None:
-            self.metrics.queue_wait.observe(timing.queue_wait_s)
         response = web.json_response(body)
-        # Written here, not after the handler returns, so the latency ends where the client's
-        # can: with the answer's last byte handed to the socket.
-        await response.prepare(request)
-        await response.write_eof()
-        finished = loop.time()
+        finished = await send_whole(request, response, started, timing, self.metrics, self.timings)
         self.metrics.pooling_latency.labels(endpoint=endpoint).observe(finished - started)
-        self.metrics.e2e.observe(finished - started)
-        if self.timings is not None:
-            self.timings.observe_whole(started, finished)
         return response
 
     async def _read(self, request: web.Request, kind: type[Any]) -> Any:

@@ -17,11 +17,14 @@ def test_the_adapters_flags_give_the_scenarios_options_back() -> None:
             "slots": 3,
             "leak_per_request": "1KB",
             "model": "m-7",
+            "infer_per_item": "1ms",
+            "infer_max_batch_size": 8,
             "lora": {"adapters": ["a", "b"], "max_loras": 1, "load_time": "50ms"},
         }
     )
     argv = option_argv(config)
     assert "--ttft=0.02" in argv and "--lora-adapters=a,b" in argv and "--leak-per-request=1024" in argv
+    assert "--infer-per-item=0.001" in argv and "--infer-max-batch-size=8" in argv
     _, options = parse_args(["--port=0", *argv])
     assert options == SimulatedOptions.model_validate(
         config.model_dump(include=set(SimulatedOptions.model_fields))
@@ -41,6 +44,8 @@ def test_flags_read_units_and_defaults_as_the_scenario_does() -> None:
         (["--slots", "0"], "--slots: Input should be greater than or equal to 1"),
         (["--ttft", "fast"], "--ttft: Value error"),
         (["--lora-max-loras", "2"], "--lora-adapters: Field required"),
+        (["--infer-max-batch-size", "0"], "--infer-max-batch-size: Input should be greater than or equal"),
+        (["--infer-base", "soon"], "--infer-base: Value error"),
     ],
 )
 def test_a_bad_flag_is_refused_by_name(
