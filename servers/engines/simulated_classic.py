@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Final
-
-import numpy as np
+from typing import TYPE_CHECKING, Final
 
 from servers.engines.tensors import TensorModel, TensorSpec
+
+if TYPE_CHECKING:
+    import numpy as np
 
 INPUT: Final = "input"
 OUTPUT: Final = "logits"
@@ -47,6 +48,8 @@ class InferTiming:
 
 def simulated_logits(images: np.ndarray) -> np.ndarray:
     """Each item's CLASSES logits, from its bytes alone: [B, CLASSES] float32."""
+    import numpy as np  # a v2 request's: the simulated LLM starts without it
+
     rows = [
         np.frombuffer(hashlib.shake_128(item.tobytes()).digest(2 * CLASSES), dtype="<u2")
         for item in np.ascontiguousarray(images, dtype="<f4")

@@ -12,25 +12,38 @@ by DATATYPES.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-# KServe v2's tensor datatypes (BYTES, strings, is left out: no bundled model takes them).
-DATATYPES: Final[dict[str, np.dtype[np.generic]]] = {
-    "BOOL": np.dtype(np.bool_),
-    "UINT8": np.dtype(np.uint8),
-    "UINT16": np.dtype(np.uint16),
-    "UINT32": np.dtype(np.uint32),
-    "UINT64": np.dtype(np.uint64),
-    "INT8": np.dtype(np.int8),
-    "INT16": np.dtype(np.int16),
-    "INT32": np.dtype(np.int32),
-    "INT64": np.dtype(np.int64),
-    "FP16": np.dtype(np.float16),
-    "FP32": np.dtype(np.float32),
-    "FP64": np.dtype(np.float64),
+# KServe v2's tensor datatypes and numpy's name for each (BYTES, strings, is left out: no bundled
+# model takes them). DATATYPES, the numpy dtypes, is made on first use (the module's __getattr__):
+# a server whose engine has no classic model starts without numpy.
+DATATYPE_NAMES: Final[dict[str, str]] = {
+    "BOOL": "bool",
+    "UINT8": "uint8",
+    "UINT16": "uint16",
+    "UINT32": "uint32",
+    "UINT64": "uint64",
+    "INT8": "int8",
+    "INT16": "int16",
+    "INT32": "int32",
+    "INT64": "int64",
+    "FP16": "float16",
+    "FP32": "float32",
+    "FP64": "float64",
 }
+
+
+def __getattr__(name: str) -> dict[str, np.dtype[np.generic]]:
+    if name != "DATATYPES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import numpy
+
+    datatypes = {datatype: numpy.dtype(numpy_name) for datatype, numpy_name in DATATYPE_NAMES.items()}
+    globals()["DATATYPES"] = datatypes
+    return datatypes
 
 
 class TensorsUnsupported(Exception):
@@ -47,16 +60,18 @@ class TensorSpec:
     shape: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if self.datatype not in DATATYPES:
+        if self.datatype not in DATATYPE_NAMES:
             raise ValueError(
-                f"tensor {self.name}: datatype {self.datatype} is not one of {sorted(DATATYPES)}"
+                f"tensor {self.name}: datatype {self.datatype} is not one of {sorted(DATATYPE_NAMES)}"
             )
         if not self.shape or self.shape[0] != -1:
             raise ValueError(f"tensor {self.name}: shape {list(self.shape)} must lead with -1 (the batch)")
 
     @property
     def dtype(self) -> np.dtype[np.generic]:
-        return DATATYPES[self.datatype]
+        import numpy
+
+        return numpy.dtype(DATATYPE_NAMES[self.datatype])
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from servers.engines.engine import Engine, GenerationRequest
 from servers.http.exposition import ServerMetrics
-from servers.http.kserve_v2 import KServeV2Front
+from servers.http.kserve_v2_routes import LazyV2Front
 from servers.http.openai import (
     BadRequest,
     ChatBody,
@@ -234,7 +234,7 @@ def build_app(engine: Engine, *, record_timings: bool = False) -> web.Applicatio
         app.router.add_post(path, pooling.score)
     transcriptions = TranscriptionsFront(engine, front.metrics, front.timings)
     app.router.add_post(TRANSCRIPTIONS_PATH, transcriptions.transcriptions)
-    KServeV2Front(engine, front.metrics, front.timings).add_routes(app.router)
+    LazyV2Front(engine, front.metrics, front.timings).add_routes(app.router)
     app.router.add_get("/v1/models", front.models)
     app.router.add_get("/health", front.health)
     app.router.add_get("/metrics", front.metrics_text)

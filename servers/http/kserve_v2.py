@@ -49,19 +49,13 @@ def _header_length(request: web.Request) -> int | None:
 
 
 class KServeV2Front:
+    """The v2 handlers; their routes are servers.http.kserve_v2_routes' (registered at start, this
+    front made at the first v2 request)."""
+
     def __init__(self, engine: Engine, metrics: ServerMetrics, timings: TimingRecorder | None) -> None:
         self.engine = engine
         self.metrics = metrics
         self.timings = timings
-
-    def add_routes(self, router: web.UrlDispatcher) -> None:
-        router.add_get("/v2", self.server_metadata)
-        router.add_get("/v2/health/live", self.live)
-        router.add_get("/v2/health/ready", self.ready)
-        for base in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
-            router.add_get(base, self.model_metadata)
-            router.add_get(base + "/ready", self.model_ready)
-            router.add_post(base + "/infer", self.infer)
 
     async def server_metadata(self, request: web.Request) -> web.Response:
         try:
