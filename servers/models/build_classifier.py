@@ -10,8 +10,8 @@ Needs the ``build`` extra (torch, onnx, onnxscript) plus onnxruntime. Writes:
 
 - ``model.onnx``: opset 18, input ``input`` FP32 [batch, 3, 32, 32], output ``logits`` FP32
   [batch, 10], the batch dynamic (named ``batch``), weights inline;
-- ``model.pt``: the same network traced to TorchScript (``torch.jit.load`` loads it, as it does
-  a user's own TorchScript file);
+- ``model.pt``: the same network traced to TorchScript in a fresh interpreter
+  (``torch.jit.load`` loads it, as it does a user's own TorchScript file);
 - ``config.json``: the names, datatypes and shapes (-1 for the batch) of the inputs and outputs
   (what TorchScript does not record; servers/engines/tensor_io.py reads it), and how it was built.
 
@@ -21,20 +21,23 @@ metadata; the build strips every doc string and metadata entry, so ``model.onnx`
 byte-identical wherever it is built (with the same torch/onnxscript/onnx versions). ``model.pt``
 is a zip whose ``*.debug_pkl`` entries hold the source file's absolute path (TorchScript's
 source ranges, which it always writes) and whose ``.data/serialization_id`` hashes them: every
-other entry is byte-identical, and that is what the check compares (check_classifier.py).
+other entry is byte-identical, and that is what the check compares (check_classifier.py). The
+trace runs in a fresh interpreter so that the names TorchScript gives the classes do not depend
+on what the process traced or loaded before.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from servers.models import CLASSIFIER_MODEL_DIR, ONNX_FILE
+from servers.models import CLASSIFIER_MODEL_DIR, MODELS_DIR, ONNX_FILE
 from servers.models.onnx_export import ONNX_OPSET
 
 SEED = 0
@@ -102,12 +105,21 @@ def _canonical(proto: Any) -> None:
         value.type.tensor_type.shape.dim[0].dim_param = "batch"
 
 
-def save_torchscript(model: Any, out: Path) -> None:
+def save_torchscript(out: Path) -> None:
+    """model.pt, traced in a fresh interpreter: TorchScript names a class it meets again in one
+    process `___torch_mangle_N`, N counted process-wide, so a trace after any other (a test's,
+    a model loaded) would write other names, and other bytes."""
+    argv = [sys.executable, "-m", "servers.models.build_classifier", "--torchscript-into", str(out)]
+    subprocess.run(argv, check=True, cwd=MODELS_DIR.parents[1])
+
+
+def _trace_into(out: Path) -> None:
     import torch
 
-    example = _example()
+    from servers.models.classifier_net import seeded_classifier
+
     with torch.no_grad():
-        traced = torch.jit.trace(model, example)  # type: ignore[no-untyped-call]
+        traced = torch.jit.trace(seeded_classifier(SEED), _example())  # type: ignore[no-untyped-call]
     torch.jit.save(traced, str(out / TORCHSCRIPT_FILE))
 
 
@@ -133,7 +145,7 @@ def build(out: Path, *, check: bool = True) -> dict[str, Any]:
     model = seeded_classifier(SEED)
     parameters = sum(p.numel() for p in model.parameters())
     export_onnx(model, out)
-    save_torchscript(model, out)
+    save_torchscript(out)
     write_config(out, parameters)
     summary: dict[str, Any] = {"out": str(out), "parameters": parameters}
     summary["bytes"] = {f.name: f.stat().st_size for f in sorted(out.iterdir()) if f.is_file()}
@@ -153,7 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="rebuild in a temporary folder and compare with --out"
     )
+    parser.add_argument("--torchscript-into", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.torchscript_into is not None:  # save_torchscript's fresh interpreter
+        _trace_into(args.torchscript_into)
+        return 0
     if args.check:
         from servers.models.check_classifier import rebuild_differences
 
