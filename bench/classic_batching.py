@@ -21,7 +21,7 @@ import numpy as np
 
 from servers.cpus import pin_this_process
 from servers.engines.classic import ClassicEngine
-from servers.engines.classic_ort import ort_engine
+from servers.engines.classic_ort import OrtRunner
 from servers.engines.engine import RequestTiming
 from servers.models import CLASSIFIER_MODEL_DIR
 from servers.models.check_classifier import seeded_images
@@ -75,7 +75,8 @@ def main() -> int:
     pin_this_process([args.core])
     results = {}
     for size in (1, 8):
-        engine = ort_engine(CLASSIFIER_MODEL_DIR, max_batch_size=size, max_wait=args.max_wait_ms / 1000)
+        wait = args.max_wait_ms / 1000
+        engine = ClassicEngine.of(CLASSIFIER_MODEL_DIR, OrtRunner, max_batch_size=size, max_wait=wait)
         results[size] = asyncio.run(load(engine, args.concurrency, args.duration))
         print(f"max_batch_size {size}: " + json.dumps({k: round(v, 2) for k, v in results[size].items()}))
     gain = results[8]["items_per_s"] / results[1]["items_per_s"]

@@ -47,12 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return OrtDecoder(model_dir, threads=args.threads)
 
     if is_classic_model(args.model):
-        from servers.engines.classic_ort import ort_runner
+        from servers.engines.classic_ort import OrtRunner
 
-        return serve_classic(
-            args,
-            lambda path: ort_runner(path, threads=args.threads, graph_optimization=args.graph_optimization),
-        )
+        def make_runner(path: Path) -> OrtRunner:
+            return OrtRunner(path, threads=args.threads, graph_optimization=args.graph_optimization)
+
+        return serve_classic(args, make_runner)
     return serve_model(args, ["config.json", "model.onnx"], make_decoder)
 
 

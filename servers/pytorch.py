@@ -53,11 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return TorchDecoder(model_dir, threads=args.threads, dtype=args.dtype)
 
     if is_classic_model(args.model):
-        from servers.engines.classic_torch import torch_runner
+        from servers.engines.classic_torch import TorchScriptRunner
 
-        return serve_classic(
-            args, lambda path: torch_runner(path, metadata=args.metadata, threads=args.threads)
-        )
+        def make_runner(path: Path) -> TorchScriptRunner:
+            return TorchScriptRunner(path, metadata=args.metadata, threads=args.threads)
+
+        return serve_classic(args, make_runner)
     return serve_model(args, ["config.json"], make_decoder)
 
 

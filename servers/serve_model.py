@@ -14,7 +14,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from kernel.units import parse_duration
 from servers.engines.decoder import Decoder
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from servers.engines.batching import BatchingEngine
     from servers.engines.classic import ClassicEngine, Runner
 
+P = ParamSpec("P")
 T = TypeVar("T")
 TOKENIZER_FILE = "tokenizer.json"
 
@@ -103,12 +104,13 @@ def serve_classic(args: argparse.Namespace, make_runner: Callable[[Path], Runner
     if not path.exists():
         print(f"error: model {path} does not exist", file=sys.stderr, flush=True)
         return 2
-    from servers.engines.classic import ClassicEngine, served_name
+    from servers.engines.classic import ClassicEngine
 
     guard = _FailFast(path)
-    engine = ClassicEngine(
-        args.served_model_name or served_name(path),
-        guard(lambda: make_runner(path)),
+    engine = ClassicEngine.of(
+        path,
+        guard(make_runner),
+        model_name=args.served_model_name,
         max_batch_size=args.max_batch_size,
         max_wait=args.max_wait,
     )
@@ -123,10 +125,10 @@ class _FailFast:
         self.model = model
         self.serving = True
 
-    def __call__(self, load: Callable[[], T]) -> Callable[[], T]:
-        def guarded() -> T:
+    def __call__(self, load: Callable[P, T]) -> Callable[P, T]:
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
             try:
-                return load()
+                return load(*args, **kwargs)
             except Exception as exc:
                 if self.serving:
                     print(f"error: cannot load the model in {self.model}: {exc}", file=sys.stderr, flush=True)

@@ -94,6 +94,21 @@ class ClassicEngine(Engine):
         self.runs = 0  # model calls made
         self.run_rows: Counter[int] = Counter()  # model calls by their batch (rows)
 
+    @classmethod
+    def of(
+        cls,
+        path: Path,
+        make_runner: Callable[[Path], Runner],
+        *,
+        model_name: str | None = None,
+        max_batch_size: int = 8,
+        max_wait: float = DEFAULT_MAX_WAIT,
+    ) -> ClassicEngine:
+        """The engine for the model file (or model directory) `path`, which `make_runner(path)`
+        loads at start(); named after the path by default."""
+        name = model_name or served_name(path)
+        return cls(name, lambda: make_runner(path), max_batch_size=max_batch_size, max_wait=max_wait)
+
     # --- Engine -------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -257,9 +272,10 @@ def _checked(runner: Runner, outputs: Arrays, rows: int) -> Arrays:
 
 
 def warm_up(runner: Runner) -> None:
-    """One call on a batch of one (zeros; 1 for every dimension the model leaves open), on the
-    loading thread: the first request does not pay for ONNX Runtime's or torch's first-call
-    setup, and a model whose outputs are not what its metadata says fails at load."""
+    """One call on a batch of one (zeros; 1 for every dimension the model leaves open), which
+    each runner makes as it loads (on the loading thread): the first request does not pay for
+    ONNX Runtime's or torch's first-call setup, and a model whose outputs are not what its
+    metadata says fails at load."""
     feed = {
         spec.name: np.zeros(tuple(1 if d == -1 else d for d in spec.shape), dtype=spec.dtype)
         for spec in runner.inputs

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import onnxruntime as ort
 
-from servers.engines.classic import DEFAULT_MAX_WAIT, Arrays, ClassicEngine, model_file, served_name, warm_up
+from servers.engines.classic import Arrays, model_file, warm_up
 from servers.engines.tensors import TensorSpec
 
 MODEL_FILE = "model.onnx"
@@ -76,32 +76,8 @@ class OrtRunner:
         self.inputs = tuple(_spec(i, "input", self.path) for i in self.session.get_inputs())
         self.outputs = tuple(_spec(o, "output", self.path) for o in self.session.get_outputs())
         self._output_names = [spec.name for spec in self.outputs]
+        warm_up(self)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> Arrays:
         results = self.session.run(self._output_names, dict(inputs))
         return {name: np.asarray(out) for name, out in zip(self._output_names, results, strict=True)}
-
-
-def ort_runner(path: Path, *, threads: int = 1, graph_optimization: GraphOptimization = "all") -> OrtRunner:
-    """The runner for an ONNX file (or a directory holding model.onnx), loaded and warmed up."""
-    runner = OrtRunner(path, threads=threads, graph_optimization=graph_optimization)
-    warm_up(runner)
-    return runner
-
-
-def ort_engine(
-    path: Path,
-    *,
-    model_name: str | None = None,
-    max_batch_size: int = 8,
-    max_wait: float = DEFAULT_MAX_WAIT,
-    threads: int = 1,
-    graph_optimization: GraphOptimization = "all",
-) -> ClassicEngine:
-    """The engine for an ONNX file (or a directory holding model.onnx); loads at start()."""
-    return ClassicEngine(
-        model_name or served_name(path),
-        lambda: ort_runner(path, threads=threads, graph_optimization=graph_optimization),
-        max_batch_size=max_batch_size,
-        max_wait=max_wait,
-    )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from servers.engines.classic import DEFAULT_MAX_WAIT, Arrays, ClassicEngine, model_file, served_name, warm_up
+from servers.engines.classic import Arrays, model_file, warm_up
 from servers.engines.tensor_io import read_io_file
 
 MODEL_FILE = "model.pt"
@@ -36,6 +36,7 @@ class TorchScriptRunner:
         self.module = torch.jit.load(str(self.path), map_location="cpu")  # type: ignore[no-untyped-call]
         self.module.eval()
         self._output_names = [spec.name for spec in self.outputs]
+        warm_up(self)
 
     @torch.inference_mode()
     def run(self, inputs: Mapping[str, np.ndarray]) -> Arrays:
@@ -51,29 +52,3 @@ class TorchScriptRunner:
                 f"the model returned {len(tensors)} tensors; its metadata names {self._output_names}"
             )
         return {name: tensor.numpy() for name, tensor in zip(self._output_names, tensors, strict=True)}
-
-
-def torch_runner(path: Path, *, metadata: Path | None = None, threads: int = 1) -> TorchScriptRunner:
-    """The runner for a TorchScript file (or a directory holding model.pt and config.json),
-    loaded and warmed up."""
-    runner = TorchScriptRunner(path, metadata=metadata, threads=threads)
-    warm_up(runner)
-    return runner
-
-
-def torch_engine(
-    path: Path,
-    *,
-    metadata: Path | None = None,
-    model_name: str | None = None,
-    max_batch_size: int = 8,
-    max_wait: float = DEFAULT_MAX_WAIT,
-    threads: int = 1,
-) -> ClassicEngine:
-    """The engine for a TorchScript file (or a directory holding model.pt and config.json)."""
-    return ClassicEngine(
-        model_name or served_name(path),
-        lambda: torch_runner(path, metadata=metadata, threads=threads),
-        max_batch_size=max_batch_size,
-        max_wait=max_wait,
-    )

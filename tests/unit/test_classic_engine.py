@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 
 from servers.engines.classic import ClassicEngine
-from servers.engines.classic_ort import OrtRunner, ort_engine
+from servers.engines.classic_ort import OrtRunner
 from servers.engines.engine import GenerationRequest, GenerationUnsupported, RequestTiming
 from servers.engines.tensor_io import BadTensors
 from servers.engines.tensors import TensorModel, TensorSpec
 from servers.models import CLASSIFIER_MODEL_DIR
 from servers.models.check_classifier import ONNX_VS_TORCH_TOLERANCE, seeded_images
+from tests.unit.classic_engines import ort_engine, torch_engine
 
 T = TypeVar("T")
 ROWS_TOLERANCE = 1e-5  # a row's logits alone vs within a batch (other kernel blocking)
@@ -89,7 +90,6 @@ def test_the_tensor_model_is_read_from_the_onnx_file():
 
 def test_onnx_runtime_and_pytorch_engines_give_the_same_logits():
     pytest.importorskip("torch")
-    from servers.engines.classic_torch import torch_engine
 
     images = seeded_images(6, seed=7)
 
@@ -109,7 +109,6 @@ def test_onnx_runtime_and_pytorch_engines_give_the_same_logits():
 def test_a_batch_of_8_gives_the_rows_of_8_single_calls(runtime):
     if runtime == "torch":
         pytest.importorskip("torch")
-        from servers.engines.classic_torch import torch_engine
 
         engine = torch_engine(CLASSIFIER_MODEL_DIR, max_wait=0.0)
     else:

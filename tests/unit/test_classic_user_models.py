@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from servers.engines.classic import ClassicEngine
-from servers.engines.classic_ort import ort_engine
 from servers.engines.engine import RequestTiming
 from servers.engines.tensor_io import BadTensors, specs_json
 from servers.engines.tensors import TensorModel, TensorSpec
+from tests.unit.classic_engines import ort_engine, torch_engine
 
 pytest.importorskip("torch")
 import torch  # after the skip: torch is an extra
@@ -102,7 +102,6 @@ def _torchscript(tmp_path: Path, outputs: list[dict[str, Any]] | None = None) ->
 
 
 def test_a_users_torchscript_file_is_served_with_its_metadata_files_specs(tmp_path):
-    from servers.engines.classic_torch import torch_engine
 
     path, metadata = _torchscript(tmp_path)
     engine = torch_engine(path, metadata=metadata, model_name="heads")
@@ -116,7 +115,6 @@ def test_a_users_torchscript_file_is_served_with_its_metadata_files_specs(tmp_pa
 
 
 def test_a_torchscript_file_whose_metadata_lies_fails_at_load_saying_so(tmp_path):
-    from servers.engines.classic_torch import torch_engine
 
     path, metadata = _torchscript(tmp_path, outputs=specs_json(SPECS[1][:1]))  # one output of two
     engine = torch_engine(path, metadata=metadata)
@@ -135,7 +133,6 @@ def test_an_onnx_file_without_a_dynamic_batch_is_refused_at_load(tmp_path):
 
 
 def test_a_missing_metadata_file_is_named(tmp_path):
-    from servers.engines.classic_torch import torch_engine
 
     path, _ = _torchscript(tmp_path)
     with pytest.raises(ValueError, match=r"cannot read the model's metadata .*config\.json"):
