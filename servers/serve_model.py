@@ -1,7 +1,8 @@
 """`main()` plumbing shared by the model servers (`python -m servers.ort`, `servers.pytorch`).
 
-Arguments, a fail-fast check of the model directory (a clear line in server.log and exit 2,
-instead of a server that never becomes ready), then the batching engine behind the HTTP front.
+Arguments, a fail-fast check of the model (a clear line in server.log and exit 2, instead of a
+server that never becomes ready), then the engine behind the HTTP front: the batching engine
+for an LLM's directory, the dynamic batcher (servers/engines/classic.py) for a classic model.
 It joins `servers.engines` to `servers.http`, so it lives above both, with the servers it runs.
 """
 
@@ -13,12 +14,18 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from kernel.units import parse_duration
 from servers.engines.decoder import Decoder
 from servers.engines.modeldir import BUNDLED_MODEL, model_dir_problem
 
+if TYPE_CHECKING:
+    from servers.engines.batching import BatchingEngine
+    from servers.engines.classic import ClassicEngine, Runner
+
+P = ParamSpec("P")
+T = TypeVar("T")
 TOKENIZER_FILE = "tokenizer.json"
 
 
@@ -75,29 +82,68 @@ def serve_model(
     # Runtimes load only here, in the server process.
     from servers.engines.batching import BatchingEngine
     from servers.engines.tokenizer import TextTokenizer
-    from servers.http import build_app, run
-    from servers.http.serve import exit_now
 
-    serving = True
+    guard = _FailFast(model_dir)
 
     def load() -> tuple[Decoder[Any], TextTokenizer]:
-        try:
-            return make_decoder(model_dir), TextTokenizer.from_dir(model_dir)
-        except Exception as exc:
-            if serving:
-                print(f"error: cannot load the model in {model_dir}: {exc}", file=sys.stderr, flush=True)
-                # Stop now rather than answer 503 until the adapter's startup timeout runs out.
-                os.kill(os.getpid(), signal.SIGTERM)
-            raise
+        return make_decoder(model_dir), TextTokenizer.from_dir(model_dir)
 
     engine = BatchingEngine(
         args.served_model_name or model_dir.name,
-        load,
+        guard(load),
         max_batch_size=args.max_batch_size,
         max_wait=args.max_wait,
     )
+    return _serve(engine, args, guard)
+
+
+def serve_classic(args: argparse.Namespace, make_runner: Callable[[Path], Runner]) -> int:
+    """Serve a classic model (a `.onnx` or TorchScript file, or a directory holding one) with
+    dynamic batching until signalled; the process exit code."""
+    path: Path = args.model.expanduser().resolve()
+    if not path.exists():
+        print(f"error: model {path} does not exist", file=sys.stderr, flush=True)
+        return 2
+    from servers.engines.classic import ClassicEngine
+
+    guard = _FailFast(path)
+    engine = ClassicEngine.of(
+        path,
+        guard(make_runner),
+        model_name=args.served_model_name,
+        max_batch_size=args.max_batch_size,
+        max_wait=args.max_wait,
+    )
+    return _serve(engine, args, guard)
+
+
+class _FailFast:
+    """A load that fails stops the server at once, with a clear line in server.log, rather than
+    leaving it answering 503 until the adapter's startup timeout runs out."""
+
+    def __init__(self, model: Path) -> None:
+        self.model = model
+        self.serving = True
+
+    def __call__(self, load: Callable[P, T]) -> Callable[P, T]:
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return load(*args, **kwargs)
+            except Exception as exc:
+                if self.serving:
+                    print(f"error: cannot load the model in {self.model}: {exc}", file=sys.stderr, flush=True)
+                    os.kill(os.getpid(), signal.SIGTERM)
+                raise
+
+        return guarded
+
+
+def _serve(engine: BatchingEngine | ClassicEngine, args: argparse.Namespace, guard: _FailFast) -> int:
+    from servers.http import build_app, run
+    from servers.http.serve import exit_now
+
     code = run(build_app(engine, record_timings=args.record_timings), args.host, args.port)
-    serving = False
+    guard.serving = False
     if engine.load_error is not None:
         code = 1
     if not engine.ready():

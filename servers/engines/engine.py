@@ -71,6 +71,11 @@ class TranscriptionsUnsupported(Exception):
     """This engine's model is no speech model (a 400 to the client, with this message)."""
 
 
+class GenerationUnsupported(Exception):
+    """This engine's model generates no text: a classic model (a 400 to the client, with this
+    message, on /v1/completions, /v1/chat/completions and /v1/responses)."""
+
+
 # How a streamed transcript is written: OpenAI's typed events, or vLLM's chat-like chunks.
 TranscriptFormat = Literal["openai", "vllm"]
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servers.models import TINY_MODEL_DIR
+from servers.models import CLASSIFIER_MODEL_DIR, TINY_MODEL_DIR
 
 BUNDLED_MODEL = TINY_MODEL_DIR  # the default model of the built-in servers
+BUNDLED_CLASSIFIER = CLASSIFIER_MODEL_DIR  # the bundled classic model (`--model` it to serve it)
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,21 @@ def model_dir_problem(model_dir: Path, needs: Sequence[str]) -> str | None:
     if missing:
         return f"model directory {model_dir} lacks {', '.join(missing)}"
     return None
+
+
+# A model file served as a classic model (issue 42): ONNX, or TorchScript under its usual names.
+CLASSIC_SUFFIXES = (".onnx", ".pt", ".pth", ".ts")
+
+
+def is_classic_model(path: Path) -> bool:
+    """A classic model rather than an LLM's directory: a model file itself, or a directory whose
+    config.json declares tensors (`inputs`), as the bundled classifier's does."""
+    if path.suffix in CLASSIC_SUFFIXES:  # a model file (or one not there: serve_classic says so)
+        return True
+    if path.is_file():
+        return False
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "inputs" in config

@@ -26,6 +26,9 @@ TINY_MODEL_DIR = MODELS_DIR / "tiny"
 SMALL_MODEL_DIR = MODELS_DIR / "small"
 """Where ``--size small`` builds by default (not committed)."""
 ONNX_FILE = "model.onnx"
+CLASSIFIER_MODEL_DIR = MODELS_DIR / "classifier"
+"""The committed classic model (issue 42): ``model.onnx``, TorchScript ``model.pt``, ``config.json``;
+built by ``python -m servers.models.build_classifier``."""
 
 PAD_TOKEN, BOS_TOKEN, EOS_TOKEN = "<pad>", "<s>", "</s>"
 PAD_TOKEN_ID, BOS_TOKEN_ID, EOS_TOKEN_ID = 0, 1, 2
