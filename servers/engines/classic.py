@@ -68,6 +68,8 @@ class _Pending:
 class ClassicEngine(Engine):
     """One classic model behind a dynamic batcher; `load` runs on the worker thread at start()."""
 
+    generates_text = False
+
     def __init__(
         self,
         model_name: str,

@@ -96,6 +96,10 @@ class Engine(ABC):
     # A classic model's tensors (servers/engines/tensors.py); None: an LLM, which takes none.
     tensor_model: TensorModel | None = None
 
+    # False for an engine that generates no text (a classic model alone): the front refuses its
+    # text routes with a 400 before anything is counted as a generation.
+    generates_text: bool = True
+
     def __init__(self, model_name: str, adapters: Sequence[str] = ()) -> None:
         self.model_name = model_name
         self.adapters = tuple(adapters)  # LoRA adapters served besides the base model, by name

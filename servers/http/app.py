@@ -103,6 +103,10 @@ class OpenAIFront:
             return _error(404, message, "not_found_error")
         if not self.engine.ready():
             return _error(503, "the model is still loading", "service_unavailable")
+        if not self.engine.generates_text:  # a classic model alone (an image classifier)
+            name = self.engine.model_name
+            message = f"the model `{name}` generates no text (a classic model: POST /v2/models/{name}/infer)"
+            return _error(400, message, "invalid_request_error")
         # A chat goes through the engine's chat template (when its model has one), like vLLM.
         conversation = body.conversation()
         prompt = self.engine.chat_prompt(conversation) if conversation is not None else body.prompt_text()
