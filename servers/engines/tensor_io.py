@@ -48,10 +48,7 @@ def batch_rows(specs: Sequence[TensorSpec], inputs: Mapping[str, np.ndarray], ma
             raise BadTensors(
                 f"input {spec.name}: datatype {datatype_name(array.dtype)}, the model takes {spec.datatype}"
             )
-        fits = array.ndim == len(spec.shape) and all(
-            want in (-1, got) for want, got in zip(spec.shape[1:], array.shape[1:], strict=True)
-        )
-        if not fits:
+        if not spec.fits(array.shape):
             raise BadTensors(
                 f"input {spec.name}: shape {list(array.shape)}, the model takes {list(spec.shape)}"
             )
@@ -65,7 +62,7 @@ def batch_rows(specs: Sequence[TensorSpec], inputs: Mapping[str, np.ndarray], ma
 
 
 def specs_json(specs: Sequence[TensorSpec]) -> list[dict[str, Any]]:
-    return [{"name": s.name, "datatype": s.datatype, "shape": list(s.shape)} for s in specs]
+    return [spec.to_json() for spec in specs]
 
 
 def read_io_file(path: Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
@@ -76,8 +73,8 @@ def read_io_file(path: Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, 
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"cannot read the model's metadata {path}: {exc}") from None
     try:
-        inputs = tuple(_spec(item) for item in data["inputs"])
-        outputs = tuple(_spec(item) for item in data["outputs"])
+        inputs = tuple(TensorSpec.of_json(item) for item in data["inputs"])
+        outputs = tuple(TensorSpec.of_json(item) for item in data["outputs"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
             f"{path}: not a model's metadata (inputs and outputs: name, datatype, shape): {exc}"
@@ -85,7 +82,3 @@ def read_io_file(path: Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, 
     if not inputs or not outputs:
         raise ValueError(f"{path}: the model's metadata names no inputs or no outputs")
     return inputs, outputs
-
-
-def _spec(item: Any) -> TensorSpec:
-    return TensorSpec(str(item["name"]), str(item["datatype"]), tuple(int(d) for d in item["shape"]))

@@ -11,8 +11,9 @@ by DATATYPES.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,6 +67,22 @@ class TensorSpec:
             )
         if not self.shape or self.shape[0] != -1:
             raise ValueError(f"tensor {self.name}: shape {list(self.shape)} must lead with -1 (the batch)")
+
+    @classmethod
+    def of_json(cls, item: Any) -> TensorSpec:
+        """A spec as v2's metadata and the metadata files write it: {name, datatype, shape};
+        KeyError, TypeError or ValueError where it is not one."""
+        return cls(str(item["name"]), str(item["datatype"]), tuple(int(d) for d in item["shape"]))
+
+    def fits(self, shape: Sequence[int]) -> bool:
+        """Whether a tensor of `shape` is one this spec takes: its rank, and each dimension the
+        spec's own where the spec fixes one (-1: any size)."""
+        return len(shape) == len(self.shape) and all(
+            (want == -1 and got >= 0) or got == want for got, want in zip(shape, self.shape, strict=True)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape)}
 
     @property
     def dtype(self) -> np.dtype[np.generic]:

@@ -67,17 +67,13 @@ def server_metadata(name: str, version: str) -> dict[str, Any]:
     return {"name": name, "version": version, "extensions": list(EXTENSIONS)}
 
 
-def _spec(spec: TensorSpec) -> dict[str, Any]:
-    return {"name": spec.name, "datatype": spec.datatype, "shape": list(spec.shape)}
-
-
 def model_metadata(model: TensorModel) -> dict[str, Any]:
     return {
         "name": model.name,
         "versions": [VERSION],
         "platform": model.platform,
-        "inputs": [_spec(spec) for spec in model.inputs],
-        "outputs": [_spec(spec) for spec in model.outputs],
+        "inputs": [spec.to_json() for spec in model.inputs],
+        "outputs": [spec.to_json() for spec in model.outputs],
     }
 
 
@@ -88,16 +84,12 @@ def read_model_metadata(body: Any, max_batch_size: int) -> TensorModel:
         return TensorModel(
             name=body["name"],
             platform=body.get("platform", ""),
-            inputs=tuple(_read_spec(spec) for spec in body["inputs"]),
-            outputs=tuple(_read_spec(spec) for spec in body["outputs"]),
+            inputs=tuple(TensorSpec.of_json(spec) for spec in body["inputs"]),
+            outputs=tuple(TensorSpec.of_json(spec) for spec in body["outputs"]),
             max_batch_size=max_batch_size,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise V2Error(f"the model metadata cannot be read: {exc!r}") from None
-
-
-def _read_spec(spec: dict[str, Any]) -> TensorSpec:
-    return TensorSpec(spec["name"], spec["datatype"], tuple(int(d) for d in spec["shape"]))
 
 
 def error(message: str) -> dict[str, str]:
@@ -147,17 +139,11 @@ class _Tail:
             raise V2Error(f"{left} bytes after the JSON header belong to no tensor's binary_data_size")
 
 
-def _fits(shape: Sequence[int], spec: TensorSpec) -> bool:
-    return len(shape) == len(spec.shape) and all(
-        (want == -1 and got >= 0) or got == want for got, want in zip(shape, spec.shape, strict=True)
-    )
-
-
 def _input(tensor: TensorIn, spec: TensorSpec, model: TensorModel, tail: _Tail) -> np.ndarray:
     where = f"input '{tensor.name}' of model '{model.name}'"
     if tensor.datatype != spec.datatype:
         raise V2Error(f"{where}: datatype is {tensor.datatype}, but the model takes {spec.datatype}")
-    if not _fits(tensor.shape, spec):
+    if not spec.fits(tensor.shape):
         raise V2Error(f"{where}: shape {tensor.shape} does not fit the model's {list(spec.shape)}")
     size = _binary_size(tensor, tensor.name)
     if size is None:
