@@ -20,6 +20,11 @@ GRAPH_OPTIMIZATIONS = ("disabled", "basic", "extended", "all")  # ONNX Runtime's
 
 class OrtServerConfig(LocalModelConfig):
     kind: Literal["onnxruntime"]
+    # ONNX Runtime's graph optimisation level for a classic model (environments compare them).
+    graph_optimization: Literal["disabled", "basic", "extended", "all"] = "all"
+
+    def server_args(self) -> list[str]:
+        return [*super().server_args(), f"--graph-optimization={self.graph_optimization}"]
 
 
 class OrtAdapter(LocalModelAdapter):

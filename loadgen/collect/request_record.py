@@ -31,8 +31,11 @@ NOT_FAILED = frozenset({"ok", "cancelled"})
 # protocol: a malformed answer (bad HTTP, an unparseable chunk, a stream that ended before [DONE]);
 # line_too_long: a line or body over workload.max_line (the connection was dropped);
 # interrupted: the run was stopped mid-request; client: a bug in the load generator;
-# wrong_count: an answer of items (embeddings' vectors) held other than the request asked for.
-ErrorKind = Literal["connection", "http", "protocol", "line_too_long", "interrupted", "client", "wrong_count"]
+# wrong_count: an answer of items (embeddings' vectors) held other than the request asked for;
+# wrong_shape: a tensor answer (KServe v2) lacked an output, or gave one of another shape.
+ErrorKind = Literal[
+    "connection", "http", "protocol", "line_too_long", "interrupted", "client", "wrong_count", "wrong_shape"
+]
 TokensSource = Literal["usage", "chunks"]
 # A line of requests.jsonl as read (JSON parsed, not yet checked): the core's keys and the slices'
 # (registered at run time, so no TypedDict can list them); RequestRecord.from_dict checks one, and
@@ -137,7 +140,8 @@ class RequestRecord:
             "for `error`: `connection` (no answer), `http` (an error status or error object), "
             "`protocol` (a malformed answer), `line_too_long`, `interrupted`, `client` (a bug in the "
             "load generator), `wrong_count` (an answer of items, such as embeddings' vectors, held "
-            "other than the request asked for)",
+            "other than the request asked for), `wrong_shape` (a tensor answer that lacks an output "
+            "or gives one of another shape than the model's metadata)",
         ),
     )
     http_status: int | None = field(default=None, metadata=doc("integer or null", "the answer's HTTP status"))

@@ -97,13 +97,21 @@ def table_rows(comparison: Comparison) -> list[tuple[Status, list[str]]]:
             _num(row.memory_growth_mb_per_min),
             _replicas(row),
             money(row.monthly_cost),
-            money(row.cost_per_million_tokens),
+            money(_per_million_items(row) if whole else row.cost_per_million_tokens),
             *_energy_cells(row),
             _share(row),
             row.status,
         ]
         rows.append((row.status, cells))
     return rows
+
+
+def _per_million_items(row: EnvironmentRow) -> float | None:
+    """What a million items (inferences, inputs) cost on one replica at capacity: cost/h ÷
+    (items/s × 3600) × 10⁶, as a million output tokens' is for generation."""
+    if row.cost_per_replica_hour is None or not row.items_per_s:
+        return None
+    return round(row.cost_per_replica_hour / (row.items_per_s * 3600.0) * 1e6, 4)
 
 
 COLUMNS: Sequence[str] = (
@@ -136,7 +144,9 @@ def columns(comparison: Comparison) -> list[str]:
     """The table's headers for this comparison (the share column follows `recommend.by`)."""
     share = _SHARE_HEADER[comparison.ranking.by]
     throughput = "items/s" if _whole_answers(comparison) else "tok/s"
-    return [share if name == "cheapest in" else throughput if name == "tok/s" else name for name in COLUMNS]
+    per_million = "per M items" if throughput == "items/s" else "per M tok"
+    renamed = {"cheapest in": share, "tok/s": throughput, "per M tok": per_million}
+    return [renamed.get(name, name) for name in COLUMNS]
 
 
 ENERGY_COLUMNS: Sequence[str] = (

@@ -29,6 +29,7 @@ from loadgen.features.reasoning import REASONING
 from loadgen.features.rerank import RERANK
 from loadgen.features.sessions import SESSIONS
 from loadgen.features.slice import Slice
+from loadgen.features.tensors import TENSORS
 from loadgen.features.tools import TOOLS
 from loadgen.scenario.slice_keys import register_spec
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         DrawPlan,
         Labels,
         Leads,
+        Prepares,
         Reads,
         Stop,
         StopPlan,
@@ -60,6 +62,7 @@ SLICES: tuple[Slice, ...] = (
     EMBEDDINGS,
     RERANK,
     AUDIO,
+    TENSORS,
 )
 
 
@@ -107,6 +110,11 @@ def leaders() -> tuple[tuple[str, Leads], ...]:
 def labellers() -> tuple[tuple[str, Labels], ...]:
     """The slices that label a request from its plan alone, with their names."""
     return tuple((s.name, s.labels()) for s in SLICES if s.labels is not None)
+
+
+def preparers() -> tuple[Prepares, ...]:
+    """The slices that learn from the server before the load, or give the probe a part."""
+    return tuple(s.prepares() for s in SLICES if s.prepares is not None)
 
 
 def readers() -> tuple[Reads, ...]:

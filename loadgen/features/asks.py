@@ -17,6 +17,7 @@ from loadgen.wire.call import (
     EmbeddingAsk,
     ReasoningAsk,
     RerankAsk,
+    TensorsAsk,
     ToolsAsk,
     WireRequest,
 )
@@ -34,6 +35,7 @@ class Asks:
     embedding: EmbeddingAsk | None = None
     rerank: RerankAsk | None = None
     audio: AudioClip | None = None
+    tensors: TensorsAsk | None = None
 
     def onto(self, call: Call) -> Call:
         """`call` with what the slices ask (the same object when they ask nothing)."""
@@ -49,6 +51,7 @@ class Asks:
             embedding=self.embedding,
             rerank=self.rerank,
             audio=self.audio,
+            tensors=self.tensors,
         )
 
     def reader(self, api: WireApi, request: WireRequest, keep_text: bool) -> AnswerReader:
@@ -76,4 +79,5 @@ def gather(attached: Sequence[Attached]) -> Asks:
         embedding=next((each.embedding for each in attached if each.embedding is not None), None),
         rerank=next((each.rerank for each in attached if each.rerank is not None), None),
         audio=next((each.audio for each in attached if each.audio is not None), None),
+        tensors=next((each.tensors for each in attached if each.tensors is not None), None),
     )

@@ -17,6 +17,9 @@ A slice is one package under loadgen.features, and every part of the feature is 
   own words, where `attaches` adds parts after them), and the id of the shared text it is, which
   the record keeps (the core's prefix-cache measurement splits the requests sent with one off);
   `traced`: False where a trace's rows, which bring their own texts, draw nothing of the slice;
+- `prepares`: what it learns from the server before the load (a model's metadata: the run asks
+  once the server is up, before its first request) and what the readiness probe's request
+  carries of it;
 - `labels`: the record's fields a request has from its plan alone (a failed one keeps them);
 - `reads`: the record's fields from any answer, asked for or not (a reasoning model thinks
   unasked): one call a request, so a plain request builds nothing of a slice's;
@@ -54,7 +57,15 @@ if TYPE_CHECKING:  # what a slice's parts take; importing the slices themselves 
     from loadgen.scenario.slice_keys import SpecField
     from loadgen.scenario.slice_model import SliceSpec
     from loadgen.wire.answer import StreamResult
-    from loadgen.wire.call import AudioClip, ContentPart, EmbeddingAsk, ReasoningAsk, RerankAsk, ToolsAsk
+    from loadgen.wire.call import (
+        AudioClip,
+        ContentPart,
+        EmbeddingAsk,
+        ReasoningAsk,
+        RerankAsk,
+        TensorsAsk,
+        ToolsAsk,
+    )
 
 # The plan's classes as the schedule gives them: (name, weight, workload).
 Classes: TypeAlias = "Sequence[tuple[str, float, Workload]]"
@@ -124,7 +135,7 @@ class Attached:
     (None: the endpoint's); for an API of items, the texts after the prompt (`items`: an
     embeddings batch's other inputs, rerank's documents), how vectors come back (`embedding`)
     and how many results rerank returns (`rerank`); a recording to upload (`audio`, its length
-    `audio_s`)."""
+    `audio_s`); a tensor API's inputs and the outputs its answer must hold (`tensors`)."""
 
     parts: Sequence[ContentPart] = ()
     count: int = 0
@@ -138,6 +149,7 @@ class Attached:
     rerank: RerankAsk | None = None
     audio: AudioClip | None = None  # a recording to upload (a transcription's)
     audio_s: float | None = None  # its length, where known
+    tensors: TensorsAsk | None = None  # a tensor request's batch (KServe v2's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +188,24 @@ class Attaches(Protocol):
     ) -> Mapping[str, ExtraValue]:
         """The record's fields for a request that carried `attached` in a body of that size and
         was answered so (what the API's reader made of the answer; `streamed`: as a stream)."""
+        ...
+
+
+# GETs a path of the server under test and gives its body (ValueError, with the reason, where the
+# server cannot be asked or answers other than 200).
+Fetch: TypeAlias = "Callable[[str], bytes]"
+
+
+class Prepares(Protocol):
+    def learn(self, workload: Workload, model: str, fetch: Fetch) -> Workload:
+        """The workload with what the slice learns of `model` from the server before the load
+        (a v2 model's metadata: its inputs and outputs), or `workload` itself where it needs
+        nothing; ValueError with the reason (the run stops with it) where the answer won't do."""
+        ...
+
+    def probe(self, workload: Workload) -> Attached | None:
+        """What the readiness probe's one request carries of the slice (None: nothing): the least
+        a request of its API takes (a batch of one)."""
         ...
 
 
@@ -234,6 +264,7 @@ class Slice:
     reads: Callable[[], Reads] | None = None
     labels: Callable[[], Labels] | None = None
     leads: Callable[[], Leads] | None = None
+    prepares: Callable[[], Prepares] | None = None
     traced: bool = True  # whether a trace's rows draw too (False: the slice's streams skip them)
     groups: Grouping | None = None
     server: tuple[ServerCounter, ...] = ()

@@ -18,9 +18,12 @@ from typing import Any
 import gevent
 
 from kernel.redact import redact
+from loadgen.features import preparers
+from loadgen.features.asks import gather
 from loadgen.inputs.line_reader import size_text
 from loadgen.inputs.vocabulary import prompt_text
 from loadgen.scenario.model import Workload
+from loadgen.scenario.workload import workload_classes
 from loadgen.wire.answer import AnswerReader
 from loadgen.wire.apis import wire_api
 from loadgen.wire.call import Call
@@ -40,7 +43,7 @@ def first_token_ns(
     (default: the workload's). An API that answers in one body (embeddings) is asked once, and
     the time is when its whole answer arrived; it carries one item (an embeddings input beside the
     prompt, a rerank document). What else an API needs (a transcription's recording) is its own
-    (WireApi.probe)."""
+    (WireApi.probe), or a slice's (Prepares.probe: a tensor request's batch of one)."""
     api = wire_api(workload.api)
     streams = api.metrics == "generation"
     call = Call(
@@ -52,10 +55,12 @@ def first_token_ns(
         items=() if streams else (prompt_text(8, 1),),  # an API of items' one item (rerank's document)
     )
     call = api.probe(call, workload.stream)
+    first_class = workload_classes(workload)[0][2]
+    call = gather([each for p in preparers() if (each := p.probe(first_class)) is not None]).onto(call)
     streams = streams and call.stream
     sent = api.request(call)
     url = endpoint.base_url + sent.path
-    headers = {"Content-Type": sent.content_type, "Accept-Encoding": "identity"}
+    headers = {"Content-Type": sent.content_type, "Accept-Encoding": "identity", **dict(sent.headers)}
     secrets: tuple[str, ...] = ()
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"

@@ -17,6 +17,7 @@ from loadgen.collect.coldstart import ColdStart, summarize_cold_starts
 from loadgen.collect.server_metrics import ServerMetricsScraper, ServerMetricsUnavailable
 from loadgen.run.context import RunContext
 from loadgen.run.probe import ProbeError, first_token_ns
+from loadgen.run.server_learn import learned
 from loadgen.rundir.disk import append_line
 from loadgen.scenario.model import Scenario
 from servers.adapter import Adapter, Endpoint, ServerStartError
@@ -83,6 +84,9 @@ def cold_starts(ctx: RunContext) -> Endpoint:
             marker = f"--- loadtest: start {number} of {total} ---"
             append_line(run_dir / "server.log", marker, on_disk_failure)
         endpoint = start_server(adapter, run_dir, stop)
+        if number == 1:  # what the traffic needs to know of the server (a model's metadata)
+            ctx.scenario = _learn(ctx.scenario, endpoint, stop)
+            scenario = ctx.scenario
         spawned = adapter.starts_server
         last = number == total or not spawned
         if last:
@@ -104,6 +108,17 @@ def cold_starts(ctx: RunContext) -> Endpoint:
             ctx.save_meta()
         return endpoint
     raise AssertionError("unreachable: the last start returns")
+
+
+def _learn(scenario: Scenario, endpoint: Endpoint, stop: gevent.event.Event) -> Scenario:
+    """The scenario with what the slices learn from the server before the load, bounded by the
+    server's startup deadline and ended at once by Ctrl-C; a server that cannot tell stops the run."""
+    deadline_s = float(getattr(scenario.server_config, "startup_timeout", PROBE_TIMEOUT_S))
+    try:
+        learning = lambda: learned(scenario, endpoint, deadline_s)  # noqa: E731
+        return interruptible(learning, stop, "reading the model's metadata")
+    except ValueError as exc:
+        raise RunAborted(str(exc)) from None
 
 
 def _start_scraper(scraper: ServerMetricsScraper, endpoint: Endpoint) -> None:

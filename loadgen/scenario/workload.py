@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import (
     AfterValidator,
@@ -240,6 +240,17 @@ else:
         Discriminator(_shape),
         WrapSerializer(_dump),
     ]
+
+
+def each_class(workload: Workload, change: Callable[[Workload], Workload]) -> Workload:
+    """`workload` with each of its classes changed by `change` (a single workload: itself); the
+    same object where no class changed."""
+    if not isinstance(workload, WorkloadMix):
+        return change(workload)
+    changed = [change(each) for each in workload.classes]
+    if all(new is old for new, old in zip(changed, workload.classes, strict=True)):
+        return workload
+    return _mix([cast(WorkloadClass, each) for each in changed])
 
 
 def workload_classes(workload: Workload) -> list[tuple[str, float, Workload]]:

@@ -80,16 +80,26 @@ def post(pool: Any, url: str, data: bytes, headers: dict[str, str], read_head: b
 
 class HeaderSets:
     """A run's headers by Content-Type (`base`'s own first): the same object for a type all run
-    long, so a POST's head is made once a connection and path."""
+    long, so a POST's head is made once a connection and path. A request's own headers (the
+    binary tensor extension's JSON length, one value a batch size) make sets of their own."""
 
     def __init__(self, base: dict[str, str]) -> None:
         self._sets = {base["Content-Type"]: base}
+        self._own: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, str]] = {}
         self._base = base
 
-    def of(self, content_type: str) -> dict[str, str]:
+    def of(self, content_type: str, own: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+        if own:
+            return self._with_own(content_type, own)
         made = self._sets.get(content_type)
         if made is None:
             made = self._sets[content_type] = {**self._base, "Content-Type": content_type}
+        return made
+
+    def _with_own(self, content_type: str, own: tuple[tuple[str, str], ...]) -> dict[str, str]:
+        made = self._own.get((content_type, own))
+        if made is None:
+            made = self._own[(content_type, own)] = {**self.of(content_type), **dict(own)}
         return made
 
 

@@ -190,7 +190,7 @@ class OpenAIUser(FastHttpUser):
             # A replica's own URL: the pool keeps one connection per host.
             url=(ctx.endpoint.base_url if slot is None else slot.base_url) + request.path,
             data=request.data,
-            headers=ctx.typed_headers.of(request.content_type),
+            headers=ctx.typed_headers.of(request.content_type, request.headers),
             reader=asks.reader(api, request, keep_text=history is not None),
             items=request.items,
             workload=workload,

@@ -62,7 +62,7 @@ class StreamResult:
     error: str | None = None
     # "http": the server sent an error object; "wrong_count": an answer of items (vectors, rerank
     # results) holds other than the request asked for
-    error_kind: Literal["http", "protocol", "wrong_count"] = "protocol"
+    error_kind: Literal["http", "protocol", "wrong_count", "wrong_shape"] = "protocol"
     done: bool = False  # saw `data: [DONE]` (or a complete non-streaming body)
     done_ns: int | None = None  # when the receive with it arrived
     items: int | None = None  # an answer of items: how many it held

@@ -16,6 +16,7 @@ from loadgen.wire.call import JSON_TYPE, Call, WireRequest
 from loadgen.wire.chat import ChatApi
 from loadgen.wire.completions import CompletionsApi
 from loadgen.wire.embeddings import EmbeddingsApi
+from loadgen.wire.kserve_v2 import KServeV2Api
 from loadgen.wire.openai_body import OpenAIBody
 from loadgen.wire.rerank import RerankApi
 from loadgen.wire.responses import ResponsesApi
@@ -55,7 +56,9 @@ class WireApi(Protocol):
         ...
 
 
-ApiName = Literal["chat", "completions", "responses", "embeddings", "rerank", "score", "transcriptions"]
+ApiName = Literal[
+    "chat", "completions", "responses", "embeddings", "rerank", "score", "transcriptions", "kserve_v2"
+]
 WIRE_APIS: dict[str, WireApi] = {
     api.name: api
     for api in (
@@ -66,6 +69,7 @@ WIRE_APIS: dict[str, WireApi] = {
         RerankApi(),
         ScoreApi(),
         TranscriptionsApi(),
+        KServeV2Api(),
     )
 }
 if set(WIRE_APIS) != set(get_args(ApiName)):  # one list of names: a scenario cannot name a missing API

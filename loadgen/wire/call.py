@@ -77,6 +77,38 @@ class AudioClip:
 
 
 @dataclass(frozen=True, slots=True)
+class TensorData:
+    """One input tensor of a batch as it is sent: v2's name, datatype and whole shape (the batch
+    first), and its elements already encoded: a JSON array's text (`[0.5,1.25,...]`, row-major,
+    flat) or, under the binary tensor extension, the raw little-endian bytes."""
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TensorCheck:
+    """An output the answer must hold: its name and shape, -1 where any size goes (the batch's
+    dimension given as the batch sent)."""
+
+    name: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorsAsk:
+    """A tensor request (KServe v2): its inputs, the outputs its answer must hold, its batch (the
+    items, or inferences, it asks for) and whether the inputs go as raw bytes (`binary`)."""
+
+    inputs: Sequence[TensorData]
+    outputs: Sequence[TensorCheck]
+    batch: int
+    binary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Call:
     """One request. `messages`: a conversation sent as given (a session's history, a dataset's
     entry) instead of `prompt` as one user message; `content_parts`: parts a feature attaches
@@ -99,6 +131,7 @@ class Call:
     embedding: EmbeddingAsk | None = None
     rerank: RerankAsk | None = None
     audio: AudioClip | None = None  # a transcription's recording
+    tensors: TensorsAsk | None = None  # a tensor API's inputs (then `prompt` is not sent)
     continues: str | None = None
     store: bool = False
 
@@ -111,10 +144,13 @@ class WireRequest:
     """A request as its API sends it: the path, the encoded body and its Content-Type (an API
     may send other than JSON: a multipart upload). `items`: the things an API of items sends
     (inputs, documents; 0: a generation API), `answers`: how many its answer must hold (None:
-    any), checked by its reader."""
+    any), checked by its reader, as are the tensors it must hold (`outputs`: a tensor API's).
+    `headers`: the request's own beyond the run's (the binary tensor extension's length)."""
 
     path: str
     data: bytes
     content_type: str = JSON_TYPE
     items: int = 0
     answers: int | None = None
+    outputs: Sequence[TensorCheck] = ()
+    headers: tuple[tuple[str, str], ...] = ()

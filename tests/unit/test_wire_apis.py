@@ -20,10 +20,19 @@ def _call(**asks: Any) -> Call:
 
 
 def test_each_api_is_found_by_its_name_and_measures_generation_or_latency() -> None:
-    names = ["chat", "completions", "embeddings", "rerank", "responses", "score", "transcriptions"]
+    names = [
+        "chat",
+        "completions",
+        "embeddings",
+        "kserve_v2",
+        "rerank",
+        "responses",
+        "score",
+        "transcriptions",
+    ]
     assert sorted(WIRE_APIS) == names
     for name, api in WIRE_APIS.items():
-        items = name in ("embeddings", "rerank", "score")
+        items = name in ("embeddings", "rerank", "score", "kserve_v2")
         measures = "latency" if items else "generation"  # an API of items answers whole
         assert api.name == name and wire_api(name) is api and api.metrics == measures
     with pytest.raises(KeyError):

@@ -201,7 +201,9 @@ def test_class_validation_errors_point_at_the_class():
     errors = _errors(TRAFFIC + bad)
     assert "s.yaml:6:13: workload[0].class: must match ^[a-z0-9_-]+$" in errors
     assert "s.yaml:6:27: workload[0].weight: must be > 0" in errors
-    apis = "'chat', 'completions', 'responses', 'embeddings', 'rerank', 'score' or 'transcriptions'"
+    apis = (
+        "'chat', 'completions', 'responses', 'embeddings', 'rerank', 'score', 'transcriptions' or 'kserve_v2'"
+    )
     assert f"s.yaml:7:21: workload[1].api: must be one of {apis}" in errors
     assert _errors(TRAFFIC + "workload:\n  - {class: a}\n  - {class: a}\n") == [
         "s.yaml:6:3: workload: class names must be unique; repeated: a"

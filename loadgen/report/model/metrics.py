@@ -42,6 +42,9 @@ class ErrorsByKind(ReportPart):
     wrong_count: int | None = Field(
         default=None, description="an answer of items (vectors, rerank results) other than asked for"
     )
+    wrong_shape: int | None = Field(
+        default=None, description="a tensor answer lacking an output, or one of another shape"
+    )
     timeout: int | None = Field(default=None, description="not finished within workload.request_timeout")
     other: int | None = Field(default=None, description="an error recorded without a kind (old runs)")
 
