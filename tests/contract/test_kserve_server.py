@@ -17,19 +17,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
+import yaml
 
 from servers.adapter import free_port
+from servers.command import CommandServerConfig
 from servers.models import CLASSIFIER_MODEL_DIR
 from servers.readiness import wait_ready
+from servers.registry import make_adapter
+from tests.contract.adapter_contract import stop_leaves_no_process
 from tests.contract.test_classic_server import started
 
 triton = pytest.importorskip("tritonclient.http", reason="pip install -e '.[dev]' installs tritonclient")
 InferenceServerException = pytest.importorskip("tritonclient.utils").InferenceServerException
 
 PYTHON_ENV = "LOADTEST_KSERVE_PYTHON"
-SCRIPT = Path(__file__).resolve().parents[2] / "servers" / "thirdparty" / "kserve_classifier.py"
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "servers" / "thirdparty" / "kserve_classifier.py"
+DOCS = ROOT / "docs" / "guide" / "servers.md"
+DOCS_SECTION = "#### KServe's own model server, beside ours"
 MODEL = "classifier"
 READY_WITHIN_S = 60.0  # about 1 s here: the imports (FastAPI, pandas, onnxruntime) and the session
 STOP_WITHIN_S = 10.0
@@ -143,3 +151,28 @@ def test_json_needs_its_content_type(client: Any) -> None:
         client.infer(MODEL, [given], outputs=[asked])
     assert raised.value.status() == "400"
     assert "'inference-header-content-length' header is missing" in raised.value.message()
+
+
+def documented_server_block() -> dict[str, Any]:
+    """The `server:` block docs/guide/servers.md gives for running KServe's server."""
+    section = DOCS.read_text(encoding="utf-8").split(DOCS_SECTION, 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    server: dict[str, Any] = yaml.safe_load(block)["server"]
+    return server
+
+
+def test_it_starts_as_the_docs_server_block_says(tmp_path: Path) -> None:
+    """`server.kind: command` with the documented block (run from the repository's root): ready,
+    the model named, its metadata served, and stop() leaves no process."""
+    kserve_python()  # the block's shell reads it from the environment
+    config = CommandServerConfig.model_validate({**documented_server_block(), "cwd": str(ROOT)})
+    adapter = make_adapter(config)
+    endpoint = adapter.start(tmp_path / "server.log")
+    try:
+        assert endpoint.model == MODEL
+        meta = httpx.get(f"{endpoint.base_url}/v2/models/{MODEL}", timeout=10).json()
+        assert [t["shape"] for t in meta["inputs"]] == [[-1, 3, 32, 32]]
+    except BaseException:
+        adapter.stop()
+        raise
+    stop_leaves_no_process(adapter, endpoint)
