@@ -26,6 +26,7 @@ OUR_PROCESSES = (  # in the command line of a server, or of a `loadtest` run or 
     "servers.pytorch",
     "vllm.entrypoints",
     "VLLM::",
+    "kserve_classifier",  # KServe's own server (servers/thirdparty/)
     "loadgen.cli",
 )
 
