@@ -135,7 +135,7 @@ def scenario_data(options: argparse.Namespace) -> FlagScenario:
         built.put(("workload", "dataset"), options.dataset, "--dataset")
     _traffic(built, options)
     for text in options.slo or ():
-        built.apply(parse_override(text, f"--slo {text}", prefix=("slo",)))
+        built.apply(parse_override(text, f"--slo {text}", ("slo",), "ttft.p95=500ms"))
     for text in getattr(options, "sets", None) or ():
         built.apply(parse_override(text, f"--set {text}"))
     return built

@@ -45,13 +45,15 @@ class Override:
     value: Any
 
 
-def parse_override(assignment: str, label: str, prefix: tuple[str, ...] = ()) -> Override:
+def parse_override(
+    assignment: str, label: str, prefix: tuple[str, ...] = (), example: str = "traffic.0.rate=5"
+) -> Override:
     """`a.b.0=value` → Override; `label` is how messages show it (`--set a.b.0=value`); `prefix`:
     keys in front of the given path (`--slo ttft.p95=...` sets slo.ttft.p95)."""
     path, sep, raw = assignment.partition("=")
     keys = tuple(path.strip().split(".")) if path.strip() else ()
     if not sep or not keys or any(not key for key in keys):
-        raise OverrideError(f"{label}: give KEY.PATH=VALUE (e.g. traffic.0.rate=5)")
+        raise OverrideError(f"{label}: give KEY.PATH=VALUE (e.g. {example})")
     return Override(label, (*prefix, *keys), yaml_value(raw, label))
 
 
