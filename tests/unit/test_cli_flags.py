@@ -15,6 +15,7 @@ from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
 from loadgen.scenario.phases import PoissonPhase
 from loadgen.scenario.workload import FixedLength, UniformLength
+from servers.external import ExternalServerConfig
 from tests.cli_helpers import ROOT
 
 URL = "http://127.0.0.1:8000"
@@ -50,7 +51,7 @@ def test_the_common_flags_make_the_scenario_the_same_file_does(capsys: pytest.Ca
     scenario = from_flags(capsys, *flags)
     assert scenario.name == "smoke" and scenario.seed == 9
     server = scenario.server_config
-    assert (server.kind, getattr(server, "url"), getattr(server, "model")) == ("external", URL, "tiny")
+    assert isinstance(server, ExternalServerConfig) and (server.url, server.model) == (URL, "tiny")
     [phase] = scenario.traffic
     assert isinstance(phase, PoissonPhase) and (phase.rate, phase.duration) == (5, 3.0)
     assert scenario.warmup == 1.0
@@ -79,8 +80,9 @@ def test_bare_target_defaults_to_one_request_a_second_for_30_seconds(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     scenario = from_flags(capsys)
-    assert scenario.name == "cli" and scenario.server_config.kind == "external"
-    assert getattr(scenario.server_config, "model") is None  # the adapter asks /v1/models at start
+    server = scenario.server_config
+    assert scenario.name == "cli" and isinstance(server, ExternalServerConfig)
+    assert server.model is None  # the adapter asks the target's /v1/models when it starts
     assert [(phase.kind, phase.rate, phase.duration) for phase in scenario.traffic] == [("poisson", 1, 30.0)]
 
 
