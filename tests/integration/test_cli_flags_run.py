@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from servers.registry import make_adapter
-from servers.simulated import SimulatedServerConfig
-from tests.cli_helpers import ROOT, CliRun, loadtest_argv
+from tests.cli_helpers import ROOT, CliRun, loadtest_argv, running_simulated
 
 pytestmark = pytest.mark.slow
 
@@ -25,12 +23,7 @@ FLAGS += ["--output-tokens", "64", "--seed", "11", "--name", "one-liner", "--set
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    adapter = make_adapter(SimulatedServerConfig(kind="simulated", ttft=0.005, itl=0.001))
-    endpoint = adapter.start(tmp_path_factory.mktemp("target") / "server.log")
-    try:
-        yield endpoint.base_url
-    finally:
-        adapter.stop()
+    yield from running_simulated(tmp_path_factory.mktemp("target") / "server.log")
 
 
 def loadtest(tmp_path: Path, *args: str) -> CliRun:
