@@ -1,11 +1,13 @@
 """The `loadtest` command.
 
-`loadtest FILE` is `loadtest run FILE`. Exit codes: 0 every SLO held, 1 an SLO failed, 2 the run
-itself failed (bad scenario, server did not start, client saturated, interrupted), each with a
-one-line reason on stderr; the release gate (`compare`, `ab`): 0 no regression, 1 regression,
-3 inconclusive; the environment comparison (`rank`, a run with `environments:`): 0 a
-recommendation, 1 no environment meets the SLOs. Gevent's monkey-patching happens in the
-commands that send traffic (`run`, `ab`, `worker`: gevent_world.py), never on import.
+`loadtest FILE` is `loadtest run FILE`; `loadtest run --target URL --rate 10 ...` builds the
+scenario from flags instead (loadgen/cli/flags.py, docs/cli.md). Exit codes: 0 every SLO held,
+1 an SLO failed, 2 the run itself failed (bad scenario, server did not start, client saturated,
+interrupted), each with a one-line reason on stderr; the release gate (`compare`, `ab`): 0 no
+regression, 1 regression, 3 inconclusive; the environment comparison (`rank`, a run with
+`environments:`): 0 a recommendation, 1 no environment meets the SLOs. Gevent's monkey-patching
+happens in the commands that send traffic (`run`, `ab`, `worker`: gevent_world.py), never on
+import.
 """
 
 from __future__ import annotations
