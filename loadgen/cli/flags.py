@@ -126,10 +126,10 @@ def scenario_data(options: argparse.Namespace) -> FlagScenario:
         built.put(("server", "model"), options.model, "--model")
     if options.api is not None:
         built.put(("workload", "api"), options.api, "--api")
-    for dest, key in (("prompt_tokens", "prompt_tokens"), ("output_tokens", "output_tokens")):
-        text = getattr(options, dest)
+    for key in ("prompt_tokens", "output_tokens"):
+        text = getattr(options, key)
         if text is not None:
-            label = f"--{dest.replace('_', '-')}"
+            label = f"--{key.replace('_', '-')}"
             built.put(("workload", key), _length(text, label), label)
     if options.dataset is not None:
         built.put(("workload", "dataset"), options.dataset, "--dataset")

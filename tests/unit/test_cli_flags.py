@@ -188,3 +188,11 @@ def test_init_refuses_bad_flags_as_run_does(capsys: pytest.CaptureFixture[str]) 
     assert refused(capsys, "init", "--target", URL, "--rate", "-2") == [
         "loadtest init: error: --rate: must be > 0"
     ]
+
+
+def test_validate_takes_the_flags_too(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--target", URL, "--concurrency", "4"]) == 0
+    assert capsys.readouterr().out == "OK\n"
+    assert refused(capsys, "validate", "--target", URL, "--concurrency", "4", "--set", "search.max=lots") == [
+        "loadtest validate: error: --set search.max=lots: must be a number"
+    ]
