@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from loadgen.collect.record_files import records_file
 from loadgen.collect.records import SkippedLines
 from loadgen.collect.records import read_records as iter_records
 from loadgen.scenario.model import DEFAULT_FORMATS
+from servers.registry import make_adapter
+from servers.simulated import SimulatedServerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,3 +127,14 @@ def wait_for_worker_pids(out: Path, timeout_s: float, *, records: bool = True) -
     raise AssertionError(
         "the run sent no requests in time" if records else "the master started no workers in time"
     )
+
+
+def running_simulated(log_path: Path) -> Iterator[str]:
+    """A fast simulated server (5 ms to the first token, 1 ms a token) for a module's tests of a
+    server the tool does not start (`server.kind: external`): yields its base URL, then stops it."""
+    adapter = make_adapter(SimulatedServerConfig(kind="simulated", ttft=0.005, itl=0.001))
+    endpoint = adapter.start(log_path)
+    try:
+        yield endpoint.base_url
+    finally:
+        adapter.stop()

@@ -1,11 +1,13 @@
 """The `loadtest` command.
 
-`loadtest FILE` is `loadtest run FILE`. Exit codes: 0 every SLO held, 1 an SLO failed, 2 the run
-itself failed (bad scenario, server did not start, client saturated, interrupted), each with a
-one-line reason on stderr; the release gate (`compare`, `ab`): 0 no regression, 1 regression,
-3 inconclusive; the environment comparison (`rank`, a run with `environments:`): 0 a
-recommendation, 1 no environment meets the SLOs. Gevent's monkey-patching happens in the
-commands that send traffic (`run`, `ab`, `worker`: gevent_world.py), never on import.
+`loadtest FILE` is `loadtest run FILE`; `loadtest run --target URL --rate 10 ...` builds the
+scenario from flags instead (loadgen/cli/flags.py, docs/cli.md). Exit codes: 0 every SLO held,
+1 an SLO failed, 2 the run itself failed (bad scenario, server did not start, client saturated,
+interrupted), each with a one-line reason on stderr; the release gate (`compare`, `ab`): 0 no
+regression, 1 regression, 3 inconclusive; the environment comparison (`rank`, a run with
+`environments:`): 0 a recommendation, 1 no environment meets the SLOs. Gevent's monkey-patching
+happens in the commands that send traffic (`run`, `ab`, `worker`: gevent_world.py), never on
+import.
 """
 
 from __future__ import annotations
@@ -24,13 +26,16 @@ from loadgen.cli import compare as cli_compare
 from loadgen.cli import dashboards as cli_dashboards
 from loadgen.cli import export as cli_export
 from loadgen.cli import gevent_world
+from loadgen.cli import init as cli_init
 from loadgen.cli import rank as cli_rank
 from loadgen.cli import schema as cli_schema
 from loadgen.cli import worker as cli_worker
 from loadgen.cli.common import EXIT_ERROR, EXIT_PASS, fail, print_verdict
+from loadgen.cli.flags import add_scenario_flags, add_set_flag
+from loadgen.cli.scenario_source import guarded, load_options, scenario_yaml
 from loadgen.run.runtimes import required_missing
 from loadgen.rundir.disk import DiskError
-from loadgen.scenario.loader import ScenarioError, load_scenario
+from loadgen.scenario.loader import load_scenario
 from loadgen.scenario.mode import SearchMode
 
 if TYPE_CHECKING:
@@ -51,6 +56,7 @@ SUBCOMMANDS = (
     "worker",
     "schema",
     "export",
+    "init",
 )
 
 
@@ -74,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "worker": cli_worker.handle,
         "schema": cli_schema.handle,
         "export": cli_export.handle,
+        "init": cli_init.handle,
     }[options.command]
     # Until a command installs its own handlers (the gevent world's), Ctrl-C or a SIGTERM ends
     # it with one line and exit 2, never a KeyboardInterrupt traceback.
@@ -100,7 +107,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("run", help="run a scenario: start the server, send the load, judge the SLOs")
-    run.add_argument("file", type=Path, help="scenario YAML")
+    run.add_argument("file", type=Path, nargs="?", help="scenario YAML (or --target URL and the flags below)")
+    run.add_argument(
+        "--print-scenario", action="store_true", help="print the scenario as YAML and exit; nothing is run"
+    )
+    add_set_flag(run)
     run.add_argument(
         "--out", type=Path, help="directory for run folders (default: the scenario's report.dir)"
     )
@@ -144,8 +155,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="where the master listens for workers (default 127.0.0.1, a free port)",
     )
+    add_scenario_flags(run)
     validate = commands.add_parser("validate", help="check a scenario file; print OK or located errors")
-    validate.add_argument("file", type=Path)
+    validate.add_argument("file", type=Path, nargs="?", help="scenario YAML (or --target URL and the flags)")
+    add_set_flag(validate)
+    add_scenario_flags(validate)
     validate.add_argument(
         "--workers", type=int, default=0, metavar="N", help="check the rates against N sending processes"
     )
@@ -186,25 +200,17 @@ def _parser() -> argparse.ArgumentParser:
     cli_worker.add_parser(commands)
     cli_schema.add_parser(commands)
     cli_export.add_parser(commands)
+    cli_init.add_parser(commands)
     return parser
 
 
 def _load(path: Path, senders: int) -> Scenario | None:
-    """The scenario, or None once its located errors are on stderr. Any input is refused with a
-    located message (tests/unit/test_scenario_fuzz.py); an exception from validation itself is a
-    bug, but the user still gets one line and exit 2, not a traceback."""
-    try:
-        return load_scenario(path, senders=max(1, senders))
-    except ScenarioError as exc:
-        print(exc, file=sys.stderr)
-    except Exception as exc:
-        reason = f"internal error while validating ({type(exc).__name__}: {exc}); please report it"
-        print(f"{path}:1:1: {reason}", file=sys.stderr)
-    return None
+    """The scenario, or None once its located errors are on stderr."""
+    return guarded(lambda: load_scenario(path, senders=max(1, senders)), str(path))
 
 
 def _validate(options: argparse.Namespace) -> int:
-    if _load(options.file, options.workers) is None:
+    if load_options(options, max(1, options.workers), "validate") is None:
         return EXIT_ERROR
     print("OK")
     return EXIT_PASS
@@ -212,9 +218,13 @@ def _validate(options: argparse.Namespace) -> int:
 
 def _run(options: argparse.Namespace) -> int:
     # The rates are checked against the processes that will send: --workers and remote ones.
-    scenario = _load(options.file, options.workers + options.remote_workers)
-    if scenario is None:
+    loaded = load_options(options, max(1, options.workers + options.remote_workers), "run")
+    if loaded is None:
         return EXIT_ERROR
+    scenario, data = loaded
+    if options.print_scenario:
+        sys.stdout.write(scenario_yaml(data))
+        return EXIT_PASS
     try:
         workers = _distributed_options(options, isinstance(scenario.mode, SearchMode))
     except ValueError as exc:

@@ -49,6 +49,11 @@ class ScenarioError(Exception):
 def load_scenario(path: Path, senders: int | None = None) -> Scenario:
     """Parse and validate; raise ScenarioError with located issues. `senders`: how many processes
     will send the load (the CLI's --workers; None: rates are not checked, see scenario_bounds)."""
+    return parse_scenario(read_scenario_text(path), str(path), base_dir=path.parent, senders=senders)
+
+
+def read_scenario_text(path: Path) -> str:
+    """The file's text, bounded and decoded; ScenarioError (located at 1:1 or the bad byte)."""
     name = str(path)
     try:
         with path.open("rb") as file:
@@ -57,16 +62,21 @@ def load_scenario(path: Path, senders: int | None = None) -> Scenario:
         reason = f"cannot read file: {exc.strerror or exc}"
         raise ScenarioError([ScenarioIssue(name, 1, 1, "", reason)]) from None
     try:
-        text = decode(data)
+        return decode(data)
     except YamlProblem as problem:
         raise ScenarioError([ScenarioIssue(name, problem.line, problem.column, "", problem.reason)]) from None
-    return parse_scenario(text, name, base_dir=path.parent, senders=senders)
 
 
 def parse_scenario(
     text: str, name: str = "scenario.yaml", base_dir: Path | None = None, senders: int | None = None
 ) -> Scenario:
     """`base_dir`: where relative paths in the scenario (traces) count from; default: the cwd."""
+    root, data = read_mapping(text, name)
+    return validate_data(data, root, name, base_dir, senders)
+
+
+def read_mapping(text: str, name: str) -> tuple[yaml.Node, dict[str, Any]]:
+    """The document's root node and its data, a mapping; else ScenarioError, located."""
     try:
         root, data = read_yaml(text)
     except YamlProblem as problem:
@@ -74,6 +84,14 @@ def parse_scenario(
     if not isinstance(data, dict) or root is None:
         line, column = (root.start_mark.line + 1, root.start_mark.column + 1) if root is not None else (1, 1)
         raise ScenarioError([ScenarioIssue(name, line, column, "", "a scenario must be a mapping of keys")])
+    return root, data
+
+
+def validate_data(
+    data: dict[str, Any], root: yaml.Node, name: str, base_dir: Path | None = None, senders: int | None = None
+) -> Scenario:
+    """Validate `data` as the scenario, each error located in `root` (the YAML nodes it was read
+    from; loadgen.scenario.overrides passes a file's nodes beside data it changed)."""
     context = {BASE_DIR_CONTEXT: base_dir, SENDERS_CONTEXT: senders}
     try:
         return Scenario.model_validate(data, context=context)

@@ -12,7 +12,7 @@ import pytest
 from servers.adapter import Adapter, ServerStartError, free_port
 from servers.external import ExternalServerConfig
 from servers.registry import make_adapter
-from servers.simulated import SimulatedServerConfig
+from tests.cli_helpers import running_simulated
 from tests.contract.adapter_contract import AdapterContract, FailingStart
 
 KEY_ENV = "LOADTEST_CONTRACT_TEST_KEY"
@@ -24,12 +24,7 @@ def external(**options: object) -> Adapter:
 
 @pytest.fixture(scope="module")
 def running_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    adapter = make_adapter(SimulatedServerConfig(kind="simulated", ttft=0.005, itl=0.001))
-    endpoint = adapter.start(tmp_path_factory.mktemp("external") / "server.log")
-    try:
-        yield endpoint.base_url
-    finally:
-        adapter.stop()
+    yield from running_simulated(tmp_path_factory.mktemp("external") / "server.log")
 
 
 @pytest.fixture
