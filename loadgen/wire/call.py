@@ -100,12 +100,14 @@ class TensorCheck:
 @dataclass(frozen=True, slots=True)
 class TensorsAsk:
     """A tensor request (KServe v2): its inputs, the outputs its answer must hold, its batch (the
-    items, or inferences, it asks for) and whether the inputs go as raw bytes (`binary`)."""
+    items, or inferences, it asks for), whether the inputs go as raw bytes (`binary`) and its
+    `id` (sent as the request's: servers echo it, and KServe's fails an answer without one)."""
 
     inputs: Sequence[TensorData]
     outputs: Sequence[TensorCheck]
     batch: int
     binary: bool = False
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

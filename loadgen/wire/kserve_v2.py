@@ -57,7 +57,7 @@ class KServeV2Api:
             _input_head(each.name, each.datatype, each.shape) + b',"data":' + each.data + b"}"
             for each in ask.inputs
         )
-        body = b'{"inputs":[' + inputs + b"]}"
+        body = _opening(ask) + inputs + b"]}"
         return WireRequest(path, body, JSON_TYPE, ask.batch, ask.batch, ask.outputs)
 
     def probe(self, call: Call, streams: bool) -> Call:
@@ -75,6 +75,13 @@ def _input_head(name: str, datatype: str, shape: Sequence[int]) -> bytes:
     return orjson.dumps({"name": name, "datatype": datatype, "shape": list(shape)})[:-1]
 
 
+def _opening(ask: TensorsAsk) -> bytes:
+    """The body up to its first input: its id, where it has one, and the inputs' list opened."""
+    if ask.id is None:
+        return b'{"inputs":['
+    return b'{"id":' + orjson.dumps(ask.id) + b',"inputs":['
+
+
 def _binary_request(path: str, ask: TensorsAsk) -> WireRequest:
     heads = [
         _input_head(each.name, each.datatype, each.shape)
@@ -83,7 +90,7 @@ def _binary_request(path: str, ask: TensorsAsk) -> WireRequest:
         + b"}}"
         for each in ask.inputs
     ]
-    header = b'{"inputs":[' + b",".join(heads) + b'],"parameters":{"binary_data_output":false}}'
+    header = _opening(ask) + b",".join(heads) + b'],"parameters":{"binary_data_output":false}}'
     body = header + b"".join(each.data for each in ask.inputs)
     extra = ((HEADER_LENGTH, str(len(header))),)
     return WireRequest(path, body, BINARY_TYPE, ask.batch, ask.batch, ask.outputs, extra)

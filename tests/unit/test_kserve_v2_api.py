@@ -113,6 +113,7 @@ def test_the_servers_own_parser_reads_back_the_pools_items(binary: bool) -> None
     header = dict(request.headers).get(HEADER_LENGTH)
     assert (header is not None) == binary and request.items == 5
     read = parse_infer(request.data, int(header) if header else None, MODEL)
+    assert read.id == "3"  # the record's id, as the request's
     images = read.inputs["input"]
     assert read.batch == 5 and images.shape == (5, 3, 32, 32) and images.dtype == np.float32
     assert images.min() >= 0.0 and images.max() < 1.0 and len(np.unique(images)) > 5 * 3000

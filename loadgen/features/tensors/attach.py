@@ -58,7 +58,7 @@ class TensorAttachment:
             )
             for pool in pools
         ]
-        return Attached(tensors=TensorsAsk(inputs, checks, batch, spec.binary))
+        return Attached(tensors=TensorsAsk(inputs, checks, batch, spec.binary, str(asking.request_id)))
 
     def fields(
         self, attached: Attached, body_bytes: int, answer: StreamResult, streamed: bool
