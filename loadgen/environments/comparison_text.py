@@ -247,6 +247,9 @@ _TERMINAL_COLUMNS: Sequence[str] = (
     "status",
 )
 
+# The terminal's headers that an API of items (only whole answers) names per item.
+_PER_ITEM_HEADERS = {"tok/s": "items/s", "cost a month\n(per M tok)": "cost a month\n(per M items)"}
+
 
 def _terminal_cells(cells: Sequence[str]) -> list[str]:
     name, capacity, knee, tokens, ttft, itl, e2e, cold, memory, replicas, month, per_m, *rest = cells
@@ -261,7 +264,8 @@ def print_environments(comparison: Comparison, console: Console) -> None:
     last = len(_TERMINAL_COLUMNS) - 1
     whole = _whole_answers(comparison)
     for index, column in enumerate(_TERMINAL_COLUMNS):
-        column = "items/s" if whole and column == "tok/s" else column
+        if whole:  # an API of items: its throughput and price per item
+            column = _PER_ITEM_HEADERS.get(column, column)
         table.add_column(
             column, justify="left" if index in (0, last) else "right", no_wrap=index in (0, last)
         )

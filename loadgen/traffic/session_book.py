@@ -181,11 +181,14 @@ class SessionBook:
         None when it belongs to no session. Opens the session of a turn 1."""
         session = self._open.get(planned.id)
         if session is None:
-            spec, start = follow_ups(workload), planned.session
-            if start is not None and start.script is not None:
+            start = planned.session
+            if start is None:  # no session's turn 1: most requests of most runs, asked first
+                return None
+            spec = follow_ups(workload)
+            if start.script is not None:
                 draws = scripted_draws(start.script)
                 self.scripted = True
-            elif start is None or start.seed is None or spec is None:
+            elif start.seed is None or spec is None:
                 return None
             else:
                 entry = workload.entries[planned.dataset_row] if planned.dataset_row is not None else None
