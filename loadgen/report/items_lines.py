@@ -11,8 +11,11 @@ def items_lines(items: Items | None) -> list[str]:
     """The items' line, where the run sent any; none otherwise."""
     if items is None:
         return []
-    return [
-        f"- Items (inputs, documents): {items.sent} sent, {format_figure(items.items_per_request)} per "
-        f"request · {format_figure(items.items_per_s, 'items/s')} answered · "
-        f"{format_figure(items.input_tokens_per_s, 'input tok/s')}"
-    ]
+    line = (
+        f"- Items (inputs, documents): {items.sent} sent, "
+        f"{format_figure(items.items_per_request)} per request · "
+        f"{format_figure(items.items_per_s, 'items/s')} answered"
+    )
+    if items.input_tokens_per_s:  # texts' tokens: none where the items are tensors
+        line += f" · {format_figure(items.input_tokens_per_s, 'input tok/s')}"
+    return [line]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from loadgen.features.tensors.key import SPEC
-from loadgen.run.probe import first_token_ns
+from loadgen.run.probe import ProbeError, first_token_ns
 from loadgen.run.server_learn import learned
 from loadgen.scenario.loader import parse_scenario
 from loadgen.scenario.model import Scenario
@@ -68,3 +68,23 @@ def test_the_probe_sends_a_batch_of_one_of_the_learned_inputs(sim: str) -> None:
     assert before < first < time.perf_counter_ns()  # its answer came, read whole
     with pytest.raises(ValueError, match="the model's metadata was not read"):
         first_token_ns(Endpoint(sim, "simulated"), _scenario().workload, 10.0)  # nothing learned
+
+
+def _given(tensors: str) -> Scenario:
+    return parse_scenario(SCENARIO.replace("tensors: {batch: {kind: fixed, value: 2}}", f"tensors: {tensors}"))
+
+
+def test_a_shape_the_server_refuses_stops_the_run_before_the_load_with_its_message(sim: str) -> None:
+    inputs = "[{name: input, datatype: FP32, shape: [-1, 3, 16, 16]}]"
+    scenario = learned(_given(f"{{inputs: {inputs}}}"), Endpoint(sim, "simulated"), 10.0)
+    with pytest.raises(ProbeError) as caught:
+        first_token_ns(Endpoint(sim, "simulated"), scenario.workload, 10.0)
+    message = str(caught.value)
+    assert "answered a test request with HTTP 400" in message and "[1, 3, 16, 16]" in message
+
+
+def test_an_answer_of_other_outputs_than_the_scenario_checks_is_a_wrong_shape(sim: str) -> None:
+    outputs = "[{name: logits, datatype: FP32, shape: [-1, 5]}]"
+    scenario = learned(_given(f"{{outputs: {outputs}}}"), Endpoint(sim, "simulated"), 10.0)
+    with pytest.raises(ProbeError, match=r"output logits has shape \[1, 10\], not \[1, 5\]"):
+        first_token_ns(Endpoint(sim, "simulated"), scenario.workload, 10.0)

@@ -85,7 +85,9 @@ def _throughput_cards(metrics: Metrics) -> list[Card]:
     if items is None or items.requests < metrics.requests or metrics.tokens_source:
         cards.append(Card("output tokens/s", num(metrics.output_tokens_per_s, "tok/s")))
     if items is not None:
-        per = f"{num(items.items_per_request)} per request · {num(items.input_tokens_per_s, 'input tok/s')}"
+        per = f"{num(items.items_per_request)} per request"
+        if items.input_tokens_per_s:  # texts' tokens: none where the items are tensors
+            per += f" · {num(items.input_tokens_per_s, 'input tok/s')}"
         cards.append(Card("items/s", num(items.items_per_s, "items/s"), per))
     return cards
 
