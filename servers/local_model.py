@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
+from kernel.paths import from_scenario
 from kernel.strict import StrictModel
 from kernel.units import Duration
 from servers.adapter import LaunchSpec, ProcessAdapter, module_server_spec
@@ -32,6 +33,13 @@ class LocalModelConfig(StrictModel):
     # so on 2 cores the server gets 1 whatever `threads` says).
     cpus: CpuSetting = "auto"
     energy: EnergySetting = "auto"  # devices whose energy the run counts (servers/energy_setting.py)
+
+    @field_validator("model")
+    @classmethod
+    def _from_scenario_folder(cls, model: Path, info: ValidationInfo) -> Path:
+        # A relative model counts from the scenario file's folder, as its other files do, so a
+        # scenario runs from any working directory.
+        return from_scenario(model, info)
 
     @property
     def model_name(self) -> str:

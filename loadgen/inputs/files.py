@@ -15,13 +15,9 @@ from pathlib import Path
 from pydantic import ValidationError, ValidationInfo
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-BASE_DIR_CONTEXT = "base_dir"
+from kernel.paths import BASE_DIR_CONTEXT, base_dir
 
-
-def base_dir(info: ValidationInfo) -> Path | None:
-    """The scenario file's folder, when the loader gave one."""
-    folder = (info.context or {}).get(BASE_DIR_CONTEXT)
-    return Path(folder) if folder is not None else None
+__all__ = ["BASE_DIR_CONTEXT", "base_dir", "field_error", "input_folder", "resolve"]
 
 
 def input_folder(folder: str, info: ValidationInfo, holds: str, found: Callable[[Path], object]) -> str:

@@ -71,7 +71,8 @@ def test_the_probe_sends_a_batch_of_one_of_the_learned_inputs(sim: str) -> None:
 
 
 def _given(tensors: str) -> Scenario:
-    return parse_scenario(SCENARIO.replace("tensors: {batch: {kind: fixed, value: 2}}", f"tensors: {tensors}"))
+    given = SCENARIO.replace("tensors: {batch: {kind: fixed, value: 2}}", f"tensors: {tensors}")
+    return parse_scenario(given)
 
 
 def test_a_shape_the_server_refuses_stops_the_run_before_the_load_with_its_message(sim: str) -> None:

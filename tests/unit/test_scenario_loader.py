@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 from loadgen.scenario.loader import ScenarioError, load_scenario, parse_scenario
+from loadgen.scenario.model import Scenario
+from servers.ort import OrtServerConfig
 from servers.simulated import SimulatedServerConfig
 
 GOOD = """\
@@ -104,3 +106,23 @@ def test_every_example_scenario_validates():
     assert len(files) >= 3
     for path in files:
         load_scenario(path)
+
+
+def test_a_built_in_servers_relative_model_counts_from_the_scenarios_folder(tmp_path: Path, monkeypatch):
+    """As a workload's files do: the same scenario names the same model from any working
+    directory; given as text (no file), the path stays as typed, from the working directory."""
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    text = GOOD.replace("kind: simulated\n  ttft: 50ms", "kind: onnxruntime\n  model: models/mine")
+    path = tmp_path / "scenarios" / "s.yaml"
+    path.parent.mkdir()
+    path.write_text(text.replace("models/mine", "../models/mine"), encoding="utf-8")
+
+    def model(scenario: Scenario) -> Path:
+        assert isinstance(scenario.server, OrtServerConfig)
+        return scenario.server.model
+
+    monkeypatch.chdir(tmp_path / "scenarios")
+    assert model(load_scenario(path)) == tmp_path / "models" / "mine"
+    monkeypatch.chdir("/")
+    assert model(load_scenario(path)) == tmp_path / "models" / "mine"
+    assert str(model(parse_scenario(text))) == "models/mine"
