@@ -101,6 +101,14 @@ class SimulatedOptions(StrictModel):
     infer_max_batch_size: int = Field(
         default=64, ge=1, le=65_536, description="the most items one v2 infer request may hold"
     )
+    # Token counts (issue 43): a chat or completions answer's usage says this many tokens more (or
+    # fewer) than it streamed and than its prompt held, so a test knows the mismatch it must find.
+    usage_skew: int = Field(
+        default=0, ge=-1_000_000, le=1_000_000, description="added to each answer's usage.completion_tokens"
+    )
+    prompt_usage_skew: int = Field(
+        default=0, ge=-1_000_000, le=1_000_000, description="added to each answer's usage.prompt_tokens"
+    )
     model: str = Field(default="simulated", description="served model name")
     # Idle keep-alive connections are closed after this long (uvicorn, behind vLLM, uses 5 s).
     keepalive_timeout: PositiveDuration = Field(
@@ -215,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from servers.engines.simulated_classic import InferTiming
     from servers.engines.simulated_engine import PoolingTiming, SimulatedEngine, TranscriptionTiming
     from servers.http import build_app, run
+    from servers.http.openai import UsageSkew
 
     lora = options.lora
     engine = SimulatedEngine(
@@ -248,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         classic=InferTiming(infer_base=options.infer_base, infer_per_item=options.infer_per_item),
         infer_max_batch_size=options.infer_max_batch_size,
     )
-    app = build_app(engine, record_timings=args.record_timings)
+    skew = UsageSkew(output=options.usage_skew, prompt=options.prompt_usage_skew)
+    app = build_app(engine, record_timings=args.record_timings, usage_skew=skew)
     return run(app, args.host, args.port, keepalive_timeout=options.keepalive_timeout)
 
 

@@ -57,6 +57,8 @@ class Columns:
     prefixed: np.ndarray  # bool
     cached_tokens: np.ndarray  # float64
     prompt_tokens: np.ndarray  # float64
+    # Token counts (loadgen.collect.token_stats): the prompt tokens the plan asked for (NaN: not recorded).
+    prompt_asked: np.ndarray  # float64
     # Multi-turn sessions (loadgen.collect.session_stats): the turn (0 outside a session), the
     # session's planned turns and its turn 1's due time (NaN outside a session).
     turn: np.ndarray  # int64

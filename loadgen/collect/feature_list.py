@@ -9,9 +9,10 @@ from loadgen.collect.item_stats import ITEM_STATS
 from loadgen.collect.prefix_stats import PREFIX_STATS
 from loadgen.collect.session_stats import SESSION_STATS
 from loadgen.collect.slice_registry import SLICE_STATS
+from loadgen.collect.token_stats import TOKEN_STATS
 from loadgen.collect.ttfat import TTFAT_STATS
 
-CORE_STATS: tuple[FeatureStats, ...] = (PREFIX_STATS, TTFAT_STATS, SESSION_STATS, ITEM_STATS)
+CORE_STATS: tuple[FeatureStats, ...] = (PREFIX_STATS, TTFAT_STATS, SESSION_STATS, ITEM_STATS, TOKEN_STATS)
 _loaded: list[tuple[FeatureStats, ...]] = []  # the whole list, once the slices' are loaded
 
 

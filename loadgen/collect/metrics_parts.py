@@ -92,6 +92,28 @@ class ItemsPart(TypedDict):
     input_tokens_per_s: float | None
 
 
+class AgreementPart(TypedDict):
+    """Two counts of the same requests' tokens: `Agreement`."""
+
+    compared: int
+    mismatched: int
+    mismatched_share: float
+    mean_abs_difference: float
+    max_abs_difference: int
+    mean_difference: float
+
+
+class TokenCountsPart(TypedDict):
+    """`metrics.token_counts`: `TokenCounts`; the tokenizer's pairs only with `workload.tokenizer`
+    (added after the run, loadgen.collect.retokenize)."""
+
+    output_usage_vs_chunks: AgreementPart | None
+    prompt_asked_vs_usage: AgreementPart | None
+    output_usage_vs_tokenizer: NotRequired[AgreementPart | None]
+    output_chunks_vs_tokenizer: NotRequired[AgreementPart | None]
+    tokenizer_counted: NotRequired[int]
+
+
 class MetricsPart(TypedDict):
     """A `metrics` object (the run's, a class's, an adapter's, a phase's): `Metrics`. The features'
     objects come last, each only in a run that saw the feature: the core's below, then the feature
@@ -122,6 +144,7 @@ class MetricsPart(TypedDict):
     prefix_cache: NotRequired[PrefixCachePart]
     sessions: NotRequired[SessionsPart]
     items: NotRequired[ItemsPart]
+    token_counts: NotRequired[TokenCountsPart]
 
 
 class PhasePart(TypedDict):
@@ -144,7 +167,7 @@ class PhasePart(TypedDict):
 
 # What a feature's `metrics` step gives (loadgen.collect.feature_stats): one of the core's parts,
 # or a feature slice's object, typed in its slice (the core does not know the slices' shapes).
-FeaturePart = PrefixCachePart | SessionsPart | ItemsPart | Mapping[str, object]
+FeaturePart = PrefixCachePart | SessionsPart | ItemsPart | TokenCountsPart | Mapping[str, object]
 
 
 def put_feature(metrics: MetricsPart, key: str, figures: FeaturePart) -> None:

@@ -93,6 +93,27 @@ class RequestRecord:
             "whether `output_tokens` is the server's `usage` or a count of stream chunks",
         ),
     )
+    prompt_asked: int | None = field(
+        default=None,
+        metadata=doc(
+            "integer",
+            "the prompt tokens the plan asked for (`prompt_tokens` drawn, or a dataset row's count), "
+            "beside the server's `prompt_tokens`; only with [`workload.tokenizer`](scenario.md#token-counts)",
+            feature="tokenizer",
+            sparse=True,
+            column="number",
+        ),
+    )
+    answer_text: str | None = field(
+        default=None,
+        metadata=doc(
+            "string",
+            "the answer's text as streamed (inline thinking left out), re-tokenized after the run "
+            "([token counts](scenario.md#token-counts)); only with `workload.tokenizer`",
+            feature="tokenizer",
+            sparse=True,
+        ),
+    )
     items: int | None = field(
         default=None,
         metadata=doc(

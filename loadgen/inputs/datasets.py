@@ -84,9 +84,12 @@ def _entry(line: str, api: str, lacking: Lacking, folder: Path) -> DatasetEntry:
 
 
 def token_counter(tokenizer_path: Path) -> Callable[[list[str]], list[int]]:
-    """Counts texts' tokens with a local tokenizer.json; DatasetError when it cannot load."""
+    """Counts texts' tokens with a local tokenizer.json (or a model directory holding one);
+    DatasetError when it cannot load."""
     from tokenizers import Tokenizer  # only a scenario with `tokenizer:` needs it
 
+    if tokenizer_path.is_dir():  # a model's directory, as Hugging Face ships it
+        tokenizer_path = tokenizer_path / "tokenizer.json"
     try:
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
     except Exception as exc:  # the library raises plain Exception for a missing or bad file

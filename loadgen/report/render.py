@@ -23,9 +23,11 @@ from loadgen.collect.machine_watch import machine_spans
 from loadgen.collect.memory import RESOURCES_FILE, read_samples, summarize_memory
 from loadgen.collect.record_files import records_file
 from loadgen.collect.records import RequestRecord, SkippedLines, read_records
+from loadgen.collect.retokenize import Retokenizer
 from loadgen.collect.run_stats import RunStats
 from loadgen.collect.server_metrics_summary import read_server_metrics, summarize_server_metrics
 from loadgen.collect.stats_wire import SUMMARY_FILE, SummaryError, read_summary
+from loadgen.collect.windows import PhaseWindow
 from loadgen.evaluate.level_results import LevelWindow
 from loadgen.evaluate.parts import Measured
 from loadgen.report.build import Judging, RunFacts, build_report, report_part
@@ -33,7 +35,7 @@ from loadgen.report.energy_report import EnergyStatus, energy_section
 from loadgen.report.model import Report
 from loadgen.report.model.client import ClientStalls, MachineStalls
 from loadgen.report.model.energy import Energy
-from loadgen.report.model.metrics import Workers
+from loadgen.report.model.metrics import TokenCounts, Workers
 from loadgen.report.rejudge import FileLateView
 from loadgen.report.safe_write import write_formats
 from loadgen.report.scan import ChunkHook, RawRecord, scan_records
@@ -41,6 +43,7 @@ from loadgen.report.search_report import build_search_report
 from loadgen.rundir.folder import RunMeta
 from loadgen.scenario.mode import SearchMode
 from loadgen.scenario.model import Scenario
+from loadgen.scenario.workload import workload_classes
 from loadgen.traffic.schedule import Schedule
 from loadgen.traffic.stall_watch import CLIENT_STALLS_FILE, read_stalls
 
@@ -80,6 +83,7 @@ def render_reports(
 
         charts = ChartRecords()
     judging = Judging.of(scenario)
+    recount: Retokenizer | None = None  # with a summary of workers' statistics: no texts to count
     late: FileLateView | None = None  # with no records, a late run cannot be re-judged
     if (run_dir / SUMMARY_FILE).exists():
         # Workers shipped statistics (`--records summary`): no records to read or to chart.
@@ -90,7 +94,9 @@ def render_reports(
     else:
         skipped = SkippedLines()
         late = FileLateView(path, schedule.windows, LateSendScan(judging.max_lag_p99_ms))
-        stats = scan_records(path, schedule.windows, skipped, on_chunk=_both(late.scan.offer, charts))
+        recount = _retokenizer(scenario, schedule.windows)
+        hook = _both(late.scan.offer, charts, recount)
+        stats = scan_records(path, schedule.windows, skipped, on_chunk=hook)
         _warn_skipped(skipped, path)
     # The server's own /metrics over the same window (bracketed by the scrapes around it).
     server_metrics = summarize_server_metrics(
@@ -100,6 +106,7 @@ def render_reports(
         run_dir, scenario, meta, {**meta.server, "memory": memory, "metrics": server_metrics}, run_error
     )
     report = build_report(facts, judging, stats, schedule.windows, late)
+    _with_recount(report, recount)
     spans = {window.index: Span(window.start_s, window.end_s) for window in schedule.windows}
     report.energy = _energy(run_dir, meta, report, spans)
     _write(report, run_dir, scenario, schedule, meta, charts, formats)
@@ -234,16 +241,37 @@ def _write(
         print(f"loadtest: error: {failure}", file=sys.stderr, flush=True)
 
 
-def _both(offer: ChunkHook, charts: ChartRecords | None) -> ChunkHook:
-    """The late-send scan's hook, and report.html's sample's where it is drawn."""
-    if charts is None:
+def _both(offer: ChunkHook, charts: ChartRecords | None, recount: Retokenizer | None = None) -> ChunkHook:
+    """The late-send scan's hook, report.html's sample's where it is drawn, and the tokenizer's
+    where a class names one."""
+    hooks = [hook for hook in (charts.offer if charts else None, recount.offer if recount else None) if hook]
+    if not hooks:
         return offer
 
     def both(chunk: Sequence[RawRecord]) -> None:
         offer(chunk)
-        charts.offer(chunk)
+        for hook in hooks:
+            hook(chunk)
 
     return both
+
+
+def _retokenizer(scenario: Scenario, windows: Sequence[PhaseWindow]) -> Retokenizer | None:
+    """The tokenizer's recount of the answers, where a workload class names a tokenizer."""
+    paths = {name: w.tokenizer for name, _, w in workload_classes(scenario.workload) if w.tokenizer}
+    return Retokenizer(paths, windows) if paths else None
+
+
+def _with_recount(report: Report, recount: Retokenizer | None) -> None:
+    """The tokenizer's pairs into `metrics.token_counts` (made where the statistics made none)."""
+    if recount is None:
+        return
+    part = recount.part()
+    made = report.metrics.token_counts
+    if made is not None:
+        part["output_usage_vs_chunks"] = made.model_dump()["output_usage_vs_chunks"]
+        part["prompt_asked_vs_usage"] = made.model_dump()["prompt_asked_vs_usage"]
+    report.metrics.token_counts = report_part(TokenCounts, part)
 
 
 def _energy_samples(run_dir: Path) -> list[EnergySample]:

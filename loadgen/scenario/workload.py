@@ -4,8 +4,10 @@
 with the workload keys plus `class` (its name) and `weight`. A class may take its prompts from a
 `dataset:` (JSONL, one `{"prompt": "..."}` or `{"messages": [...]}` a line), read and checked when
 the scenario is validated; an optional `tokenizer:` (a local Hugging Face tokenizer.json) counts
-their tokens on the client, for servers that send no `usage`. A ShareGPT file (a JSON array, or
-JSONL of `{"conversations": [...]}`) is recognised by its shape (loadgen/inputs/sharegpt.py).
+their tokens on the client, for servers that send no `usage`; with or without a dataset it also
+re-counts each answer's text after the run (report.json's `metrics.token_counts`). A ShareGPT
+file (a JSON array, or JSONL of `{"conversations": [...]}`) is recognised by its shape
+(loadgen/inputs/sharegpt.py).
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ class WorkloadCore(StrictModel):
     max_line: Annotated[Size, Field(gt=0)] = 1_048_576
     # Prompts from a JSONL file instead of prompt_tokens (relative: from the scenario's folder).
     dataset: str | None = None
-    tokenizer: str | None = None  # a local tokenizer.json counting the dataset's prompts
+    # A local tokenizer.json (or a directory with one): counts a dataset's prompts, and after the
+    # run re-counts each answer's text beside the server's usage and the stream's chunks.
+    tokenizer: str | None = None
     _entries: tuple[DatasetEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -84,9 +88,15 @@ class WorkloadCore(StrictModel):
             return handler(data)  # already validated (its dataset read)
         workload = handler(data)
         if workload.dataset is None:
-            if workload.tokenizer is not None:
-                raise field_error("tokenizer", "tokenizer: counts a dataset's prompts; give dataset:", None)
-            return workload
+            if workload.tokenizer is None:
+                return workload
+            # No prompts to count: it re-counts the answers after the run (token counts).
+            answers = str(resolve(workload.tokenizer, info, "tokenizer"))
+            try:
+                token_counter(Path(answers))
+            except DatasetError as exc:
+                raise field_error("tokenizer", str(exc), workload.tokenizer) from None
+            return workload.model_copy(update={"tokenizer": answers})
         # (a written-back scenario carries the default prompt_tokens beside its dataset: allowed)
         if workload.prompt_tokens != _DEFAULT_PROMPT_TOKENS:
             raise field_error("dataset", "give dataset: or prompt_tokens:, not both", workload.dataset)

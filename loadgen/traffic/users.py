@@ -191,7 +191,8 @@ class OpenAIUser(FastHttpUser):
             url=(ctx.endpoint.base_url if slot is None else slot.base_url) + request.path,
             data=request.data,
             headers=ctx.typed_headers.of(request.content_type, request.headers),
-            reader=asks.reader(api, request, keep_text=history is not None),
+            # A tokenizer re-counts the answer after the run (loadgen.collect.retokenize): keep its text.
+            reader=asks.reader(api, request, keep_text=history is not None or workload.tokenizer is not None),
             items=request.items,
             workload=workload,
             entry=entry,
@@ -307,6 +308,9 @@ class OpenAIUser(FastHttpUser):
         )
         if streamed:
             set_stream_gaps(record, result.chunk_ns)
+        if prepared.workload.tokenizer is not None:  # counted three ways: what was asked, and the text
+            record.prompt_asked = planned.prompt_tokens
+            record.answer_text = prepared.reader.text
         self._add_features(record, prepared, planned)
         return record
 

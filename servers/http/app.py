@@ -15,6 +15,7 @@ from servers.engines.engine import Engine, GenerationRequest
 from servers.http.exposition import ServerMetrics
 from servers.http.kserve_v2_routes import LazyV2Front
 from servers.http.openai import (
+    NO_SKEW,
     BadRequest,
     ChatBody,
     ChatShape,
@@ -22,6 +23,7 @@ from servers.http.openai import (
     FinishReason,
     RequestBody,
     Shape,
+    UsageSkew,
     error_body,
     parse_body,
 )
@@ -43,10 +45,13 @@ def _error(status: int, message: str, kind: str) -> web.Response:
 class OpenAIFront:
     """Request handlers bound to one engine and one metrics registry."""
 
-    def __init__(self, engine: Engine, timings: TimingRecorder | None = None) -> None:
+    def __init__(
+        self, engine: Engine, timings: TimingRecorder | None = None, usage_skew: UsageSkew = NO_SKEW
+    ) -> None:
         self.engine = engine
         self.metrics = ServerMetrics(engine)
         self.timings = timings
+        self.usage_skew = usage_skew
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, "/v1/completions", CompletionBody, Shape)
@@ -123,6 +128,7 @@ class OpenAIFront:
             images=images,
         )
         shape = shape_type.of(adapter or self.engine.model_name, body, body.called_tool(), req.max_tokens)
+        shape.skew = self.usage_skew
         # aclosing: if the client goes away mid-stream, the engine frees the slot now, not
         # whenever the generator happens to be garbage-collected.
         async with aclosing(self._observed(req, started)) as pieces:
@@ -223,8 +229,12 @@ def _report_failure(task: asyncio.Task[None]) -> None:
         traceback.print_exception(exc, file=sys.stderr)
 
 
-def build_app(engine: Engine, *, record_timings: bool = False) -> web.Application:
-    front = OpenAIFront(engine, TimingRecorder() if record_timings else None)
+def build_app(
+    engine: Engine, *, record_timings: bool = False, usage_skew: UsageSkew = NO_SKEW
+) -> web.Application:
+    """`usage_skew`: what chat and completions answers' usage adds to the true counts (a test's
+    known mismatch: the simulated server's --usage-skew)."""
+    front = OpenAIFront(engine, TimingRecorder() if record_timings else None, usage_skew)
     # Long-context prompts exceed aiohttp's 1 MiB default body limit.
     app = web.Application(client_max_size=64 * 1024**2)
     app.router.add_post("/v1/completions", front.completions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -229,12 +230,29 @@ def sse(payload: dict[str, Any]) -> bytes:
 SSE_DONE = b"data: [DONE]\n\n"
 
 
+@dataclass(frozen=True)
+class UsageSkew:
+    """What an answer's usage adds to its true counts (0: the truth): a server that counts
+    otherwise than it streams, for a test that must know the mismatch."""
+
+    output: int = 0
+    prompt: int = 0
+
+    def told(self, prompt_tokens: int, completion_tokens: int) -> tuple[int, int]:
+        """(prompt, completion) tokens as the usage says them, never below 0."""
+        return max(0, prompt_tokens + self.prompt), max(0, completion_tokens + self.output)
+
+
+NO_SKEW = UsageSkew()
+
+
 class Shape:
     """How one endpoint wraps text; subclasses for /v1/completions and /v1/chat/completions."""
 
     prefix = "cmpl"
     object_name = "text_completion"
     chunk_object = "text_completion"
+    skew = NO_SKEW  # set per answer by the front (UsageSkew)
 
     def __init__(
         self, model: str, reasoning: SimulateReasoning | None = None, tool: str | None = None, total: int = 0
@@ -346,6 +364,7 @@ class Shape:
         self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
     ) -> dict[str, Any]:
         reasoning = min(self.reasoning_tokens, completion_tokens)
+        prompt_tokens, completion_tokens = self.skew.told(prompt_tokens, completion_tokens)
         return {
             **self._envelope(self.chunk_object, []),
             "usage": usage(prompt_tokens, completion_tokens, cached_tokens, reasoning),
@@ -365,6 +384,7 @@ class Shape:
 
     def _usage(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None) -> dict[str, Any]:
         reasoning = min(self.reasoning_tokens, completion_tokens)
+        prompt_tokens, completion_tokens = self.skew.told(prompt_tokens, completion_tokens)
         return usage(prompt_tokens, completion_tokens, cached_tokens, reasoning)
 
 

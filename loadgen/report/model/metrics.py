@@ -156,6 +156,53 @@ class Items(ReportPart):
     )
 
 
+class Agreement(ReportPart):
+    """Two counts of the same requests' tokens, the first named before `_vs_`: how often and by
+    how much they disagree (the difference is first − second)."""
+
+    compared: int = Field(description="successful requests that had both counts")
+    mismatched: int = Field(description="of those, the requests whose counts differ")
+    mismatched_share: float = Field(description="mismatched / compared, 0 to 1")
+    mean_abs_difference: float = Field(
+        description="mean of |first − second| over the compared requests, tokens"
+    )
+    max_abs_difference: int = Field(description="the largest |first − second|, tokens")
+    mean_difference: float = Field(
+        description="mean of first − second, tokens: above 0, the first count says more"
+    )
+
+
+class TokenCounts(ReportPart):
+    """Tokens counted more than one way ([token counts](scenario.md#token-counts)); successful
+    requests whose server sent a `usage`. Output: the server's `usage.completion_tokens`, the
+    stream's token chunks and, with `workload.tokenizer`, the tokenizer's count of the answer's
+    text (re-tokenized after the run); prompt: what the plan asked for against the server's
+    `usage.prompt_tokens`. Token figures (`output_tokens_per_s`, `tpot_ms`) count by `tokens_source`."""
+
+    output_usage_vs_chunks: Agreement | None = Field(
+        description="streamed requests: usage against the token chunks (a chunk carrying 2 tokens: usage "
+        "says more); null: none streamed"
+    )
+    prompt_asked_vs_usage: Agreement | None = Field(
+        description="the prompt tokens asked for against the server's; null without `workload.tokenizer` "
+        "(which records what was asked)"
+    )
+    output_usage_vs_tokenizer: Agreement | None = Field(
+        default=None,
+        description="usage against the tokenizer's count of the answer's text; only with "
+        "`workload.tokenizer`",
+    )
+    output_chunks_vs_tokenizer: Agreement | None = Field(
+        default=None,
+        description="the token chunks against the tokenizer's count; only with `workload.tokenizer`",
+    )
+    tokenizer_counted: int | None = Field(
+        default=None,
+        description="answers the tokenizer counted (successful, answer text only: those where reasoning or "
+        "a tool call came first are left out); only with `workload.tokenizer`",
+    )
+
+
 class CoreMetrics(ReportPart):
     """Statistics over the measured requests (warm-up left out). Latencies count from the
     scheduled send time unless the key says `from_send`."""
@@ -226,6 +273,11 @@ class CoreMetrics(ReportPart):
         default=None,
         description="an API of items' throughput (inputs/s, documents/s); only in a run with "
         "`api: embeddings` or `rerank`",
+    )
+    token_counts: TokenCounts | None = Field(
+        default=None,
+        description="output tokens by usage, chunks and tokenizer, prompt tokens asked and counted: how "
+        "often they disagree; only in a run whose server sent a `usage`",
     )
 
 
