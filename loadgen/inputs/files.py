@@ -17,7 +17,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from kernel.paths import BASE_DIR_CONTEXT, base_dir
 
-__all__ = ["BASE_DIR_CONTEXT", "base_dir", "field_error", "input_folder", "resolve"]
+__all__ = ["BASE_DIR_CONTEXT", "base_dir", "field_error", "input_folder", "resolve", "resolve_tokenizer"]
 
 
 def input_folder(folder: str, info: ValidationInfo, holds: str, found: Callable[[Path], object]) -> str:
@@ -56,6 +56,18 @@ def resolve(path: str, info: ValidationInfo, key: str) -> Path:
     if not stat.S_ISREG(mode):
         raise field_error(key, f"{path} is not a regular file (a device, pipe or socket): give a file", path)
     return resolved
+
+
+def resolve_tokenizer(path: str, info: ValidationInfo, key: str = "tokenizer") -> Path:
+    """A tokenizer.json as `resolve` finds it, or the model folder holding one (as Hugging Face
+    ships a model): the folder stands for its tokenizer.json."""
+    given = Path(path).expanduser()
+    folder = base_dir(info)
+    if not given.is_absolute() and folder is not None:
+        given = folder / given
+    if given.is_dir():
+        return resolve(str(given / "tokenizer.json"), info, key)
+    return resolve(path, info, key)
 
 
 def field_error(field: str | tuple[str | int, ...], message: str, value: object) -> ValidationError:

@@ -41,7 +41,7 @@ from loadgen.inputs.datasets import (
     read_dataset,
     token_counter,
 )
-from loadgen.inputs.files import field_error, resolve
+from loadgen.inputs.files import field_error, resolve, resolve_tokenizer
 from loadgen.inputs.sharegpt import ShareGPTError, count_words, looks_like_sharegpt, read_sharegpt
 from loadgen.scenario.lengths import MAX_TOKENS as MAX_TOKENS  # re-exported: the length models
 from loadgen.scenario.lengths import FixedLength as FixedLength
@@ -91,7 +91,7 @@ class WorkloadCore(StrictModel):
             if workload.tokenizer is None:
                 return workload
             # No prompts to count: it re-counts the answers after the run (token counts).
-            answers = str(resolve(workload.tokenizer, info, "tokenizer"))
+            answers = str(resolve_tokenizer(workload.tokenizer, info))
             try:
                 token_counter(Path(answers))
             except DatasetError as exc:
@@ -109,7 +109,7 @@ class WorkloadCore(StrictModel):
             raise field_error("dataset", str(exc), workload.dataset) from None
         tokenizer = None
         if workload.tokenizer is not None:
-            tokenizer = str(resolve(workload.tokenizer, info, "tokenizer"))
+            tokenizer = str(resolve_tokenizer(workload.tokenizer, info))
             try:
                 entries = count_tokens(entries, Path(tokenizer))
             except DatasetError as exc:
@@ -178,7 +178,7 @@ def _read_sharegpt(workload: WorkloadCore, path: Path, info: ValidationInfo) -> 
     count: Callable[[list[str]], list[int]] = count_words
     tokenizer = None
     if workload.tokenizer is not None:
-        tokenizer = str(resolve(workload.tokenizer, info, "tokenizer"))
+        tokenizer = str(resolve_tokenizer(workload.tokenizer, info))
         try:
             count = token_counter(Path(tokenizer))
         except DatasetError as exc:
